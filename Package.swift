@@ -1,0 +1,47 @@
+// swift-tools-version: 6.2
+import PackageDescription
+
+/// Settings every Hoard target shares: Swift 6 language mode is the package default;
+/// warnings fail the build of our own targets (never of dependencies).
+let strict: [SwiftSetting] = [
+    .treatAllWarnings(as: .error),
+]
+
+let package = Package(
+    name: "Hoard",
+    platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
+    products: [
+        .library(name: "Hoard", targets: ["Hoard"]),
+        .executable(name: "hoard", targets: ["hoard"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CSQLite",
+            providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]
+        ),
+        .target(
+            name: "Hoard",
+            dependencies: [
+                .target(name: "CSQLite", condition: .when(platforms: [.linux, .android, .windows])),
+            ],
+            swiftSettings: strict
+        ),
+        .executableTarget(
+            name: "hoard",
+            dependencies: [
+                "Hoard",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "HoardTests",
+            dependencies: ["Hoard"],
+            swiftSettings: strict
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

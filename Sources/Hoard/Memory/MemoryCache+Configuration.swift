@@ -1,0 +1,99 @@
+import Foundation
+
+extension MemoryCache {
+    /// How a ``MemoryCache`` limits, evicts and expires its entries.
+    ///
+    /// ```swift
+    /// let images = try MemoryCache<URL, Data>(configuration: .init(
+    ///     costLimit: 64 << 20,          // 64 MiB of Data
+    ///     policy: .tinyLFU,
+    ///     defaultExpiry: .hours(1)))
+    /// ```
+    public struct Configuration: Sendable {
+        /// The most entries the cache holds, or `nil` for no count limit.
+        /// Defaults to `nil`. Must be at least 1 (and at least ``shards``).
+        public var countLimit: Int?
+
+        /// The most total cost the cache holds, or `nil` for no cost limit.
+        /// Defaults to `nil`. Must be at least 1.
+        public var costLimit: Int?
+
+        /// The fraction of a limit the cache evicts down to once the limit is
+        /// exceeded: at 0.75 a cache of 1,000 entries that reaches 1,001 evicts down to
+        /// 750. Must satisfy `0 < lowWaterMark <= 1`; at 1.0 it evicts one entry at a
+        /// time. Defaults to 0.75.
+        public var lowWaterMark: Double
+
+        /// Which entries go first when the cache must make room. Defaults to
+        /// ``EvictionPolicy/lru``.
+        public var policy: EvictionPolicy
+
+        /// The lifetime of entries written without an explicit ``Expiry``.
+        /// Defaults to ``Expiry/never``.
+        public var defaultExpiry: Expiry
+
+        /// Independently locked parts the cache is split into, by key hash; rounded up
+        /// to a power of two. Defaults to 1: one lock, and eviction order exact across
+        /// the whole cache.
+        ///
+        /// With more than one shard, threads that touch different shards never wait
+        /// for each other; each shard holds `countLimit / shards` entries and
+        /// `costLimit / shards` cost, and eviction order is exact within each shard
+        /// (close to, but not exactly, the global order). A value whose cost exceeds
+        /// `costLimit / shards` is not stored.
+        public var shards: Int
+
+        /// The cost of a value. Defaults to `nil`: the value's ``CacheValue/cacheCost``
+        /// when `Value` conforms to ``CacheValue`` (the byte count for `Data` and
+        /// `String`), and 0 otherwise. Called outside the cache's locks.
+        public var cost: (@Sendable (Value) -> Int)?
+
+        /// Creates a configuration; every parameter defaults as its property says.
+        public init(
+            countLimit: Int? = nil,
+            costLimit: Int? = nil,
+            lowWaterMark: Double = 0.75,
+            policy: EvictionPolicy = .lru,
+            defaultExpiry: Expiry = .never,
+            shards: Int = 1,
+            cost: (@Sendable (Value) -> Int)? = nil
+        ) {
+            self.countLimit = countLimit
+            self.costLimit = costLimit
+            self.lowWaterMark = lowWaterMark
+            self.policy = policy
+            self.defaultExpiry = defaultExpiry
+            self.shards = shards
+            self.cost = cost
+        }
+
+        /// Checks every setting and returns the shard count rounded up to a power of two.
+        func validated() throws(HoardError) -> Int {
+            if let countLimit, countLimit < 1 {
+                throw HoardError(.invalidConfiguration, "countLimit must be at least 1, not \(countLimit)")
+            }
+            if let costLimit, costLimit < 1 {
+                throw HoardError(.invalidConfiguration, "costLimit must be at least 1, not \(costLimit)")
+            }
+            guard lowWaterMark > 0, lowWaterMark <= 1 else {
+                throw HoardError(
+                    .invalidConfiguration, "lowWaterMark must be greater than 0 and at most 1, not \(lowWaterMark)")
+            }
+            guard shards >= 1, shards <= 1024 else {
+                throw HoardError(.invalidConfiguration, "shards must be between 1 and 1024, not \(shards)")
+            }
+            let shardCount = _FrequencySketch.powerOfTwo(atLeast: shards)
+            if let countLimit, countLimit < shardCount {
+                throw HoardError(
+                    .invalidConfiguration,
+                    "countLimit (\(countLimit)) must be at least the shard count (\(shardCount))")
+            }
+            if let costLimit, costLimit < shardCount {
+                throw HoardError(
+                    .invalidConfiguration,
+                    "costLimit (\(costLimit)) must be at least the shard count (\(shardCount))")
+            }
+            return shardCount
+        }
+    }
+}

@@ -1,0 +1,325 @@
+import Foundation
+import Synchronization
+
+/// A thread-safe, synchronous in-memory cache with count and cost limits, exact LRU
+/// or W-TinyLFU eviction, and per-entry lifetimes.
+///
+/// Every method can be called from any thread or task without `await`: state lives
+/// behind a lock (one per shard), held only for O(1) work and never across user code.
+/// A value just written is readable until it is evicted, expires or is removed.
+///
+/// ```swift
+/// let cache = try MemoryCache<String, Data>(configuration: .init(countLimit: 1_000))
+/// cache["avatar"] = imageData
+/// if let data = cache["avatar", maxAge: 60] { show(data) }
+/// cache.set(token, for: "session", expires: .minutes(15))
+/// ```
+///
+/// Over a limit the cache evicts down to the configuration's low-water mark (75% of
+/// the limit by default). Expired entries are misses; they are removed when read and
+/// by ``removeExpired()``. Changes can be watched with ``updates(for:)`` and
+/// ``events``; ``statistics`` counts hits, misses, evictions and expirations.
+public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
+    /// The configuration the cache was created with.
+    public let configuration: Configuration
+
+    @usableFromInline let shards: [_MemoryShardBox<Key, Value>]
+    @usableFromInline let shardMask: Int
+    @usableFromInline let clock: any CacheClock
+    @usableFromInline let observers = _MemoryObservers<Key, Value>()
+    @usableFromInline let costOf: (@Sendable (Value) -> Int)?
+    @usableFromInline let defaultExpiry: Expiry
+
+    /// Creates an empty cache.
+    ///
+    /// - Parameters:
+    ///   - configuration: Limits, policy, default lifetime and sharding. Defaults to
+    ///     no limits, LRU, entries that never expire, one shard.
+    ///   - clock: Where the cache reads the time. Defaults to ``SystemClock``; tests
+    ///     pass a ``ManualClock``.
+    /// - Throws: ``HoardError/Code/invalidConfiguration`` when a setting is out of
+    ///   range.
+    public init(configuration: Configuration = .init(), clock: any CacheClock = SystemClock()) throws(HoardError) {
+        let shardCount = try configuration.validated()
+        self.configuration = configuration
+        self.clock = clock
+        self.defaultExpiry = configuration.defaultExpiry
+        self.costOf = configuration.cost ?? _defaultCost(of: Value.self)
+        shardMask = shardCount - 1
+        shards = (0..<shardCount).map { _ in
+            _MemoryShardBox(
+                _MemoryShard(
+                    countLimit: configuration.countLimit.map { $0 / shardCount },
+                    costLimit: configuration.costLimit.map { $0 / shardCount },
+                    lowWaterMark: configuration.lowWaterMark,
+                    policy: configuration.policy))
+        }
+    }
+
+    deinit {
+        observers.finishAll()
+    }
+
+    @inlinable
+    func shard(for key: Key) -> _MemoryShardBox<Key, Value> {
+        if shardMask == 0 { return shards[0] }
+        return shards[Int(truncatingIfNeeded: _FrequencySketch.spread(key.hashValue)) & shardMask]
+    }
+
+    // MARK: Reading
+
+    /// The value for `key`, if the cache holds a live one that is fresh enough.
+    ///
+    /// A hit marks the entry as recently used. An expired entry is removed and
+    /// counts as a miss; an entry older than `maxAge` or not newer than `newerThan`
+    /// is a miss but stays for other readers.
+    ///
+    /// - Parameters:
+    ///   - key: The key to look up.
+    ///   - maxAge: The oldest, in seconds since it was stored, an entry may be.
+    ///   - newerThan: A date the entry must have been stored after.
+    /// - Returns: The value, or `nil`.
+    /// - Complexity: O(1). A hit allocates nothing.
+    @inlinable
+    public func value(for key: Key, maxAge: TimeInterval? = nil, newerThan: Date? = nil) -> Value? {
+        let observers = self.observers.ifActive
+        let newerThanSeconds = newerThan?.timeIntervalSinceReferenceDate
+        return shard(for: key).state.withLock { shard in
+            guard
+                let i = shard.lookup(
+                    key, clock: clock, maxAge: maxAge, newerThan: newerThanSeconds, observers: observers)
+            else { return nil }
+            return shard.nodes[Int(i)].value
+        }
+    }
+
+    /// The entry for `key` (value, stored date, expiry), with the same rules as
+    /// ``value(for:maxAge:newerThan:)``.
+    ///
+    /// - Complexity: O(1).
+    public func entry(for key: Key, maxAge: TimeInterval? = nil, newerThan: Date? = nil) -> CacheEntry<Value>? {
+        let observers = self.observers.ifActive
+        let newerThanSeconds = newerThan?.timeIntervalSinceReferenceDate
+        return shard(for: key).state.withLock { shard -> CacheEntry<Value>? in
+            guard
+                let i = shard.lookup(
+                    key, clock: clock, maxAge: maxAge, newerThan: newerThanSeconds, observers: observers),
+                let value = shard.nodes[Int(i)].value
+            else { return nil }
+            let node = Int(i)
+            let expiresAt = shard.nodes[node].expiresAt
+            return CacheEntry(
+                value: value,
+                storedAt: Date(timeIntervalSinceReferenceDate: shard.nodes[node].storedAt),
+                expiresAt: expiresAt == .infinity ? nil : Date(timeIntervalSinceReferenceDate: expiresAt))
+        }
+    }
+
+    /// Reads like ``value(for:maxAge:newerThan:)``; assigning stores the value with
+    /// the default lifetime, and assigning `nil` removes the entry.
+    ///
+    /// - Complexity: O(1).
+    @inlinable
+    public subscript(key: Key) -> Value? {
+        get { value(for: key) }
+        set {
+            if let newValue {
+                set(newValue, for: key)
+            } else {
+                removeValue(for: key)
+            }
+        }
+    }
+
+    /// The value for `key` if it is fresh enough: `cache["feed", maxAge: 60]`.
+    @inlinable
+    public subscript(key: Key, maxAge maxAge: TimeInterval?, newerThan newerThan: Date? = nil) -> Value? {
+        value(for: key, maxAge: maxAge, newerThan: newerThan)
+    }
+
+    /// The value for `key` if it was stored after `newerThan`.
+    @inlinable
+    public subscript(key: Key, newerThan newerThan: Date) -> Value? {
+        value(for: key, newerThan: newerThan)
+    }
+
+    /// Whether the cache holds a live entry for `key`. Does not count as a read and
+    /// does not change eviction order.
+    ///
+    /// - Complexity: O(1).
+    public func contains(_ key: Key) -> Bool {
+        let now = clock.now().timeIntervalSinceReferenceDate
+        return shard(for: key).state.withLock { $0.peek(key, now: now) != nil }
+    }
+
+    /// The number of entries, expired ones not yet removed included.
+    ///
+    /// - Complexity: O(shards).
+    public var count: Int {
+        shards.reduce(0) { total, box in total + box.state.withLock { $0.count } }
+    }
+
+    /// The total cost of the entries.
+    ///
+    /// - Complexity: O(shards).
+    public var totalCost: Int {
+        shards.reduce(0) { total, box in total + box.state.withLock { $0.totalCost } }
+    }
+
+    // MARK: Writing
+
+    /// Stores `value` for `key`, replacing any older value.
+    ///
+    /// The entry is the most recently used. If a limit is now exceeded, the cache
+    /// evicts down to its low-water mark, never the entry just written.
+    ///
+    /// - Parameters:
+    ///   - value: The value to store.
+    ///   - key: Its key.
+    ///   - expires: Its lifetime; `nil` (the default) uses the configuration's
+    ///     ``Configuration/defaultExpiry``.
+    /// - Returns: `true` when stored; `false` when the value's cost alone exceeds the
+    ///   cost limit (of one shard), in which case nothing is stored and any older
+    ///   value for `key` is removed, so a read never returns the outdated value.
+    /// - Complexity: O(1) amortised, plus O(1) per evicted entry.
+    @inlinable
+    @discardableResult
+    public func set(_ value: Value, for key: Key, expires: Expiry? = nil) -> Bool {
+        let cost = max(0, costOf?(value) ?? 0)
+        let now = clock.now()
+        let expiresAt = (expires ?? defaultExpiry).date(storedAt: now)?.timeIntervalSinceReferenceDate ?? .infinity
+        let observers = self.observers.ifActive
+        return shard(for: key).state.withLock { shard in
+            shard.set(
+                value, for: key, cost: cost, storedAt: now.timeIntervalSinceReferenceDate,
+                expiresAt: expiresAt, observers: observers)
+        }
+    }
+
+    /// Stores an entry as it is, keeping its stored date and expiry (for example
+    /// one read with ``entry(for:maxAge:newerThan:)`` from another cache).
+    ///
+    /// - Returns: `true` when stored, `false` when its cost exceeds the cost limit.
+    @discardableResult
+    public func set(_ entry: CacheEntry<Value>, for key: Key) -> Bool {
+        let cost = max(0, costOf?(entry.value) ?? 0)
+        let observers = self.observers.ifActive
+        return shard(for: key).state.withLock { shard in
+            shard.set(
+                entry.value, for: key, cost: cost, storedAt: entry.storedAt.timeIntervalSinceReferenceDate,
+                expiresAt: entry.expiresAt?.timeIntervalSinceReferenceDate ?? .infinity, observers: observers)
+        }
+    }
+
+    /// Removes the entry for `key`.
+    ///
+    /// - Returns: The removed value (even if it had expired), or `nil` if there was none.
+    /// - Complexity: O(1).
+    @inlinable
+    @discardableResult
+    public func removeValue(for key: Key) -> Value? {
+        let observers = self.observers.ifActive
+        return shard(for: key).state.withLock { $0.removeValue(for: key, observers: observers) }
+    }
+
+    /// Removes every entry. Update streams of removed keys receive `nil`; the events
+    /// stream receives one ``MemoryCacheEvent/removedAll(count:)``.
+    ///
+    /// - Complexity: O(n).
+    public func removeAll() {
+        let observers = self.observers.ifActive
+        var removed = 0
+        for box in shards {
+            removed += box.state.withLock { $0.removeAll(observers: observers) }
+        }
+        observers?.publish(.removedAll(count: removed))
+    }
+
+    /// Removes every expired entry.
+    ///
+    /// - Returns: How many entries were removed.
+    /// - Complexity: O(n) when some entry has a finite lifetime, O(shards) otherwise.
+    @discardableResult
+    public func removeExpired() -> Int {
+        let now = clock.now().timeIntervalSinceReferenceDate
+        let observers = self.observers.ifActive
+        return shards.reduce(0) { total, box in
+            total + box.state.withLock { $0.removeExpired(now: now, observers: observers) }
+        }
+    }
+
+    /// Evicts entries, policy order first, until the total cost is at most `cost`.
+    ///
+    /// - Complexity: O(1) per evicted entry.
+    public func purge(downTo cost: Int) {
+        purge(count: .max, cost: max(0, cost))
+    }
+
+    /// Evicts entries, policy order first, until at most `count` remain.
+    ///
+    /// - Complexity: O(1) per evicted entry.
+    public func purge(downToCount count: Int) {
+        purge(count: max(0, count), cost: .max)
+    }
+
+    private func purge(count: Int, cost: Int) {
+        let observers = self.observers.ifActive
+        let shardCount = shards.count
+        for box in shards {
+            box.state.withLock { shard in
+                shard.evict(
+                    toCount: count == .max ? .max : count / shardCount,
+                    toCost: cost == .max ? .max : cost / shardCount,
+                    reason: .purge, protecting: -1, observers: observers)
+            }
+        }
+    }
+
+    // MARK: Statistics
+
+    /// Hits, misses, evictions and expirations since creation or the last reset.
+    ///
+    /// - Complexity: O(shards).
+    public var statistics: MemoryCacheStatistics {
+        shards.reduce(into: MemoryCacheStatistics()) { total, box in
+            box.state.withLock { shard in
+                total.hits += shard.hits
+                total.misses += shard.misses
+                total.evictions += shard.evictions
+                total.expirations += shard.expirations
+            }
+        }
+    }
+
+    /// Sets every counter of ``statistics`` back to zero.
+    public func resetStatistics() {
+        for box in shards {
+            box.state.withLock { shard in
+                shard.hits = 0
+                shard.misses = 0
+                shard.evictions = 0
+                shard.expirations = 0
+            }
+        }
+    }
+}
+
+/// A shard and its lock. A class, because `Mutex` cannot live in an array.
+@usableFromInline
+final class _MemoryShardBox<Key: Hashable & Sendable, Value: Sendable>: Sendable {
+    @usableFromInline let state: Mutex<_MemoryShard<Key, Value>>
+
+    init(_ shard: sending _MemoryShard<Key, Value>) {
+        state = Mutex(shard)
+    }
+}
+
+/// The cost function a value type gets by default: `CacheValue.cacheCost` when it
+/// conforms, none otherwise.
+func _defaultCost<Value: Sendable>(of _: Value.Type) -> (@Sendable (Value) -> Int)? {
+    guard let type = Value.self as? any CacheValue.Type else { return nil }
+    func make<T: CacheValue>(_: T.Type) -> @Sendable (Value) -> Int {
+        { ($0 as! T).cacheCost }  // Value is T: checked above.
+    }
+    return make(type)
+}

@@ -1,0 +1,32 @@
+/// A snapshot of a ``MemoryCache``'s counters since it was created (or since
+/// ``MemoryCache/resetStatistics()``).
+public struct MemoryCacheStatistics: Sendable, Hashable, CustomStringConvertible {
+    /// Reads that returned a value.
+    public var hits: Int
+    /// Reads that returned nothing: absent, expired, or too old for the read's
+    /// `maxAge` / `newerThan`.
+    public var misses: Int
+    /// Entries evicted to respect a limit or by `purge`.
+    public var evictions: Int
+    /// Entries removed because they expired.
+    public var expirations: Int
+
+    /// Creates a snapshot.
+    public init(hits: Int = 0, misses: Int = 0, evictions: Int = 0, expirations: Int = 0) {
+        self.hits = hits
+        self.misses = misses
+        self.evictions = evictions
+        self.expirations = expirations
+    }
+
+    /// `hits / (hits + misses)`, or 0 before any read.
+    public var hitRatio: Double {
+        let reads = hits + misses
+        return reads == 0 ? 0 : Double(hits) / Double(reads)
+    }
+
+    public var description: String {
+        let ratio = (hitRatio * 1000).rounded() / 10
+        return "hits \(hits), misses \(misses) (hit ratio \(ratio)%), evictions \(evictions), expirations \(expirations)"
+    }
+}

@@ -1,0 +1,137 @@
+/// A 4-bit count-min sketch with a doorkeeper, the frequency estimate behind
+/// W-TinyLFU (Einziger, Friedman & Manes, "TinyLFU: A Highly Efficient Cache
+/// Admission Policy"; the layout follows Caffeine's `FrequencySketch`).
+///
+/// - Each 64-bit word holds sixteen 4-bit counters; an item maps to four counters in
+///   four words, and its estimate is the smallest of them (saturating at 15).
+/// - The doorkeeper, a Bloom filter, absorbs an item's first occurrence so that
+///   one-hit wonders never reach the counters; it adds one to the estimate.
+/// - After `10 × capacity` additions every counter is halved and the doorkeeper is
+///   cleared ("reset"), so old popularity fades.
+///
+/// - Complexity: `increment` and `frequency` are O(1); a reset is O(capacity) and
+///   happens once every `10 × capacity` additions, O(1) amortised.
+@usableFromInline
+struct _FrequencySketch {
+    @usableFromInline var table: [UInt64]
+    @usableFromInline let tableMask: Int
+    @usableFromInline var doorkeeper: [UInt64]
+    @usableFromInline let doorkeeperMask: UInt64
+    @usableFromInline let sampleSize: Int
+    @usableFromInline var additions: Int = 0
+
+    @usableFromInline static let seeds: (UInt64, UInt64, UInt64, UInt64) = (
+        0xc3a5_c85c_97cb_3127, 0xb492_b66f_be98_f273, 0x9ae1_6a3b_2f90_404f, 0xcbf2_9ce4_8422_2325
+    )
+    @usableFromInline static let resetMask: UInt64 = 0x7777_7777_7777_7777
+    @usableFromInline static let oneMask: UInt64 = 0x1111_1111_1111_1111
+
+    /// Creates a sketch sized for a cache of `capacity` entries.
+    @usableFromInline
+    init(capacity: Int) {
+        let size = Self.powerOfTwo(atLeast: max(capacity, 16))
+        table = Array(repeating: 0, count: size)
+        tableMask = size - 1
+        let doorkeeperBits = Self.powerOfTwo(atLeast: max(capacity, 16) * 16)
+        doorkeeper = Array(repeating: 0, count: doorkeeperBits / 64)
+        doorkeeperMask = UInt64(doorkeeperBits - 1)
+        sampleSize = 10 * max(capacity, 1)
+    }
+
+    @usableFromInline
+    static func powerOfTwo(atLeast n: Int) -> Int {
+        var size = 1
+        while size < n { size <<= 1 }
+        return size
+    }
+
+    /// Mixes a key's `hashValue` into the 64-bit hash the sketch uses.
+    @inlinable
+    static func spread(_ hashValue: Int) -> UInt64 {
+        var h = UInt64(bitPattern: Int64(hashValue))
+        h = (h ^ (h >> 33)) &* 0xff51_afd7_ed55_8ccd
+        h = (h ^ (h >> 33)) &* 0xc4ce_b9fe_1a85_ec53
+        return h ^ (h >> 33)
+    }
+
+    @inlinable
+    func index(_ hash: UInt64, _ i: Int) -> Int {
+        let seed: UInt64
+        switch i {
+        case 0: seed = Self.seeds.0
+        case 1: seed = Self.seeds.1
+        case 2: seed = Self.seeds.2
+        default: seed = Self.seeds.3
+        }
+        var h = (hash &+ seed) &* seed
+        h &+= h >> 32
+        return Int(truncatingIfNeeded: h) & tableMask
+    }
+
+    @inlinable
+    func doorkeeperBits(_ hash: UInt64) -> (UInt64, UInt64) {
+        (hash & doorkeeperMask, (hash >> 32 | hash << 32) & doorkeeperMask)
+    }
+
+    @inlinable
+    func doorkeeperContains(_ hash: UInt64) -> Bool {
+        let (a, b) = doorkeeperBits(hash)
+        return doorkeeper[Int(a >> 6)] & (1 << (a & 63)) != 0
+            && doorkeeper[Int(b >> 6)] & (1 << (b & 63)) != 0
+    }
+
+    /// The estimated number of times `hash` was added since the last reset, at most 16.
+    @inlinable
+    func frequency(_ hash: UInt64) -> Int {
+        let start = Int(hash & 3) << 2
+        var smallest = 15
+        for i in 0..<4 {
+            let shift = UInt64((start + i) << 2)
+            let count = Int((table[index(hash, i)] >> shift) & 0xF)
+            if count < smallest { smallest = count }
+        }
+        return smallest + (doorkeeperContains(hash) ? 1 : 0)
+    }
+
+    /// Records one occurrence of `hash`.
+    @inlinable
+    mutating func increment(_ hash: UInt64) {
+        if !doorkeeperContains(hash) {
+            let (a, b) = doorkeeperBits(hash)
+            doorkeeper[Int(a >> 6)] |= 1 << (a & 63)
+            doorkeeper[Int(b >> 6)] |= 1 << (b & 63)
+            countAddition()
+            return
+        }
+        let start = Int(hash & 3) << 2
+        var added = false
+        for i in 0..<4 {
+            let j = index(hash, i)
+            let shift = UInt64((start + i) << 2)
+            let mask: UInt64 = 0xF << shift
+            if table[j] & mask != mask {
+                table[j] &+= 1 << shift
+                added = true
+            }
+        }
+        if added { countAddition() }
+    }
+
+    @inlinable
+    mutating func countAddition() {
+        additions += 1
+        if additions >= sampleSize { reset() }
+    }
+
+    /// Halves every counter and clears the doorkeeper.
+    @usableFromInline
+    mutating func reset() {
+        var odd = 0
+        for i in table.indices {
+            odd += (table[i] & Self.oneMask).nonzeroBitCount
+            table[i] = (table[i] >> 1) & Self.resetMask
+        }
+        for i in doorkeeper.indices { doorkeeper[i] = 0 }
+        additions = (additions - (odd >> 2)) / 2
+    }
+}

@@ -1,0 +1,257 @@
+import Foundation
+
+/// One independently locked part of a ``MemoryCache``: a hash index into a node
+/// table, the eviction policy's lists over those nodes, and the shard's counters.
+///
+/// Every method runs with the shard's lock held (the shard lives in a `Mutex`), so
+/// none of them calls user code. Changes are published to observers from inside
+/// the lock, which keeps per-key updates in order; publishing only enqueues into
+/// `AsyncStream` buffers.
+///
+/// - Complexity: Lookup, insert, update, remove and each eviction are O(1)
+///   (amortised, as the hash index is).
+@usableFromInline
+struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable> {
+    @usableFromInline var index: [Key: Int32] = [:]
+    @usableFromInline var nodes = ContiguousArray<_MemoryNode<Key, Value>>()
+    @usableFromInline var freeHead: Int32 = -1
+    @usableFromInline var totalCost = 0
+    /// How many entries have a finite expiry; `removeExpired` skips the scan at zero.
+    @usableFromInline var expiringCount = 0
+
+    @usableFromInline let countLimit: Int
+    @usableFromInline let costLimit: Int
+    @usableFromInline let countLowWater: Int
+    @usableFromInline let costLowWater: Int
+    @usableFromInline let usesTinyLFU: Bool
+    @usableFromInline var lru = _LRUList()
+    @usableFromInline var tinyLFU: _TinyLFUPolicy
+
+    @usableFromInline var hits = 0
+    @usableFromInline var misses = 0
+    @usableFromInline var evictions = 0
+    @usableFromInline var expirations = 0
+
+    @usableFromInline
+    init(countLimit: Int?, costLimit: Int?, lowWaterMark: Double, policy: EvictionPolicy) {
+        self.countLimit = countLimit ?? .max
+        self.costLimit = costLimit ?? .max
+        countLowWater = countLimit.map { Int((Double($0) * lowWaterMark).rounded(.down)) } ?? .max
+        costLowWater = costLimit.map { Int((Double($0) * lowWaterMark).rounded(.down)) } ?? .max
+        usesTinyLFU = policy == .tinyLFU
+        if policy == .tinyLFU, let countLimit {
+            tinyLFU = _TinyLFUPolicy(capacity: countLimit, sketchCapacity: countLimit, weighsByCost: false)
+        } else if policy == .tinyLFU, let costLimit {
+            tinyLFU = _TinyLFUPolicy(capacity: costLimit, sketchCapacity: min(costLimit, 1 << 16), weighsByCost: true)
+        } else {
+            // LRU, or W-TinyLFU without limits (nothing is ever evicted): a token sketch.
+            tinyLFU = _TinyLFUPolicy(capacity: .max / 2, sketchCapacity: 16, weighsByCost: false)
+        }
+    }
+
+    @inlinable var count: Int { index.count }
+
+    // MARK: Reads
+
+    /// Finds a live entry for `key` that passes the freshness filters, counts a hit
+    /// or a miss, and records the access with the policy.
+    ///
+    /// An expired entry is removed. An entry that is merely older than `maxAge` /
+    /// `newerThan` allows is a miss but stays.
+    @inlinable
+    mutating func lookup(
+        _ key: Key, clock: any CacheClock, maxAge: Double?, newerThan: Double?,
+        observers: _MemoryObservers<Key, Value>?
+    ) -> Int32? {
+        guard let i = index[key] else {
+            misses &+= 1
+            return nil
+        }
+        let n = Int(i)
+        if nodes[n].expiresAt != .infinity || maxAge != nil {
+            let now = clock.now().timeIntervalSinceReferenceDate
+            if now >= nodes[n].expiresAt {
+                expire(i, key: key, observers: observers)
+                misses &+= 1
+                return nil
+            }
+            if let maxAge, now - nodes[n].storedAt > maxAge {
+                misses &+= 1
+                return nil
+            }
+        }
+        if let newerThan, !(nodes[n].storedAt > newerThan) {
+            misses &+= 1
+            return nil
+        }
+        if usesTinyLFU {
+            tinyLFU.recordAccess(i, weight: tinyLFU.weight(ofCost: nodes[n].cost), in: &nodes)
+        } else {
+            lru.moveToFront(i, in: &nodes)
+        }
+        hits &+= 1
+        return i
+    }
+
+    /// The live value for `key`, without counting a hit or touching recency.
+    @inlinable
+    func peek(_ key: Key, now: Double) -> Value? {
+        guard let i = index[key], now < nodes[Int(i)].expiresAt else { return nil }
+        return nodes[Int(i)].value
+    }
+
+    // MARK: Writes
+
+    /// Stores `value`; returns `false` (and removes any older value for the key)
+    /// when its cost alone exceeds the cost limit.
+    @inlinable
+    mutating func set(
+        _ value: Value, for key: Key, cost: Int, storedAt: Double, expiresAt: Double,
+        observers: _MemoryObservers<Key, Value>?
+    ) -> Bool {
+        guard cost <= costLimit else {
+            if let i = index[key] { removeNode(i, key: key, observers: observers) }
+            return false
+        }
+        let i: Int32
+        if let existing = index[key] {
+            i = existing
+            let n = Int(i)
+            let delta = cost - nodes[n].cost
+            totalCost += delta
+            if nodes[n].expiresAt != .infinity { expiringCount -= 1 }
+            if expiresAt != .infinity { expiringCount += 1 }
+            nodes[n].value = value
+            nodes[n].cost = cost
+            nodes[n].storedAt = storedAt
+            nodes[n].expiresAt = expiresAt
+            if usesTinyLFU {
+                if tinyLFU.weighsByCost { tinyLFU.reweigh(queue: nodes[n].queue, by: delta) }
+                tinyLFU.recordAccess(i, weight: tinyLFU.weight(ofCost: cost), in: &nodes)
+            } else {
+                lru.moveToFront(i, in: &nodes)
+            }
+        } else {
+            let hash = usesTinyLFU ? _FrequencySketch.spread(key.hashValue) : 0
+            let node = _MemoryNode(
+                key: key, value: value, cost: cost, storedAt: storedAt, expiresAt: expiresAt, hash: hash)
+            if freeHead >= 0 {
+                i = freeHead
+                freeHead = nodes[Int(i)].next
+                nodes[Int(i)] = node
+            } else {
+                i = Int32(nodes.count)
+                nodes.append(node)
+            }
+            index[key] = i
+            totalCost += cost
+            if expiresAt != .infinity { expiringCount += 1 }
+            if usesTinyLFU {
+                tinyLFU.insert(i, weight: tinyLFU.weight(ofCost: cost), in: &nodes)
+            } else {
+                lru.pushFront(i, weight: cost, queue: .main, in: &nodes)
+            }
+        }
+        observers?.publish(.set(key), key: key, value: value)
+        enforceLimits(protecting: i, observers: observers)
+        return true
+    }
+
+    /// Evicts down to the low-water mark of each limit that is exceeded, never
+    /// evicting `protected` (the entry just written).
+    @inlinable
+    mutating func enforceLimits(protecting protected: Int32, observers: _MemoryObservers<Key, Value>?) {
+        defer { if usesTinyLFU { tinyLFU.endEvictionRound() } }
+        let overCount = index.count > countLimit
+        let overCost = totalCost > costLimit
+        guard overCount || overCost else { return }
+        evict(
+            toCount: overCount ? countLowWater : countLimit,
+            toCost: overCost ? costLowWater : costLimit,
+            reason: overCount ? .countLimit : .costLimit,
+            protecting: protected, observers: observers)
+    }
+
+    /// Evicts the policy's victims until both targets are met.
+    @usableFromInline
+    mutating func evict(
+        toCount countTarget: Int, toCost costTarget: Int, reason: EvictionReason,
+        protecting protected: Int32, observers: _MemoryObservers<Key, Value>?
+    ) {
+        while index.count > countTarget || totalCost > costTarget {
+            let victim = usesTinyLFU ? tinyLFU.victim(in: &nodes) : lru.tail
+            guard victim >= 0, victim != protected, let key = nodes[Int(victim)].key else { break }
+            removeNode(victim, key: key, observers: nil)
+            evictions &+= 1
+            observers?.publish(.evicted(key, reason: reason), key: key, value: nil)
+        }
+        if usesTinyLFU { tinyLFU.endEvictionRound() }
+    }
+
+    @usableFromInline
+    mutating func expire(_ i: Int32, key: Key, observers: _MemoryObservers<Key, Value>?) {
+        removeNode(i, key: key, observers: nil)
+        expirations &+= 1
+        observers?.publish(.expired(key), key: key, value: nil)
+    }
+
+    /// Unlinks and frees a node. Publishes `.removed` when `observers` is given;
+    /// evictions and expirations pass `nil` and publish their own event.
+    @usableFromInline
+    @discardableResult
+    mutating func removeNode(_ i: Int32, key: Key, observers: _MemoryObservers<Key, Value>?) -> Value? {
+        let n = Int(i)
+        let cost = nodes[n].cost
+        if usesTinyLFU {
+            tinyLFU.remove(i, weight: tinyLFU.weight(ofCost: cost), in: &nodes)
+        } else {
+            lru.remove(i, weight: cost, in: &nodes)
+        }
+        index.removeValue(forKey: key)
+        totalCost -= cost
+        if nodes[n].expiresAt != .infinity { expiringCount -= 1 }
+        let value = nodes[n].value
+        nodes[n].key = nil
+        nodes[n].value = nil
+        nodes[n].next = freeHead
+        freeHead = i
+        observers?.publish(.removed(key), key: key, value: nil)
+        return value
+    }
+
+    @usableFromInline
+    mutating func removeValue(for key: Key, observers: _MemoryObservers<Key, Value>?) -> Value? {
+        guard let i = index[key] else { return nil }
+        return removeNode(i, key: key, observers: observers)
+    }
+
+    /// Removes every entry; returns how many there were.
+    @usableFromInline
+    mutating func removeAll(observers: _MemoryObservers<Key, Value>?) -> Int {
+        let removed = index.count
+        if let observers {
+            for key in index.keys { observers.publishUpdate(key: key, value: nil) }
+        }
+        index = [:]
+        nodes = []
+        freeHead = -1
+        totalCost = 0
+        expiringCount = 0
+        lru = _LRUList()
+        tinyLFU.removeAll()
+        return removed
+    }
+
+    /// Removes every entry expired at `now`; returns how many.
+    @usableFromInline
+    mutating func removeExpired(now: Double, observers: _MemoryObservers<Key, Value>?) -> Int {
+        guard expiringCount > 0 else { return 0 }
+        var removed = 0
+        for n in nodes.indices where now >= nodes[n].expiresAt {
+            guard let key = nodes[n].key else { continue }
+            expire(Int32(n), key: key, observers: observers)
+            removed += 1
+        }
+        return removed
+    }
+}

@@ -1,0 +1,133 @@
+/// W-TinyLFU as Caffeine describes it: new entries enter a small LRU admission
+/// window (1% of the capacity); entries leaving the window become candidates for
+/// the main space, a segmented LRU (probation, and protected with 80% of the main
+/// space). When the cache must evict, a candidate is compared with the main space's
+/// least-recently-used probation entry, and the one the frequency sketch says was
+/// used less often goes.
+///
+/// Weights are entry counts when the cache has a count limit, costs otherwise.
+///
+/// - Complexity: Every operation is O(1).
+@usableFromInline
+struct _TinyLFUPolicy {
+    @usableFromInline var window = _LRUList()
+    @usableFromInline var probation = _LRUList()
+    @usableFromInline var protected = _LRUList()
+    @usableFromInline var sketch: _FrequencySketch
+    @usableFromInline let windowCapacity: Int
+    @usableFromInline let protectedCapacity: Int
+    /// Entries moved from the window to the head of probation since the last
+    /// eviction round; they are the candidates the next round judges.
+    @usableFromInline var candidates = 0
+    /// Whether weights are costs (cost-limited cache) or one per entry.
+    @usableFromInline let weighsByCost: Bool
+
+    @usableFromInline
+    init(capacity: Int, sketchCapacity: Int, weighsByCost: Bool) {
+        self.weighsByCost = weighsByCost
+        windowCapacity = max(1, capacity / 100)
+        protectedCapacity = max(0, Int(Double(capacity - windowCapacity) * 0.8))
+        sketch = _FrequencySketch(capacity: sketchCapacity)
+    }
+
+    /// The weight of an entry of the given cost.
+    @inlinable
+    func weight(ofCost cost: Int) -> Int { weighsByCost ? cost : 1 }
+
+    @inlinable
+    mutating func insert<K, V>(_ i: Int32, weight: Int, in nodes: inout ContiguousArray<_MemoryNode<K, V>>) {
+        sketch.increment(nodes[Int(i)].hash)
+        window.pushFront(i, weight: weight, queue: .window, in: &nodes)
+        // Keep the window within its share: the oldest window entries become
+        // candidates for the main space (the newest entry always stays).
+        while window.weight > windowCapacity && window.count > 1 {
+            let oldest = window.tail
+            let w = self.weight(ofCost: nodes[Int(oldest)].cost)
+            window.remove(oldest, weight: w, in: &nodes)
+            probation.pushFront(oldest, weight: w, queue: .probation, in: &nodes)
+            candidates += 1
+        }
+    }
+
+    @inlinable
+    mutating func recordAccess<K, V>(_ i: Int32, weight: Int, in nodes: inout ContiguousArray<_MemoryNode<K, V>>) {
+        sketch.increment(nodes[Int(i)].hash)
+        switch nodes[Int(i)].queue {
+        case .window:
+            window.moveToFront(i, in: &nodes)
+        case .main:
+            protected.moveToFront(i, in: &nodes)
+        case .probation:
+            probation.remove(i, weight: weight, in: &nodes)
+            protected.pushFront(i, weight: weight, queue: .main, in: &nodes)
+            while protected.weight > protectedCapacity && protected.count > 1 {
+                let demoted = protected.tail
+                let w = self.weight(ofCost: nodes[Int(demoted)].cost)
+                protected.remove(demoted, weight: w, in: &nodes)
+                probation.pushFront(demoted, weight: w, queue: .probation, in: &nodes)
+            }
+        case .none:
+            break
+        }
+    }
+
+    /// Adjusts list weights after an entry's weight changed in place.
+    @inlinable
+    mutating func reweigh(queue: _Queue, by delta: Int) {
+        switch queue {
+        case .window: window.weight += delta
+        case .probation: probation.weight += delta
+        case .main: protected.weight += delta
+        case .none: break
+        }
+    }
+
+    @inlinable
+    mutating func remove<K, V>(_ i: Int32, weight: Int, in nodes: inout ContiguousArray<_MemoryNode<K, V>>) {
+        switch nodes[Int(i)].queue {
+        case .window: window.remove(i, weight: weight, in: &nodes)
+        case .probation: probation.remove(i, weight: weight, in: &nodes)
+        case .main: protected.remove(i, weight: weight, in: &nodes)
+        case .none: break
+        }
+    }
+
+    /// The entry to evict next: the loser of the duel between the newest candidate
+    /// and the probation segment's least-recently-used entry.
+    @inlinable
+    mutating func victim<K, V>(in nodes: inout ContiguousArray<_MemoryNode<K, V>>) -> Int32 {
+        var victim = probation.tail
+        if victim < 0 { victim = protected.tail }
+        if victim < 0 { victim = window.tail }
+        guard candidates > 0 else { return victim }
+        let candidate = probation.head
+        if candidate < 0 || candidate == victim {
+            candidates = 0
+            return victim
+        }
+        let candidateFrequency = sketch.frequency(nodes[Int(candidate)].hash)
+        let victimFrequency = sketch.frequency(nodes[Int(victim)].hash)
+        if candidateFrequency > victimFrequency {
+            // When probation holds only candidates, the victim is one of them too.
+            if probation.count <= candidates { candidates -= 1 }
+            return victim
+        }
+        candidates -= 1
+        return candidate
+    }
+
+    /// Ends an eviction round: candidates not judged stay on probation as ordinary
+    /// entries.
+    @inlinable
+    mutating func endEvictionRound() {
+        candidates = 0
+    }
+
+    @usableFromInline
+    mutating func removeAll() {
+        window = _LRUList()
+        probation = _LRUList()
+        protected = _LRUList()
+        candidates = 0
+    }
+}

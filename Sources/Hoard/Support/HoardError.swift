@@ -1,0 +1,75 @@
+import Foundation
+
+/// The error every `Hoard` API throws.
+///
+/// A `HoardError` carries a ``Code`` a caller can switch on, a message a person can
+/// read, the key or path involved when there is one, and the underlying error that
+/// caused it, if any. Its `description` is a sentence that says what went wrong and
+/// what to look at.
+///
+/// ```swift
+/// do {
+///     let user = try codec.decode(bytes)
+/// } catch let error as HoardError where error.code == .decodingFailed {
+///     // the stored bytes are stale or damaged: treat as a miss
+/// }
+/// ```
+public struct HoardError: Error, Sendable, CustomStringConvertible {
+    /// What kind of failure this is. New codes may be added in later versions, so
+    /// `switch` over it with a `default` clause.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        /// The raw name of the code, stable across versions.
+        public let rawValue: String
+
+        /// Creates a code from its raw name.
+        public init(_ rawValue: String) { self.rawValue = rawValue }
+
+        public var description: String { rawValue }
+
+        /// A configuration value is out of range (a negative limit, a low-water mark
+        /// outside `0 < mark <= 1`, a shard count below one, …).
+        public static let invalidConfiguration = Code("invalidConfiguration")
+        /// A value could not be turned into bytes.
+        public static let encodingFailed = Code("encodingFailed")
+        /// Stored bytes could not be turned back into a value: damaged, or written by
+        /// an older version of the type.
+        public static let decodingFailed = Code("decodingFailed")
+        /// No codec is available for the value type: it is neither `CacheValue` nor
+        /// `Codable`, and none was given.
+        public static let noCodec = Code("noCodec")
+    }
+
+    /// What kind of failure this is.
+    public let code: Code
+    /// A human-readable explanation.
+    public let message: String
+    /// The string form of the key involved, when the failure concerns one key.
+    public let key: String?
+    /// The file system path involved, when there is one.
+    public let path: String?
+    /// The error that caused this one, when there is one.
+    public let underlying: (any Error)?
+
+    /// Creates an error.
+    public init(
+        _ code: Code,
+        _ message: String,
+        key: String? = nil,
+        path: String? = nil,
+        underlying: (any Error)? = nil
+    ) {
+        self.code = code
+        self.message = message
+        self.key = key
+        self.path = path
+        self.underlying = underlying
+    }
+
+    public var description: String {
+        var text = "\(code): \(message)"
+        if let key { text += " (key: \(key.prefix(200)))" }
+        if let path { text += " (path: \(path))" }
+        if let underlying { text += " — caused by: \(underlying)" }
+        return text
+    }
+}

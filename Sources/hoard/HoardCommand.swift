@@ -1,0 +1,11 @@
+import ArgumentParser
+
+/// The `hoard` command-line tool: look inside and maintain Hoard's caches and stores.
+@main
+struct HoardCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "hoard",
+        abstract: "Inspect and maintain Hoard caches, and see them at work.",
+        subcommands: [DemoCommand.self]
+    )
+}
