@@ -1,0 +1,81 @@
+import Foundation
+import Hoard
+import Testing
+
+@Suite("MemoryCache observation", .timeLimit(.minutes(1)))
+struct MemoryCacheObservationTests {
+    @Test("updates(for:) yields the current value, then set, overwrite and removal in order")
+    func updatesInOrder() async throws {
+        let cache = try MemoryCache<String, Int>()
+        cache["k"] = 1
+        var updates = cache.updates(for: "k").makeAsyncIterator()
+        #expect(await updates.next() == .some(1))
+
+        cache["k"] = 2
+        cache["other"] = 99
+        cache["k"] = 3
+        cache.removeValue(for: "k")
+        cache["k"] = 4
+        #expect(await updates.next() == .some(2))
+        #expect(await updates.next() == .some(3))
+        #expect(await updates.next() == .some(nil))
+        #expect(await updates.next() == .some(4))
+    }
+
+    @Test("updates(for:) of an absent key starts with nil and sees eviction and expiry as nil")
+    func updatesSeeEvictionAndExpiry() async throws {
+        let clock = ManualClock()
+        let cache = try MemoryCache<Int, Int>(configuration: .init(countLimit: 1, lowWaterMark: 1.0), clock: clock)
+        var updates = cache.updates(for: 1).makeAsyncIterator()
+        #expect(await updates.next() == .some(nil))
+        cache.set(10, for: 1, expires: .seconds(5))
+        cache[2] = 20  // evicts 1
+        cache.set(11, for: 1, expires: .seconds(5))  // evicts 2
+        clock.advance(by: 6)
+        _ = cache[1]  // expires 1
+        #expect(await updates.next() == .some(10))
+        #expect(await updates.next() == .some(nil))
+        #expect(await updates.next() == .some(11))
+        #expect(await updates.next() == .some(nil))
+    }
+
+    @Test("The events stream reports set, remove, evict with its reason, expire and removeAll")
+    func eventsStream() async throws {
+        let clock = ManualClock()
+        let cache = try MemoryCache<String, String>(
+            configuration: .init(countLimit: 2, costLimit: 100, lowWaterMark: 1.0), clock: clock)
+        var events = cache.events.makeAsyncIterator()
+        cache["a"] = "1"
+        cache["b"] = "2"
+        cache["c"] = "3"
+        cache.removeValue(for: "b")
+        cache.set("4", for: "d", expires: .seconds(1))
+        clock.advance(by: 2)
+        _ = cache["d"]
+        cache["e"] = String(repeating: "x", count: 100)  // cost limit: evicts c
+        cache.purge(downToCount: 0)
+        cache["f"] = "6"
+        cache.removeAll()
+
+        let expected: [MemoryCacheEvent<String>] = [
+            .set("a"), .set("b"), .set("c"), .evicted("a", reason: .countLimit), .removed("b"),
+            .set("d"), .expired("d"), .set("e"), .evicted("c", reason: .costLimit),
+            .evicted("e", reason: .purge), .set("f"), .removedAll(count: 1),
+        ]
+        for event in expected {
+            #expect(await events.next() == event)
+        }
+    }
+
+    @Test("A stream ends when its cache is deallocated")
+    func streamsEndWithTheCache() async throws {
+        var cache: MemoryCache<Int, Int>? = try MemoryCache<Int, Int>()
+        let updates = try #require(cache).updates(for: 1)
+        let events = try #require(cache).events
+        cache = nil
+        var received: [Int?] = []
+        for await value in updates { received.append(value) }
+        #expect(received == [nil])
+        for await _ in events { Issue.record("no event was published") }
+    }
+}

@@ -1,0 +1,179 @@
+import Foundation
+import Hoard
+import Testing
+
+@Suite("MemoryCache basics and limits")
+struct MemoryCacheTests {
+    @Test("Get, set, overwrite, subscript, contains, remove, removeAll")
+    func basicOperations() throws {
+        let cache = try MemoryCache<String, Int>()
+        #expect(cache["a"] == nil)
+        cache["a"] = 1
+        cache.set(2, for: "b")
+        #expect(cache["a"] == 1)
+        #expect(cache.value(for: "b") == 2)
+        cache["a"] = 10
+        #expect(cache["a"] == 10)
+        #expect(cache.count == 2)
+        #expect(cache.contains("a"))
+        #expect(!cache.contains("zzz"))
+
+        #expect(cache.removeValue(for: "a") == 10)
+        #expect(cache.removeValue(for: "a") == nil)
+        cache["b"] = nil
+        #expect(cache["b"] == nil)
+        #expect(cache.count == 0)
+
+        for i in 0..<10 { cache["k\(i)"] = i }
+        cache.removeAll()
+        #expect(cache.count == 0)
+        #expect(cache["k3"] == nil)
+        cache["again"] = 1
+        #expect(cache["again"] == 1)
+    }
+
+    @Test("Exact LRU: the untouched oldest entries go first")
+    func exactLRUOrder() throws {
+        let cache = try MemoryCache<Int, Int>(configuration: .init(countLimit: 10, lowWaterMark: 1.0))
+        for i in 0..<10 { cache[i] = i }
+        // Touch 0, 2, 4, 6, 8: the odd keys are now the least recently used, 1 oldest.
+        for i in stride(from: 0, to: 10, by: 2) { _ = cache[i] }
+        for i in 10..<15 { cache[i] = i }
+        #expect(cache.count == 10)
+        for i in [1, 3, 5, 7, 9] { #expect(cache[i] == nil, "key \(i) should have been evicted") }
+        for i in [0, 2, 4, 6, 8, 10, 11, 12, 13, 14] { #expect(cache[i] == i, "key \(i) should remain") }
+        // Writes count as use too: overwrite 0, then two more inserts evict 2 then 4.
+        cache[0] = 100
+        cache[20] = 20
+        cache[21] = 21
+        #expect(cache[2] == nil)
+        #expect(cache[4] == nil)
+        #expect(cache[0] == 100)
+    }
+
+    @Test("Over the count limit the cache evicts down to the 75% low-water mark")
+    func countLimitPurgesToLowWaterMark() throws {
+        let cache = try MemoryCache<Int, Int>(configuration: .init(countLimit: 100))
+        for i in 0..<100 { cache[i] = i }
+        #expect(cache.count == 100)
+        cache[100] = 100
+        #expect(cache.count == 75)
+        #expect(cache[100] == 100)
+        #expect(cache[0] == nil)
+        #expect(cache[25] == nil)
+        #expect(cache[26] == 26)
+        #expect(cache.statistics.evictions == 26)
+    }
+
+    @Test("A cost-limit purge lands at the 75% mark")
+    func costLimitPurge() throws {
+        let cache = try MemoryCache<String, Data>(configuration: .init(costLimit: 1000))
+        for i in 0..<10 { cache["k\(i)"] = Data(count: 100) }
+        #expect(cache.totalCost == 1000)
+        cache["big"] = Data(count: 100)
+        #expect(cache.totalCost <= 750)
+        #expect(cache.totalCost == 700)
+        #expect(cache["big"] != nil)
+        #expect(cache["k0"] == nil)
+        #expect(cache["k9"] != nil)
+    }
+
+    @Test("A cost closure given at init decides the cost")
+    func costClosure() throws {
+        let cache = try MemoryCache<String, [Int]>(
+            configuration: .init(costLimit: 100, lowWaterMark: 1.0, cost: { $0.count * 10 }))
+        cache["a"] = [1, 2, 3]
+        cache["b"] = [1, 2, 3, 4]
+        #expect(cache.totalCost == 70)
+        cache["c"] = [1, 2, 3, 4]
+        #expect(cache.totalCost == 80)
+        #expect(cache["a"] == nil)
+        #expect(cache["b"] == [1, 2, 3, 4])
+    }
+
+    @Test("An entry whose own cost exceeds the limit is not stored, and the caller can tell")
+    func oversizedEntryIsRejected() throws {
+        let cache = try MemoryCache<String, String>(configuration: .init(costLimit: 10))
+        #expect(cache.set("small", for: "k"))
+        #expect(cache.set("far too long for the limit", for: "k") == false)
+        // The older value is gone too: a read never returns what the caller replaced.
+        #expect(cache["k"] == nil)
+        #expect(cache.set("0123456789", for: "exact"))
+        #expect(cache["exact"] == "0123456789")
+    }
+
+    @Test("purge(downTo:) and purge(downToCount:) evict in policy order on demand")
+    func purgeOnDemand() throws {
+        let cache = try MemoryCache<Int, Data>()
+        for i in 0..<10 { cache[i] = Data(count: 10) }
+        _ = cache[0]
+        cache.purge(downTo: 50)
+        #expect(cache.totalCost == 50)
+        #expect(cache[0] != nil)
+        #expect(cache[1] == nil)
+        cache.purge(downToCount: 2)
+        #expect(cache.count == 2)
+        #expect(cache[0] != nil)
+        cache.purge(downToCount: 0)
+        #expect(cache.count == 0)
+    }
+
+    @Test("Low-water mark of 100% evicts one entry at a time")
+    func oneAtATime() throws {
+        let cache = try MemoryCache<Int, Int>(configuration: .init(countLimit: 5, lowWaterMark: 1.0))
+        for i in 0..<50 { cache[i] = i }
+        #expect(cache.count == 5)
+        #expect(cache.statistics.evictions == 45)
+        #expect((45..<50).allSatisfy { cache[$0] == $0 })
+    }
+
+    @Test("Statistics count hits, misses, evictions and expirations")
+    func statistics() throws {
+        let clock = ManualClock()
+        let cache = try MemoryCache<Int, Int>(configuration: .init(countLimit: 2, lowWaterMark: 1.0), clock: clock)
+        cache[1] = 1
+        _ = cache[1]
+        _ = cache[2]
+        cache.set(2, for: 2, expires: .seconds(1))
+        cache[3] = 3
+        clock.advance(by: 2)
+        _ = cache[2]
+        let stats = cache.statistics
+        #expect(stats.hits == 1)
+        #expect(stats.misses == 2)
+        #expect(stats.evictions == 1)
+        #expect(stats.expirations == 1)
+        #expect(stats.hitRatio == 1.0 / 3.0)
+        cache.resetStatistics()
+        #expect(cache.statistics == MemoryCacheStatistics())
+    }
+
+    @Test(
+        "Out-of-range configuration is a clear thrown error",
+        arguments: [
+            MemoryCache<Int, Int>.Configuration(countLimit: 0),
+            .init(countLimit: -5),
+            .init(costLimit: 0),
+            .init(lowWaterMark: 0),
+            .init(lowWaterMark: 1.5),
+            .init(lowWaterMark: .nan),
+            .init(shards: 0),
+            .init(countLimit: 4, shards: 8),
+        ])
+    func invalidConfiguration(configuration: MemoryCache<Int, Int>.Configuration) {
+        #expect {
+            try MemoryCache<Int, Int>(configuration: configuration)
+        } throws: { error in
+            (error as? HoardError)?.code == .invalidConfiguration
+        }
+    }
+
+    @Test("Sharded caches keep each shard's share of the limits")
+    func shardedLimits() throws {
+        let cache = try MemoryCache<Int, Int>(configuration: .init(countLimit: 800, lowWaterMark: 1.0, shards: 8))
+        for i in 0..<10_000 { cache[i] = i }
+        #expect(cache.count <= 800)
+        #expect(cache.count > 700)
+        for i in 9_990..<10_000 { #expect(cache[i] == i) }
+    }
+}

@@ -1,0 +1,98 @@
+import Foundation
+import Hoard
+import Testing
+
+@Suite("W-TinyLFU")
+struct TinyLFUTests {
+    /// Warms a hot set, runs a one-pass scan of cold keys, and counts how many hot
+    /// keys still hit afterwards.
+    func hotKeysSurvivingScan(policy: EvictionPolicy) throws -> Int {
+        let cache = try MemoryCache<Int, Int>(configuration: .init(countLimit: 100, lowWaterMark: 1.0, policy: policy))
+        let hot = 0..<50
+        for _ in 0..<20 {
+            for key in hot where cache[key] == nil { cache[key] = key }
+        }
+        for key in 1_000..<11_000 where cache[key] == nil { cache[key] = key }
+        return hot.filter { cache[$0] != nil }.count
+    }
+
+    @Test("Keeps a frequently used working set through a one-pass scan that LRU loses")
+    func scanResistance() throws {
+        #expect(try hotKeysSurvivingScan(policy: .lru) == 0)
+        #expect(try hotKeysSurvivingScan(policy: .tinyLFU) >= 45)
+    }
+
+    @Test("A value just written is readable, even when the window evicts at once")
+    func justWrittenIsReadable() throws {
+        let cache = try MemoryCache<Int, Int>(configuration: .init(countLimit: 10, lowWaterMark: 1.0, policy: .tinyLFU))
+        for _ in 0..<5 {
+            for key in 0..<10 { _ = cache[key] }
+        }
+        for key in 100..<1_000 {
+            cache[key] = key
+            #expect(cache[key] == key)
+            #expect(cache.count <= 10)
+        }
+    }
+
+    @Test("Cost-weighted W-TinyLFU respects the cost limit")
+    func costWeighted() throws {
+        let cache = try MemoryCache<Int, Data>(configuration: .init(costLimit: 10_000, policy: .tinyLFU))
+        for key in 0..<1_000 {
+            cache[key] = Data(count: key % 50 + 1)
+            #expect(cache.totalCost <= 10_000)
+        }
+        #expect(cache.count > 100)
+    }
+}
+
+/// Replays the shared hit-ratio traces through both policies and checks them
+/// against the reference figures in ../shared/traces/README.md.
+@Suite("Hit ratios on the reference traces", .timeLimit(.minutes(10)))
+struct HitRatioTraceTests {
+    static let traces = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("shared/traces")
+
+    /// (trace, N, LRU, W-TinyLFU) from ../shared/traces/README.md (libCacheSim 0.3.5).
+    static let reference: [(String, Int, Double, Double)] = [
+        ("zipf1.0", 1_000, 0.5060, 0.6033), ("zipf1.0", 5_000, 0.6648, 0.7297), ("zipf1.0", 10_000, 0.7353, 0.7800),
+        ("scan", 1_000, 0.4021, 0.4804), ("scan", 5_000, 0.5120, 0.5780), ("scan", 10_000, 0.5419, 0.6175),
+        ("loop", 1_000, 0, 0.0082), ("loop", 5_000, 0, 0.0419), ("loop", 10_000, 0, 0.0838),
+    ]
+
+    static func load(_ name: String) throws -> [UInt32]? {
+        let url = traces.appendingPathComponent("\(name).u32")
+        guard let data = FileManager.default.contents(atPath: url.path) else { return nil }
+        return data.withUnsafeBytes { raw in
+            (0..<(raw.count / 4)).map { UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: $0 * 4, as: UInt32.self)) }
+        }
+    }
+
+    static func hitRatio(_ keys: [UInt32], size: Int, policy: EvictionPolicy) throws -> Double {
+        let cache = try MemoryCache<UInt32, UInt32>(
+            configuration: .init(countLimit: size, lowWaterMark: 1.0, policy: policy))
+        var hits = 0
+        for key in keys {
+            if cache.value(for: key) != nil { hits += 1 } else { cache.set(key, for: key) }
+        }
+        return Double(hits) / Double(keys.count)
+    }
+
+    @Test("LRU matches the reference exactly; W-TinyLFU is within 0.01 and beats LRU",
+          arguments: ["zipf1.0", "scan", "loop"])
+    func trace(name: String) throws {
+        guard let keys = try Self.load(name) else {
+            print("skipping \(name): no trace at \(Self.traces.path)")
+            return
+        }
+        for (trace, size, lru, tinyLFU) in Self.reference where trace == name {
+            let measuredLRU = try Self.hitRatio(keys, size: size, policy: .lru)
+            let measuredTiny = try Self.hitRatio(keys, size: size, policy: .tinyLFU)
+            print("\(name) N=\(size): lru \(measuredLRU) (ref \(lru)), tinyLFU \(measuredTiny) (ref \(tinyLFU))")
+            #expect(abs(measuredLRU - lru) < 0.00005, "\(name) N=\(size) LRU")
+            #expect(abs(measuredTiny - tinyLFU) <= 0.01, "\(name) N=\(size) W-TinyLFU")
+            #expect(measuredTiny > measuredLRU, "\(name) N=\(size) W-TinyLFU above LRU")
+        }
+    }
+}
