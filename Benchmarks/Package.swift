@@ -1,0 +1,44 @@
+// swift-tools-version: 6.2
+import PackageDescription
+
+/// Warnings fail the build of our own targets (never of dependencies).
+let strict: [SwiftSetting] = [
+    .treatAllWarnings(as: .error),
+]
+
+let package = Package(
+    name: "HoardBenchmarks",
+    platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
+    dependencies: [
+        // Named, so targets can say `package: "Hoard"` whatever the checkout's folder is called.
+        .package(name: "Hoard", path: ".."),
+        // The explicit trait list is required: a default trait of 1.38.1 pulls a
+        // package the local mirror does not have.
+        .package(url: "https://github.com/ordo-one/benchmark", exact: "1.38.1", traits: ["MallocInterposer"]),
+    ],
+    targets: [
+        // Throughput of MemoryCache against Mutex<Dictionary> and NSCache baselines.
+        .executableTarget(
+            name: "MemoryCacheBenchmarks",
+            dependencies: [
+                .product(name: "Hoard", package: "Hoard"),
+                .product(name: "Benchmark", package: "benchmark"),
+            ],
+            path: "Benchmarks/MemoryCacheBenchmarks",
+            swiftSettings: strict,
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+        // Hit ratios on the shared traces against libCacheSim's reference figures.
+        .executableTarget(
+            name: "HitRatioBenchmarks",
+            dependencies: [
+                .product(name: "Hoard", package: "Hoard"),
+                .product(name: "Benchmark", package: "benchmark"),
+            ],
+            path: "Benchmarks/HitRatioBenchmarks",
+            swiftSettings: strict,
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)
