@@ -110,7 +110,9 @@ extension DiskStore {
     /// the write lock that they are still damaged), the totals are recomputed, and
     /// orphaned files older than ten minutes are deleted (younger ones may belong
     /// to a write in flight in another process). Damage SQLite finds in the index
-    /// itself is reported but cannot be repaired here.
+    /// itself is reported (``StoreDamage/Reason/damagedIndex``) but cannot be
+    /// repaired here; as a store holds only cached data, deleting its directory
+    /// is the repair.
     ///
     /// - Parameters:
     ///   - repairing: Whether to remove what is damaged.
@@ -120,20 +122,34 @@ extension DiskStore {
     /// - Complexity: O(entries + files).
     public func verify(repairing: Bool, progress: ((Progress) -> Void)?) throws(HoardError) -> VerificationReport {
         var report = VerificationReport(repaired: repairing)
-        let (messages, total) = try state.withLock { (state) throws(HoardError) -> ([String], Int) in
-            let index = try state.open()
-            return (try index.quickCheck(), try index.totalUsage().count)
-        }
-        for message in messages {
+        func indexDamage(_ what: String, _ error: HoardError) {
             report.damage.append(StoreDamage(
-                namespace: nil, key: nil, reason: .damagedIndex, detail: "SQLite's integrity check: \(message)"))
+                namespace: nil, key: nil, reason: .damagedIndex, detail: "\(what): \(error.message)"))
         }
+        do {
+            let messages = try state.withLock { (state) throws(HoardError) in try state.open().quickCheck() }
+            for message in messages {
+                report.damage.append(StoreDamage(
+                    namespace: nil, key: nil, reason: .damagedIndex, detail: "SQLite's integrity check: \(message)"))
+            }
+        } catch where error.code == .storeDamaged {
+            indexDamage("SQLite's integrity check could not run", error)
+        }
+        let total = (try? state.withLock { (state) throws(HoardError) in try state.open().totalUsage().count }) ?? 0
 
         var lastID: Int64 = 0
         let chunk = 500
+        var readable = true
         while true {
-            let rows = try state.withLock { (state) throws(HoardError) in
-                try state.open().scan(after: lastID, limit: chunk)
+            let rows: [_DiskIndex.ScannedRow]
+            do {
+                rows = try state.withLock { (state) throws(HoardError) in
+                    try state.open().scan(after: lastID, limit: chunk)
+                }
+            } catch where error.code == .storeDamaged {
+                indexDamage("the entries after row \(lastID) cannot be read", error)
+                readable = false
+                break
             }
             guard let last = rows.last else { break }
             lastID = last.id
@@ -146,8 +162,16 @@ extension DiskStore {
             progress?(Progress(completed: report.entriesChecked, total: max(total, report.entriesChecked)))
             if rows.count < chunk { break }
         }
+        // Totals and orphans are judged against the entries: only when all were read.
+        guard readable else { return report }
 
-        let wrongTotals = try state.withLock { (state) throws(HoardError) in try state.open().wrongTotals() }
+        let wrongTotals: [(String, StoreUsage, StoreUsage)]
+        do {
+            wrongTotals = try state.withLock { (state) throws(HoardError) in try state.open().wrongTotals() }
+        } catch where error.code == .storeDamaged {
+            indexDamage("the namespace totals cannot be read", error)
+            return report
+        }
         for (namespace, recorded, actual) in wrongTotals {
             report.damage.append(StoreDamage(
                 namespace: namespace, key: nil, reason: .wrongTotals,

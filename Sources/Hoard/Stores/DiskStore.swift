@@ -91,24 +91,32 @@ public final class DiskStore: CacheStore {
         if contents != .store, !configuration.createsStore {
             throw HoardError(.notAStore, "there is no Hoard store at this path", path: path)
         }
-        if contents == .nothing { try _FileSystem.makeDirectories(path) }
+        let indexPath = path + "/" + _StoreDirectory.indexName
+        var index: _DiskIndex?
+        if contents == .store {
+            // The format is checked before any file is created: a database that
+            // only looks like a store is refused untouched.
+            index = try _DiskIndex(path: indexPath, busyTimeout: configuration.busyTimeout)
+        } else if contents == .nothing {
+            try _FileSystem.makeDirectories(path)
+        }
         var lock = try _StoreDirectory.lock(path)
         var openingEvents: [DiskStoreEvent] = []
-        let index: _DiskIndex
         do {
-            let indexPath = path + "/" + _StoreDirectory.indexName
-            if _FileSystem.kind(at: indexPath) == .missing {
-                try lock.takeExclusive(path: path)
+            if index == nil {
                 if _FileSystem.kind(at: indexPath) == .missing {
-                    // Re-checked with the lock held: nobody else is creating it.
-                    _ = try _StoreDirectory.inspect(path)
-                    try _StoreDirectory.create(path, now: clock.now())
+                    try lock.takeExclusive(path: path)
+                    if _FileSystem.kind(at: indexPath) == .missing {
+                        // Re-checked with the lock held: nobody else is creating it.
+                        _ = try _StoreDirectory.inspect(path)
+                        try _StoreDirectory.create(path, now: clock.now())
+                    }
                 }
+                try _StoreDirectory.checkIndexHeader(indexPath)
+                index = try _DiskIndex(path: indexPath, busyTimeout: configuration.busyTimeout)
             }
-            try _StoreDirectory.checkIndexHeader(indexPath)
             try _FileSystem.makeDirectory(blobs.directory)
-            index = try _DiskIndex(path: indexPath, busyTimeout: configuration.busyTimeout)
-            if lock.exclusive, configuration.collectsOrphansAtOpen {
+            if lock.exclusive, configuration.collectsOrphansAtOpen, let index {
                 let (files, bytes) = try _StoreDirectory.collectOrphans(blobs: blobs, index: index)
                 if files > 0 { openingEvents.append(.collectedOrphans(files: files, bytes: bytes)) }
             }
@@ -118,7 +126,7 @@ public final class DiskStore: CacheStore {
             throw error
         }
         lockDescriptor = lock.descriptor
-        state = Mutex(_DiskState(index: index, configuration: configuration))
+        state = Mutex(_DiskState(index: index!, configuration: configuration))
         observers.publish(openingEvents)
     }
 

@@ -108,9 +108,13 @@ final class _DiskIndex {
                 default: break
                 }
             }
+        } catch where error.code == .storeDamaged || error.code == .busy || error.code == .permissionDenied {
+            throw HoardError(
+                error.code, "the index database has Hoard's application id but its format record cannot be read",
+                path: connection.path, underlying: error)
         } catch {
             throw HoardError(
-                .notAStore, "the index database has Hoard's application id but no readable format record",
+                .notAStore, "the index database has Hoard's application id but no format record; nothing was changed",
                 path: connection.path, underlying: error)
         }
         guard format == Self.formatName, let version, let number = Int(version) else {

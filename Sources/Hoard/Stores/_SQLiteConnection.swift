@@ -123,7 +123,11 @@ final class _SQLiteConnection {
         default:
             code = _FileSystem.code(forErrno: systemErrno) ?? .ioFailed
         }
-        return HoardError(code, "\(what): \(message)", path: path, underlying: cause)
+        var text = "\(what): \(message)"
+        if code == .storeDamaged {
+            text += ". The index database is damaged; a store holds only cached data, so deleting its directory repairs it"
+        }
+        return HoardError(code, text, path: path, underlying: cause)
     }
 
     /// A prepared statement: bind, step, read columns, reset.
