@@ -62,6 +62,8 @@ public struct HoardError: Error, Sendable, CustomStringConvertible {
         /// Reading or writing a file of the store failed for another reason; the
         /// underlying error says which.
         public static let ioFailed = Code("ioFailed")
+        /// An HTTP fetch got a response outside 200–299.
+        public static let httpFailed = Code("httpFailed")
     }
 
     /// What kind of failure this is.
