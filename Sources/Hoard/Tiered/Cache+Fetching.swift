@@ -28,7 +28,11 @@ extension Cache {
         for key: Key, maxAge: TimeInterval? = nil, newerThan: Date? = nil,
         fetch: Fetch?
     ) async throws -> Value? {
-        switch lookUpLocally(key, maxAge: maxAge, newerThan: newerThan) {
+        if grace == 0, let slot = memory.value(for: key, maxAge: maxAge, newerThan: newerThan) {
+            if case .value(let value) = slot { return value }
+            return nil
+        }
+        switch lookUpLocally(key, maxAge: maxAge, newerThan: newerThan, checksMemory: grace > 0) {
         case .hit(let entry, let stale):
             if stale { serveStale(key, fetch: fetch) }
             return entry.value

@@ -46,10 +46,13 @@ extension Cache {
 
     /// Hits per tier, misses, promotions, fetches, coalesced waits, stale hits and
     /// errors since creation or ``resetStatistics()``.
-    public var statistics: CacheStatistics { counters.snapshot() }
+    public var statistics: CacheStatistics { counters.snapshot(memoryTierHits: memory.statistics.hits) }
 
     /// Sets every counter of ``statistics`` back to zero.
-    public func resetStatistics() { counters.reset() }
+    public func resetStatistics() {
+        counters.reset()
+        memory.resetStatistics()
+    }
 
     /// The number of entries in the memory tier.
     public var memoryCount: Int { memory.count }

@@ -26,13 +26,20 @@ extension Cache {
     ///   - maxAge: The oldest, in seconds since it was stored, an entry may be.
     ///   - newerThan: A date the entry must have been stored after.
     /// - Complexity: O(1) for a memory hit.
+    @inlinable
     public func value(for key: Key, maxAge: TimeInterval? = nil, newerThan: Date? = nil) -> Value? {
         if grace == 0, let slot = memory.value(for: key, maxAge: maxAge, newerThan: newerThan) {
-            counters.memoryHits.add(1, ordering: .relaxed)
             if case .value(let value) = slot { return value }
             return nil
         }
-        switch lookUpLocally(key, maxAge: maxAge, newerThan: newerThan) {
+        return valueBelowMemory(for: key, maxAge: maxAge, newerThan: newerThan)
+    }
+
+    /// The rest of a synchronous read once memory has missed (or when stale values
+    /// are in play and memory's expiry must be looked at).
+    @usableFromInline
+    func valueBelowMemory(for key: Key, maxAge: TimeInterval?, newerThan: Date?) -> Value? {
+        switch lookUpLocally(key, maxAge: maxAge, newerThan: newerThan, checksMemory: grace > 0) {
         case .hit(let entry, let stale):
             if stale { serveStale(key) }
             return entry.value
@@ -73,6 +80,7 @@ extension Cache {
     /// and the stores behind (or, in write-through mode, the local stores before it
     /// returns), with the default lifetime. Assigning `nil` removes the entry from
     /// every tier.
+    @inlinable
     public subscript(key: Key) -> Value? {
         get { value(for: key) }
         set { assign(newValue, for: key, expires: nil) }
@@ -92,14 +100,14 @@ extension Cache {
 
     // MARK: Lookup
 
-    /// Looks through memory, the queue of pending writes and the local stores,
-    /// promoting a local hit into memory. Counts hits, not misses (the caller knows
+    /// Looks through memory (unless the caller already did), the queue of pending
+    /// writes and the local stores, promoting a local hit into memory. Counts hits, not misses (the caller knows
     /// whether slower tiers follow).
     func lookUpLocally(
-        _ key: Key, maxAge: TimeInterval?, newerThan: Date?) -> _LocalLookup<Value> {
+        _ key: Key, maxAge: TimeInterval?, newerThan: Date?, checksMemory: Bool = true
+    ) -> _LocalLookup<Value> {
         let now = clock.now()
-        if let entry = memory.entry(for: key, maxAge: maxAge, newerThan: newerThan) {
-            counters.memoryHits.add(1, ordering: .relaxed)
+        if checksMemory, let entry = memory.entry(for: key, maxAge: maxAge, newerThan: newerThan) {
             guard case .value(let value) = entry.value else { return .negative }
             return hit(value, storedAt: entry.storedAt, expiresAt: entry.expiresAt, now: now)
         }

@@ -63,6 +63,7 @@ extension Cache {
 
     /// The subscript setter: memory at once, stores behind (local stores before
     /// returning in write-through mode). Failures are reported.
+    @usableFromInline
     func assign(_ value: Value?, for key: Key, expires: Expiry?) {
         guard let value else {
             memory.removeValue(for: key)

@@ -29,7 +29,7 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
 
     /// The configuration the cache was created with.
     public let configuration: Configuration
-    let memory: MemoryCache<Key, _CacheSlot<Value>>
+    @usableFromInline let memory: MemoryCache<Key, _CacheSlot<Value>>
 
     let localStores: [any CacheStore]
     let remoteStores: [any RemoteCacheStore]
@@ -44,7 +44,7 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
     let keyStrings: Mutex<[String: Key]>
     /// Seconds added to every lifetime so stale values can be served (0 without
     /// stale-while-revalidate).
-    let grace: TimeInterval
+    @usableFromInline let grace: TimeInterval
 
     var namespace: String { configuration.name }
 

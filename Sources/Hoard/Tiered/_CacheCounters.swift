@@ -1,6 +1,10 @@
 import Synchronization
 
 /// The counters behind ``CacheStatistics``, updated without a lock.
+///
+/// Memory hits are not counted here: the memory tier counts its own hits under its
+/// lock, which keeps an atomic increment off the hottest path. `memoryHits` counts
+/// only reads answered from the queue of pending writes.
 final class _CacheCounters: Sendable {
     let memoryHits = Atomic<Int>(0)
     let localHits = Atomic<Int>(0)
@@ -12,9 +16,9 @@ final class _CacheCounters: Sendable {
     let staleHits = Atomic<Int>(0)
     let errors = Atomic<Int>(0)
 
-    func snapshot() -> CacheStatistics {
+    func snapshot(memoryTierHits: Int) -> CacheStatistics {
         var statistics = CacheStatistics()
-        statistics.memoryHits = memoryHits.load(ordering: .relaxed)
+        statistics.memoryHits = memoryTierHits + memoryHits.load(ordering: .relaxed)
         statistics.localHits = localHits.load(ordering: .relaxed)
         statistics.remoteHits = remoteHits.load(ordering: .relaxed)
         statistics.misses = misses.load(ordering: .relaxed)
