@@ -37,9 +37,18 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // Not a product: the child process the disk store's crash-safety and fault
+        // tests start, kill and inspect. The test target depends on it so that it is
+        // built next to the test bundle.
+        .executableTarget(
+            name: "HoardCrashWriter",
+            dependencies: ["Hoard"],
+            path: "Tests/Support/HoardCrashWriter",
+            swiftSettings: strict
+        ),
         .testTarget(
             name: "HoardTests",
-            dependencies: ["Hoard"],
+            dependencies: ["Hoard", "HoardCrashWriter"],
             swiftSettings: strict
         ),
     ],

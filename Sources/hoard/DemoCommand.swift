@@ -6,11 +6,12 @@ import Hoard
 struct DemoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo",
-        abstract: "Show the memory tier at work: hits, an eviction, an expiry, statistics."
+        abstract: "Show each tier at work: memory, disk and the tiered cache."
     )
 
     func run() async throws {
         try await MemoryDemo(output: { print($0) }).run()
+        try await CacheDemo(output: { print($0) }).run()
     }
 }
 

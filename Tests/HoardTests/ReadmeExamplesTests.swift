@@ -103,3 +103,52 @@ struct ReadmeExamplesTests {
         #expect(cache.count > 5_000)
     }
 }
+
+@Suite("README examples: tiered cache", .timeLimit(.minutes(1)))
+struct ReadmeCacheExamplesTests {
+    struct User: Codable, Sendable, Equatable {
+        var id: Int
+        var name: String
+    }
+
+    @Test("One cache over every tier")
+    func tieredCache() async throws {
+        try await DiskTest.withTemporaryDirectory { directory in
+            var configuration = Cache<Int, User>.Configuration(name: "users")
+            configuration.localStores = .stores([try DiskStore(directory: directory)])
+            let users = try Cache<Int, User>(configuration: configuration) { id in
+                User(id: id, name: "user \(id)")
+            }
+            let user = try await users.value(for: 42)
+            #expect(user == User(id: 42, name: "user 42"))
+            #expect(users[42] == user)
+            users[7] = User(id: 7, name: "Ada")
+            try await users.set(User(id: 8, name: "Bo"), for: 8, expires: .hours(1))
+            await users.flush()
+            let reopened = try Cache<Int, User>(configuration: configuration)
+            #expect(reopened[7]?.name == "Ada")
+            #expect(reopened[8]?.name == "Bo")
+        }
+    }
+
+    @Test("Configuring freshness, negative caching and jitter")
+    func configuredCache() async throws {
+        var configuration = Cache<String, Data>.Configuration(name: "feeds")
+        configuration.localStores = .none
+        configuration.memory = .init(countLimit: 500, policy: .tinyLFU)
+        configuration.defaultExpiry = .minutes(5)
+        configuration.staleWhileRevalidate = 60
+        configuration.negativeCaching = 30
+        configuration.expiryJitter = 0.1
+        let failures = FailureLog()
+        configuration.onError = { failures.append($0) }
+        let feeds = try Cache<String, Data>(configuration: configuration) { url in
+            url == "missing" ? nil : Data(url.utf8)
+        }
+        #expect(try await feeds.value(for: "a") == Data("a".utf8))
+        #expect(try await feeds.value(for: "missing") == nil)
+        #expect(try await feeds.value(for: "missing") == nil)
+        #expect(feeds.statistics.fetches == 2)
+        #expect(failures.all.isEmpty)
+    }
+}

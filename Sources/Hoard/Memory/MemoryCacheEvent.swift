@@ -34,3 +34,7 @@ public enum EvictionPolicy: Sendable, Hashable {
     /// space. Resists one-pass scans and usually hits more often than LRU.
     case tinyLFU
 }
+
+/// The observers of a memory cache.
+@usableFromInline
+typealias _MemoryObservers<Key: Hashable & Sendable, Value: Sendable> = _Observers<Key, Value, MemoryCacheEvent<Key>>

@@ -37,6 +37,33 @@ public struct HoardError: Error, Sendable, CustomStringConvertible {
         /// No codec is available for the value type: it is neither `CacheValue` nor
         /// `Codable`, and none was given.
         public static let noCodec = Code("noCodec")
+        /// A path that should hold a Hoard store holds something else: a file, a
+        /// directory with other contents, or a database that is not a Hoard store.
+        /// Nothing at the path was changed.
+        public static let notAStore = Code("notAStore")
+        /// The store was written by a newer version of Hoard, in a format this version
+        /// cannot read. Nothing was changed.
+        public static let unsupportedFormat = Code("unsupportedFormat")
+        /// The disk (or the file size limit of the process) is full. The operation
+        /// had no effect; the store stays usable and works again once there is room.
+        public static let storageFull = Code("storageFull")
+        /// The operating system refused access to a file or directory of the store.
+        /// The operation had no effect.
+        public static let permissionDenied = Code("permissionDenied")
+        /// Another connection (in this process or another one) held the store's
+        /// write lock for longer than the busy timeout.
+        public static let busy = Code("busy")
+        /// The store's index database is damaged beyond what removing single entries
+        /// repairs.
+        public static let storeDamaged = Code("storeDamaged")
+        /// A value is larger than the store can hold: over its byte limit on its own.
+        /// Nothing was stored.
+        public static let valueTooLarge = Code("valueTooLarge")
+        /// Reading or writing a file of the store failed for another reason; the
+        /// underlying error says which.
+        public static let ioFailed = Code("ioFailed")
+        /// An HTTP fetch got a response outside 200–299.
+        public static let httpFailed = Code("httpFailed")
     }
 
     /// What kind of failure this is.

@@ -1,14 +1,12 @@
 import Synchronization
 
-/// The subscribers of one ``MemoryCache``: event streams and per-key update streams.
+/// The subscribers of one cache: event streams and per-key update streams.
 ///
-/// Shards publish while holding their own lock (lock order: shard, then this), which
-/// keeps every key's updates in the order the changes happened. Yielding to an
-/// `AsyncStream` only enqueues; it never runs subscriber code.
+/// ``MemoryCache`` shards publish while holding their own lock (lock order: shard,
+/// then this), which keeps every key's updates in the order the changes happened.
+/// Yielding to an `AsyncStream` only enqueues; it never runs subscriber code.
 @usableFromInline
-final class _MemoryObservers<Key: Hashable & Sendable, Value: Sendable>: Sendable {
-    @usableFromInline typealias Event = MemoryCacheEvent<Key>
-
+final class _Observers<Key: Hashable & Sendable, Value: Sendable, Event: Sendable>: Sendable {
     struct State {
         var nextID = 0
         var events: [Int: AsyncStream<Event>.Continuation] = [:]
@@ -24,7 +22,7 @@ final class _MemoryObservers<Key: Hashable & Sendable, Value: Sendable>: Sendabl
     /// `self` when anyone is subscribed, otherwise `nil`: shards take this so that a
     /// cache nobody observes pays one atomic load per write.
     @inlinable
-    var ifActive: _MemoryObservers? {
+    var ifActive: _Observers? {
         subscriptions.load(ordering: .relaxed) > 0 ? self : nil
     }
 

@@ -1,0 +1,153 @@
+import Foundation
+
+extension DiskStore {
+    /// How a ``DiskStore`` limits, stores and reports.
+    ///
+    /// ```swift
+    /// let store = try DiskStore(named: "com.example.app", configuration: .init(
+    ///     byteLimit: 512 << 20,             // 512 MiB of values
+    ///     defaultExpiry: .days(7),
+    ///     onEvent: { event in logger.warning("\(event)") }))
+    /// ```
+    public struct Configuration: Sendable {
+        /// The most bytes of values the store holds, or `nil` for no byte limit.
+        /// Defaults to `nil`. Must be at least 1.
+        ///
+        /// Counts the values' sizes only; the directory also holds keys, dates and
+        /// the index's own structure. A write that takes the store over the limit
+        /// evicts least-recently-accessed entries (never the ones just written) down
+        /// to ``lowWaterMark`` of it. A single value larger than the limit is
+        /// refused with ``HoardError/Code/valueTooLarge``.
+        public var byteLimit: Int?
+
+        /// The most entries the store holds, or `nil` for no count limit. Defaults to
+        /// `nil`. Must be at least 1.
+        public var countLimit: Int?
+
+        /// The fraction of a limit the store evicts down to once a write exceeds it:
+        /// at 0.75 a store limited to 1,000 entries that reaches 1,001 evicts down to
+        /// 750. Must satisfy `0 < lowWaterMark <= 1`. Defaults to 0.75.
+        public var lowWaterMark: Double
+
+        /// The lifetime of values written with the typed
+        /// ``DiskStore/set(_:for:expires:in:codec:)`` without an explicit ``Expiry``.
+        /// Defaults to ``Expiry/never``.
+        public var defaultExpiry: Expiry
+
+        /// The largest value, in bytes, kept inline in the index; larger values are
+        /// written to their own file in `blobs/`. Defaults to 32 KiB (32,768). Must be
+        /// between 0 and 1 GiB.
+        public var spillThreshold: Int
+
+        /// How long a write waits for another connection (another instance, another
+        /// process) to release the store's write lock before it throws
+        /// ``HoardError/Code/busy``, in seconds. Defaults to 5.
+        public var busyTimeout: TimeInterval
+
+        /// How stale a recorded access time may get, in seconds: a read records an
+        /// access only when the entry's access time is older than this. Eviction
+        /// order is least-recently-accessed at this resolution. Defaults to 60.
+        public var accessTimeResolution: TimeInterval
+
+        /// How many recorded accesses the store keeps in memory before writing them
+        /// to the index in one transaction. They are also written with the next
+        /// write, before a trim, when the oldest is ``accessFlushInterval`` old, and
+        /// when the store is deallocated. Defaults to 1,000. Must be at least 1.
+        public var accessFlushCount: Int
+
+        /// The longest, in seconds, a recorded access waits in memory before the
+        /// next read or write stores it. Defaults to 60.
+        public var accessFlushInterval: TimeInterval
+
+        /// Whether a value file is flushed to stable storage (`fsync`) before it is
+        /// renamed into place and its entry committed. Defaults to `true`.
+        ///
+        /// A killed process never leaves a damaged entry either way: the kernel
+        /// still writes what the process wrote. This setting is about power loss
+        /// and operating system crashes; without the flush, such a crash can leave
+        /// an entry whose file is empty or short, which reads report as damaged and
+        /// treat as a miss.
+        public var syncsValueFiles: Bool
+
+        /// Whether opening creates the store when the directory does not exist or
+        /// is empty. Defaults to `true`; tools that inspect a store pass `false` so
+        /// that a wrong path is an error, not a new empty store.
+        public var createsStore: Bool
+
+        /// Whether opening deletes files left behind by interrupted writes:
+        /// temporary files, and value files no entry refers to. Defaults to `true`.
+        /// It happens only when no other instance or process has the store open,
+        /// and is reported as ``DiskStoreEvent/collectedOrphans(files:bytes:)``.
+        public var collectsOrphansAtOpen: Bool
+
+        /// Called with every event the store reports, on the thread that caused it,
+        /// never while the store holds a lock. Defaults to `nil`. Events at open
+        /// (orphans collected) reach only this handler, as no stream exists yet.
+        public var onEvent: (@Sendable (DiskStoreEvent) -> Void)?
+
+        /// Creates a configuration; every parameter defaults as its property says.
+        public init(
+            byteLimit: Int? = nil,
+            countLimit: Int? = nil,
+            lowWaterMark: Double = 0.75,
+            defaultExpiry: Expiry = .never,
+            spillThreshold: Int = 32 << 10,
+            busyTimeout: TimeInterval = 5,
+            accessTimeResolution: TimeInterval = 60,
+            accessFlushCount: Int = 1_000,
+            accessFlushInterval: TimeInterval = 60,
+            syncsValueFiles: Bool = true,
+            createsStore: Bool = true,
+            collectsOrphansAtOpen: Bool = true,
+            onEvent: (@Sendable (DiskStoreEvent) -> Void)? = nil
+        ) {
+            self.byteLimit = byteLimit
+            self.countLimit = countLimit
+            self.lowWaterMark = lowWaterMark
+            self.defaultExpiry = defaultExpiry
+            self.spillThreshold = spillThreshold
+            self.busyTimeout = busyTimeout
+            self.accessTimeResolution = accessTimeResolution
+            self.accessFlushCount = accessFlushCount
+            self.accessFlushInterval = accessFlushInterval
+            self.syncsValueFiles = syncsValueFiles
+            self.createsStore = createsStore
+            self.collectsOrphansAtOpen = collectsOrphansAtOpen
+            self.onEvent = onEvent
+        }
+
+        /// Checks every setting.
+        func validate() throws(HoardError) {
+            if let byteLimit, byteLimit < 1 {
+                throw HoardError(.invalidConfiguration, "byteLimit must be at least 1, not \(byteLimit)")
+            }
+            if let countLimit, countLimit < 1 {
+                throw HoardError(.invalidConfiguration, "countLimit must be at least 1, not \(countLimit)")
+            }
+            guard lowWaterMark > 0, lowWaterMark <= 1 else {
+                throw HoardError(
+                    .invalidConfiguration, "lowWaterMark must be greater than 0 and at most 1, not \(lowWaterMark)")
+            }
+            guard spillThreshold >= 0, spillThreshold <= 1 << 30 else {
+                throw HoardError(
+                    .invalidConfiguration, "spillThreshold must be between 0 and 1 GiB, not \(spillThreshold)")
+            }
+            guard busyTimeout >= 0, busyTimeout.isFinite else {
+                throw HoardError(.invalidConfiguration, "busyTimeout must be zero or more seconds, not \(busyTimeout)")
+            }
+            guard accessTimeResolution >= 0, accessFlushInterval >= 0 else {
+                throw HoardError(
+                    .invalidConfiguration, "accessTimeResolution and accessFlushInterval must not be negative")
+            }
+            guard accessFlushCount >= 1 else {
+                throw HoardError(
+                    .invalidConfiguration, "accessFlushCount must be at least 1, not \(accessFlushCount)")
+            }
+        }
+
+        /// The byte count the store evicts down to once over ``byteLimit``.
+        var byteLowWater: Int { byteLimit.map { Int((Double($0) * lowWaterMark).rounded(.down)) } ?? .max }
+        /// The entry count the store evicts down to once over ``countLimit``.
+        var countLowWater: Int { countLimit.map { Int((Double($0) * lowWaterMark).rounded(.down)) } ?? .max }
+    }
+}

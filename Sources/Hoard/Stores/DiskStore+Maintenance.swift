@@ -1,0 +1,315 @@
+import Foundation
+
+extension DiskStore {
+    /// How far a long ``trim(toBytes:count:progress:)`` or
+    /// ``verify(repairing:progress:)`` has come.
+    public struct Progress: Sendable, Hashable {
+        /// Units done: entries checked, or entries evicted.
+        public var completed: Int
+        /// Units expected in all (an estimate, when other writers are at work).
+        public var total: Int
+    }
+
+    /// Removes every expired entry, in every namespace, and their files.
+    ///
+    /// - Returns: How many entries were removed; reported as
+    ///   ``DiskStoreEvent/expired(count:)`` when more than zero.
+    /// - Complexity: O(expired entries), through the index on expiry dates.
+    @discardableResult
+    public func removeExpired() throws(HoardError) -> Int {
+        let now = clock.now().timeIntervalSince1970
+        var effects = _DiskEffects()
+        let count = try state.withLock { (state) throws(HoardError) -> Int in
+            let index = try state.open()
+            let (count, files) = try index.transaction { () throws(HoardError) in try index.deleteExpired(now: now) }
+            effects.filesToRemove += files
+            return count
+        }
+        if count > 0 { effects.events.append(.expired(count: count)) }
+        finish(effects)
+        return count
+    }
+
+    /// Evicts least-recently-accessed entries until the values total at most
+    /// `maxBytes`.
+    ///
+    /// - Returns: How many entries were evicted.
+    @discardableResult
+    public func trim(toBytes maxBytes: Int) throws(HoardError) -> Int {
+        try trim(toBytes: maxBytes, count: nil, progress: nil)
+    }
+
+    /// Evicts least-recently-accessed entries until the values total at most
+    /// `maxBytes` and at most `maxCount` entries remain.
+    ///
+    /// Pending access times are written first, so the order reflects every read.
+    /// The work is done in transactions of a few hundred entries; other callers
+    /// and processes get their turn between them, and `progress` is called after
+    /// each one (outside every lock).
+    ///
+    /// - Parameters:
+    ///   - maxBytes: The most value bytes to keep, or `nil` for no byte target.
+    ///   - maxCount: The most entries to keep, or `nil` for no count target.
+    ///   - progress: Called after each transaction with entries evicted so far and
+    ///     an estimate of the total.
+    /// - Returns: How many entries were evicted; reported as
+    ///   ``DiskStoreEvent/evicted(count:bytes:)`` when more than zero.
+    /// - Complexity: O(evicted entries × log entries).
+    @discardableResult
+    public func trim(
+        toBytes maxBytes: Int?, count maxCount: Int? = nil, progress: ((Progress) -> Void)? = nil
+    ) throws(HoardError) -> Int {
+        let maxBytes = max(0, maxBytes ?? .max)
+        let maxCount = max(0, maxCount ?? .max)
+        var evicted = 0
+        var bytes = 0
+        var estimate: Int?
+        defer {
+            if evicted > 0 { observers.publish([.evicted(count: evicted, bytes: bytes)]) }
+        }
+        while true {
+            var effects = _DiskEffects()
+            let step = try state.withLock { (state) throws(HoardError) in
+                try state.trimStep(toBytes: maxBytes, count: maxCount, effects: &effects)
+            }
+            finish(effects)
+            evicted += step.evicted
+            bytes += step.bytes
+            if estimate == nil {
+                // Entries over the count target, or an average-size guess for bytes.
+                let left = step.usage
+                let average = left.count > 0 ? max(1, left.bytes / left.count) : 1
+                let overCount = max(0, left.count - maxCount)
+                let overBytes = maxBytes == .max ? 0 : max(0, left.bytes - maxBytes) / average
+                estimate = step.evicted + max(overCount, overBytes)
+            }
+            progress?(Progress(completed: evicted, total: max(evicted, estimate ?? evicted)))
+            if step.done { break }
+        }
+        return evicted
+    }
+
+    /// Checks every entry and reports each damaged one with what is wrong; with
+    /// `repairing`, removes what is damaged as well.
+    ///
+    /// - Returns: What was found.
+    public func verify(repairing: Bool) throws(HoardError) -> VerificationReport {
+        try verify(repairing: repairing, progress: nil)
+    }
+
+    /// Checks the whole store and reports every problem it finds.
+    ///
+    /// It runs SQLite's `quick_check` on the index; checks every row's shape (dates
+    /// and size of the right types, a value or a file but not both, a file name of
+    /// the exact shape the store writes); checks that every value file exists
+    /// with the size its row records; compares the per-namespace totals with the
+    /// entries; and lists files in `blobs/` that no entry refers to. It never reads
+    /// values, so it cannot tell whether they still decode.
+    ///
+    /// With `repairing`, damaged entries are removed (after checking again under
+    /// the write lock that they are still damaged), the totals are recomputed, and
+    /// orphaned files older than ten minutes are deleted (younger ones may belong
+    /// to a write in flight in another process). Damage SQLite finds in the index
+    /// itself is reported (``StoreDamage/Reason/damagedIndex``) but cannot be
+    /// repaired here; as a store holds only cached data, deleting its directory
+    /// is the repair.
+    ///
+    /// - Parameters:
+    ///   - repairing: Whether to remove what is damaged.
+    ///   - progress: Called every few hundred entries, outside every lock.
+    /// - Returns: Entries checked and every problem, each with its namespace and
+    ///   key when it concerns one entry.
+    /// - Complexity: O(entries + files).
+    public func verify(repairing: Bool, progress: ((Progress) -> Void)?) throws(HoardError) -> VerificationReport {
+        var report = VerificationReport(repaired: repairing)
+        func indexDamage(_ what: String, _ error: HoardError) {
+            report.damage.append(StoreDamage(
+                namespace: nil, key: nil, reason: .damagedIndex, detail: "\(what): \(error.message)"))
+        }
+        do {
+            let messages = try state.withLock { (state) throws(HoardError) in try state.open().quickCheck() }
+            for message in messages {
+                report.damage.append(StoreDamage(
+                    namespace: nil, key: nil, reason: .damagedIndex, detail: "SQLite's integrity check: \(message)"))
+            }
+        } catch where error.code == .storeDamaged {
+            indexDamage("SQLite's integrity check could not run", error)
+        }
+        let total = (try? state.withLock { (state) throws(HoardError) in try state.open().totalUsage().count }) ?? 0
+
+        var lastID: Int64 = 0
+        let chunk = 500
+        var readable = true
+        while true {
+            let rows: [_DiskIndex.ScannedRow]
+            do {
+                rows = try state.withLock { (state) throws(HoardError) in
+                    try state.open().scan(after: lastID, limit: chunk)
+                }
+            } catch where error.code == .storeDamaged {
+                indexDamage("the entries after row \(lastID) cannot be read", error)
+                readable = false
+                break
+            }
+            guard let last = rows.last else { break }
+            lastID = last.id
+            for row in rows {
+                report.entriesChecked += 1
+                guard let damage = check(row) else { continue }
+                report.damage.append(damage)
+                if repairing { try repair(row, damage: damage) }
+            }
+            progress?(Progress(completed: report.entriesChecked, total: max(total, report.entriesChecked)))
+            if rows.count < chunk { break }
+        }
+        // Totals and orphans are judged against the entries: only when all were read.
+        guard readable else { return report }
+
+        let wrongTotals: [(String, StoreUsage, StoreUsage)]
+        do {
+            wrongTotals = try state.withLock { (state) throws(HoardError) in try state.open().wrongTotals() }
+        } catch where error.code == .storeDamaged {
+            indexDamage("the namespace totals cannot be read", error)
+            return report
+        }
+        for (namespace, recorded, actual) in wrongTotals {
+            report.damage.append(StoreDamage(
+                namespace: namespace, key: nil, reason: .wrongTotals,
+                detail: "the namespace's totals say \(recorded), its entries add up to \(actual)"))
+        }
+        if repairing, !wrongTotals.isEmpty {
+            try state.withLock { (state) throws(HoardError) in
+                let index = try state.open()
+                try index.transaction { () throws(HoardError) in try index.recomputeTotals() }
+            }
+        }
+
+        report.damage += try orphans(deletingOlderThan: repairing ? 600 : nil)
+        return report
+    }
+
+    /// What is wrong with a scanned row, or `nil`.
+    private func check(_ row: _DiskIndex.ScannedRow) -> StoreDamage? {
+        if let problem = row.problem {
+            return StoreDamage(namespace: row.namespace, key: row.key, reason: .malformedRow, detail: "the entry's row is malformed: \(problem)")
+        }
+        guard let name = row.blob else { return nil }
+        switch blobs.size(of: name) {
+        case nil:
+            return StoreDamage(
+                namespace: row.namespace, key: row.key, reason: .missingFile,
+                detail: "the value file blobs/\(name) is missing")
+        case let size? where size != row.size:
+            return StoreDamage(
+                namespace: row.namespace, key: row.key, reason: .fileSizeMismatch,
+                detail: "the value file blobs/\(name) has \(size) bytes, the entry says \(row.size)")
+        default:
+            return nil
+        }
+    }
+
+    /// Removes a damaged row if, under the write lock, it is still the same and
+    /// still damaged.
+    private func repair(_ row: _DiskIndex.ScannedRow, damage: StoreDamage) throws(HoardError) {
+        var effects = _DiskEffects()
+        try state.withLock { (state) throws(HoardError) in
+            let index = try state.open()
+            try index.transaction { () throws(HoardError) in
+                guard let again = try index.scan(after: row.id - 1, limit: 1).first, again.id == row.id,
+                    again.blob == row.blob, check(again) != nil
+                else { return }
+                _ = try index.delete(id: row.id)
+                if let file = again.blob { effects.filesToRemove.append(file) }
+            }
+        }
+        finish(effects)
+    }
+
+    /// Temporary files and value files no entry refers to, deleting those older
+    /// than `age` seconds when given.
+    private func orphans(deletingOlderThan age: TimeInterval?) throws(HoardError) -> [StoreDamage] {
+        // Names first, then the references: a file written and committed between
+        // the two is referenced; one written but not yet committed shows up (and
+        // is young, so never deleted).
+        let names = try blobs.allNames()
+        let referenced = try state.withLock { (state) throws(HoardError) in try state.open().referencedFiles() }
+        var damage: [StoreDamage] = []
+        let now = Date()
+        for name in names {
+            let temporary = _BlobFiles.isTemporaryName(name)
+            guard temporary || (_BlobFiles.isValidName(name) && !referenced.contains(name)) else { continue }
+            let path = blobs.path(of: name)
+            let modified = (try? FileManager.default.attributesOfItem(atPath: path)[.modificationDate]) as? Date
+            let old = modified.map { now.timeIntervalSince($0) > (age ?? .infinity) } ?? false
+            var detail = temporary
+                ? "blobs/\(name) is a temporary file of an interrupted write"
+                : "blobs/\(name) is a value file no entry refers to"
+            if let age {
+                if old {
+                    try blobs.remove(name)
+                    detail += "; deleted"
+                } else {
+                    detail += "; kept, as it is less than \(Int(age)) seconds old and may belong to a write in flight"
+                }
+            }
+            damage.append(StoreDamage(namespace: nil, key: nil, reason: .orphanedFile, detail: detail))
+        }
+        return damage
+    }
+
+    // MARK: Inspecting
+
+    /// One entry as ``entries(in:limit:)`` lists it: metadata, not the value.
+    public struct EntryInfo: Sendable, Hashable {
+        /// The entry's namespace.
+        public var namespace: String
+        /// The entry's key.
+        public var key: String
+        /// The value's size in bytes.
+        public var size: Int
+        /// When the value was stored.
+        public var storedAt: Date
+        /// When the entry expires, or `nil` for never.
+        public var expiresAt: Date?
+        /// When the entry was last accessed, as far as the index knows: reads are
+        /// recorded in batches, at ``Configuration/accessTimeResolution``.
+        public var accessedAt: Date
+        /// Whether the value is in its own file in `blobs/` (`false`: inline in the
+        /// index).
+        public var isInFile: Bool
+    }
+
+    /// Metadata of up to `limit` entries of `namespace` (of every namespace when
+    /// `nil`), ordered by namespace and key, expired entries included.
+    ///
+    /// - Complexity: O(entries).
+    public func entries(in namespace: String? = nil, limit: Int = .max) throws(HoardError) -> [EntryInfo] {
+        let namespace = namespace.map(_normalized)
+        let rows = try state.withLock { (state) throws(HoardError) in
+            try state.open().list(namespace: namespace, limit: limit)
+        }
+        return rows.map { row in
+            EntryInfo(
+                namespace: row.namespace, key: row.key, size: row.size,
+                storedAt: Date(timeIntervalSince1970: row.storedAt),
+                expiresAt: row.expiresAt.map { Date(timeIntervalSince1970: $0) },
+                accessedAt: Date(timeIntervalSince1970: row.accessedAt), isInFile: row.blob != nil)
+        }
+    }
+
+    /// Every namespace with its entries and value bytes.
+    ///
+    /// - Complexity: O(namespaces).
+    public func namespaces() throws(HoardError) -> [String: StoreUsage] {
+        let list = try state.withLock { (state) throws(HoardError) in try state.open().namespaces() }
+        return Dictionary(list, uniquingKeysWith: { a, b in StoreUsage(count: a.count + b.count, bytes: a.bytes + b.bytes) })
+    }
+
+    /// Writes the access times recorded in memory now rather than with the next
+    /// write. A failure is reported as ``DiskStoreEvent/failed(operation:namespace:key:error:)``.
+    public func flushAccessTimes() {
+        var effects = _DiskEffects()
+        state.withLock { $0.flushAccesses(effects: &effects) }
+        finish(effects)
+    }
+}

@@ -1,0 +1,463 @@
+import Foundation
+import Synchronization
+
+/// A persistent store in one directory: a SQLite index holding small values
+/// inline, larger values in files beside it.
+///
+/// It survives restarts, can be shared by several instances and processes, and
+/// never lets bad data crash a read: a damaged entry is a miss, is removed and is
+/// reported as a ``DiskStoreEvent``.
+///
+/// ```swift
+/// let store = try DiskStore(named: "com.example.app")        // ~/.cache/com.example.app
+/// try store.set(user, for: "user:42", expires: .hours(1), in: "users")
+/// let cached = try store.value(for: "user:42", as: User.self, in: "users")
+/// ```
+///
+/// Every method is synchronous and thread-safe. Calls on one instance take turns
+/// on its SQLite connection; large values are read and written outside that turn.
+///
+/// ## What it guarantees
+///
+/// - **Durability.** A write that returned is committed to the index's write-ahead
+///   log (`synchronous = NORMAL`) and, for a large value, its file was written,
+///   flushed and renamed into place first. It survives the process being killed at
+///   any instant (the kernel still holds what was written); a power loss may lose
+///   the last writes, never consistency. A write in flight when the process dies
+///   is either entirely there or entirely absent.
+/// - **Bad data.** A malformed row, a missing or truncated value file, or (through
+///   the typed API) bytes that no longer decode: a miss, the entry removed, a
+///   ``DiskStoreEvent/removedDamaged(_:)`` naming namespace, key and reason.
+/// - **Foreign paths.** A path that holds anything but a Hoard store or an empty
+///   directory is refused with ``HoardError/Code/notAStore`` before anything is
+///   written.
+/// - **Keys of any content** (slashes, `..`, NUL, megabytes, any Unicode) are
+///   stored as bytes in the index; no key is ever part of a file name. Keys are
+///   compared as Swift compares strings: they are stored in Unicode canonical
+///   composition (NFC), so `"é"` precomposed and decomposed are one key.
+/// - **Faults.** A full disk or a refused permission is a thrown ``HoardError``
+///   (``HoardError/Code/storageFull``, ``HoardError/Code/permissionDenied``); the
+///   operation had no effect and the store stays usable.
+/// - **Limits.** Over ``Configuration/byteLimit`` or ``Configuration/countLimit``,
+///   least-recently-accessed entries are evicted down to 75% (by default). Reads
+///   record accesses in memory and write them in batches.
+public final class DiskStore: CacheStore {
+    /// The namespace the typed API uses when none is given: `"default"`.
+    public static let defaultNamespace = "default"
+
+    /// The store's directory.
+    public let directory: URL
+    /// The configuration the store was opened with.
+    public let configuration: Configuration
+
+    let clock: any CacheClock
+    let blobs: _BlobFiles
+    let state: Mutex<_DiskState>
+    let observers: _DiskStoreObservers
+    private let lockDescriptor: Int32
+
+    /// Opens the store in `directory`, creating it (mode 0700) when the directory
+    /// does not exist or is empty.
+    ///
+    /// When no other instance or process has the store open, files left behind by
+    /// interrupted writes are deleted and reported as
+    /// ``DiskStoreEvent/collectedOrphans(files:bytes:)`` to
+    /// ``Configuration/onEvent``.
+    ///
+    /// - Parameters:
+    ///   - directory: The store's directory.
+    ///   - configuration: Limits, thresholds, timeouts, the event handler.
+    ///     Defaults to no limits, a 32 KiB spill threshold and a 5 s busy timeout.
+    ///   - clock: Where the store reads the time for expiry and access order.
+    ///     Defaults to ``SystemClock``; tests pass a ``ManualClock``.
+    /// - Throws: ``HoardError/Code/notAStore`` when the path holds something other
+    ///   than a Hoard store (nothing is changed);
+    ///   ``HoardError/Code/unsupportedFormat`` for a store of a newer format;
+    ///   ``HoardError/Code/permissionDenied``, ``HoardError/Code/storageFull`` or
+    ///   ``HoardError/Code/ioFailed`` when the files cannot be opened or created;
+    ///   ``HoardError/Code/invalidConfiguration`` for a setting out of range.
+    public init(
+        directory: URL, configuration: Configuration = .init(), clock: any CacheClock = SystemClock()
+    ) throws(HoardError) {
+        try configuration.validate()
+        let path = directory.standardizedFileURL.path
+        self.directory = directory
+        self.configuration = configuration
+        self.clock = clock
+        observers = _DiskStoreObservers(handler: configuration.onEvent)
+        blobs = _BlobFiles(directory: path + "/" + _StoreDirectory.blobsName, syncsFiles: configuration.syncsValueFiles)
+
+        let contents = try _StoreDirectory.inspect(path)
+        if contents != .store, !configuration.createsStore {
+            throw HoardError(.notAStore, "there is no Hoard store at this path", path: path)
+        }
+        let indexPath = path + "/" + _StoreDirectory.indexName
+        var index: _DiskIndex?
+        if contents == .store {
+            // The format is checked before any file is created: a database that
+            // only looks like a store is refused untouched.
+            index = try _DiskIndex(path: indexPath, busyTimeout: configuration.busyTimeout)
+        } else if contents == .nothing {
+            try _FileSystem.makeDirectories(path)
+        }
+        var lock = try _StoreDirectory.lock(path)
+        var openingEvents: [DiskStoreEvent] = []
+        do {
+            if index == nil {
+                if _FileSystem.kind(at: indexPath) == .missing {
+                    try lock.takeExclusive(path: path)
+                    if _FileSystem.kind(at: indexPath) == .missing {
+                        // Re-checked with the lock held: nobody else is creating it.
+                        _ = try _StoreDirectory.inspect(path)
+                        try _StoreDirectory.create(path, now: clock.now())
+                    }
+                }
+                try _StoreDirectory.checkIndexHeader(indexPath)
+                index = try _DiskIndex(path: indexPath, busyTimeout: configuration.busyTimeout)
+            }
+            try _FileSystem.makeDirectory(blobs.directory)
+            if lock.exclusive, configuration.collectsOrphansAtOpen, let index {
+                let (files, bytes) = try _StoreDirectory.collectOrphans(blobs: blobs, index: index)
+                if files > 0 { openingEvents.append(.collectedOrphans(files: files, bytes: bytes)) }
+            }
+            lock.share()
+        } catch {
+            lock.release()
+            throw error
+        }
+        lockDescriptor = lock.descriptor
+        state = Mutex(_DiskState(index: index!, configuration: configuration))
+        observers.publish(openingEvents)
+    }
+
+    /// Opens (or creates) the store named `name` in the user's cache directory:
+    /// `$XDG_CACHE_HOME/<name>` or `~/.cache/<name>` on Linux,
+    /// `~/Library/Caches/<name>` on Apple platforms.
+    ///
+    /// - Parameters:
+    ///   - name: The store's directory name, usually a reverse-DNS identifier. It
+    ///     must not be empty, `.` or `..`, or contain `/` or NUL.
+    ///   - configuration: As for ``init(directory:configuration:clock:)``.
+    ///   - clock: As for ``init(directory:configuration:clock:)``.
+    /// - Throws: As ``init(directory:configuration:clock:)`` does, and
+    ///   ``HoardError/Code/invalidConfiguration`` for an unusable name.
+    public convenience init(
+        named name: String, configuration: Configuration = .init(), clock: any CacheClock = SystemClock()
+    ) throws(HoardError) {
+        try self.init(directory: Self.defaultDirectory(named: name), configuration: configuration, clock: clock)
+    }
+
+    /// The directory ``init(named:configuration:clock:)`` uses for `name`.
+    ///
+    /// - Throws: ``HoardError/Code/invalidConfiguration`` when `name` is empty,
+    ///   `.` or `..`, or contains `/` or NUL.
+    public static func defaultDirectory(named name: String) throws(HoardError) -> URL {
+        guard !name.isEmpty, name != ".", name != "..", !name.contains("/"), !name.contains("\0") else {
+            throw HoardError(
+                .invalidConfiguration, "a store name must be one path component, not \"\(name.prefix(100))\"")
+        }
+        guard let caches = FileManager.default.urls(for: .cachesDirectory, in: .userDomainMask).first else {
+            throw HoardError(.ioFailed, "the user's cache directory could not be determined")
+        }
+        return caches.appendingPathComponent(name, isDirectory: true)
+    }
+
+    deinit {
+        var effects = _DiskEffects()
+        state.withLock { $0.close(effects: &effects) }
+        close(lockDescriptor)
+        finish(effects)
+        observers.finishAll()
+    }
+
+    // MARK: Reading
+
+    /// The live entry for `key` in `namespace`, or `nil`.
+    ///
+    /// An expired entry is a miss and is removed. A damaged entry (malformed row,
+    /// missing or truncated file) is a miss, is removed and is reported as
+    /// ``DiskStoreEvent/removedDamaged(_:)``. A hit records an access for eviction
+    /// order (in memory, written later in a batch).
+    ///
+    /// - Throws: ``HoardError`` when the index or a value file cannot be read.
+    /// - Complexity: One indexed lookup; a large value is read from its file
+    ///   outside the store's lock.
+    public func entry(for key: String, in namespace: String) throws(HoardError) -> StoredEntry? {
+        try _entry(for: _normalized(key), in: _normalized(namespace))?.entry
+    }
+
+    /// ``entry(for:in:)`` on normalised strings, also returning the entry's file.
+    func _entry(for key: String, in namespace: String) throws(HoardError) -> (entry: StoredEntry, file: String?)? {
+        for _ in 0..<8 {
+            let now = clock.now().timeIntervalSince1970
+            var effects = _DiskEffects()
+            let found = try state.withLock { (state) throws(HoardError) -> _DiskState.Found in
+                try state.find(namespace: namespace, key: key, now: now, effects: &effects)
+            }
+            finish(effects)
+            switch found {
+            case .miss:
+                return nil
+            case .retry:
+                continue
+            case .inline(let entry):
+                return (entry, nil)
+            case .file(let name, let size, let storedAt, let expiresAt):
+                if case .data(let data) = try blobs.read(name, size: size) {
+                    let entry = StoredEntry(
+                        data: data, storedAt: Date(timeIntervalSince1970: storedAt),
+                        expiresAt: expiresAt.map { Date(timeIntervalSince1970: $0) })
+                    return (entry, name)
+                }
+                // Missing or the wrong size: damage, unless a writer replaced the
+                // entry (and deleted this file) since the row was read.
+                var removal = _DiskEffects()
+                let removed = try state.withLock { (state) throws(HoardError) -> Bool in
+                    try state.removeIfFileStillBad(
+                        namespace: namespace, key: key, name: name, blobs: blobs, effects: &removal)
+                }
+                finish(removal)
+                if removed { return nil }
+            }
+        }
+        return nil
+    }
+
+    /// Whether `namespace` holds a live entry for `key`. Does not read the value
+    /// (so does not notice a damaged file) and does not count as an access.
+    ///
+    /// - Complexity: One indexed lookup.
+    public func contains(_ key: String, in namespace: String) throws(HoardError) -> Bool {
+        let key = _normalized(key)
+        let namespace = _normalized(namespace)
+        let now = clock.now().timeIntervalSince1970
+        return try state.withLock { (state) throws(HoardError) -> Bool in
+            try state.open().contains(namespace: namespace, key: key, now: now)
+        }
+    }
+
+    /// The keys of the live entries of `namespace`, in byte order of their UTF-8
+    /// (NFC) form.
+    ///
+    /// - Complexity: O(entries in the namespace).
+    public func keys(in namespace: String) throws(HoardError) -> [String] {
+        let namespace = _normalized(namespace)
+        let now = clock.now().timeIntervalSince1970
+        return try state.withLock { (state) throws(HoardError) -> [String] in
+            try state.open().keys(namespace: namespace, now: now)
+        }
+    }
+
+    /// The entries and value bytes of `namespace`, expired entries not yet removed
+    /// included.
+    ///
+    /// - Complexity: O(1): the totals are kept up to date by the index.
+    public func usage(in namespace: String) throws(HoardError) -> StoreUsage {
+        let namespace = _normalized(namespace)
+        return try state.withLock { (state) throws(HoardError) -> StoreUsage in
+            try state.open().usage(namespace: namespace)
+        }
+    }
+
+    /// The entries and value bytes of the whole store.
+    ///
+    /// - Complexity: O(namespaces).
+    public func totalUsage() throws(HoardError) -> StoreUsage {
+        try state.withLock { (state) throws(HoardError) -> StoreUsage in try state.open().totalUsage() }
+    }
+
+    // MARK: Writing
+
+    /// Stores `data` for `key` in `namespace`, replacing any older value.
+    ///
+    /// A value over ``Configuration/spillThreshold`` is written to its own file
+    /// (temporary name, flushed, renamed) before the index row that refers to it
+    /// is committed. Pending access times are written in the same transaction. If
+    /// the store is now over a limit it evicts least-recently-accessed entries,
+    /// never this one.
+    ///
+    /// - Throws: ``HoardError/Code/valueTooLarge`` when the value alone exceeds the
+    ///   byte limit; ``HoardError/Code/storageFull``,
+    ///   ``HoardError/Code/permissionDenied``, ``HoardError/Code/busy`` or
+    ///   ``HoardError/Code/ioFailed`` when the write fails. When it throws, the
+    ///   store is unchanged.
+    /// - Complexity: One transaction with one upsert (plus one lookup of the file
+    ///   of a replaced entry when the store holds any files).
+    public func set(
+        _ data: Data, for key: String, in namespace: String, storedAt: Date, expiresAt: Date?
+    ) throws(HoardError) {
+        let key = _normalized(key)
+        let namespace = _normalized(namespace)
+        try checkSize(data.count, key: key)
+        var file: String?
+        if data.count > configuration.spillThreshold {
+            let name = _BlobFiles.makeName(namespace: namespace, key: key)
+            try blobs.write(data, as: name)
+            file = name
+        }
+        let now = clock.now().timeIntervalSince1970
+        var effects = _DiskEffects()
+        do {
+            try state.withLock { (state) throws(HoardError) in
+                let id = try state.set(
+                    namespace: namespace, key: key, inline: file == nil ? data : nil, size: data.count, file: file,
+                    storedAt: storedAt.timeIntervalSince1970, expiresAt: expiresAt?.timeIntervalSince1970, now: now,
+                    effects: &effects)
+                state.enforceLimits(protecting: [id], effects: &effects)
+            }
+        } catch {
+            if let file { try? blobs.remove(file) }
+            finish(effects)
+            throw HoardError(
+                error.code, "could not store the value in namespace \"\(namespace.prefix(100))\": \(error.message)",
+                key: key, path: error.path, underlying: error.underlying)
+        }
+        finish(effects)
+    }
+
+    /// Applies `batch` in order, in one transaction: all of it or none of it.
+    ///
+    /// Files of large values are written before the transaction; the batch's
+    /// entries are never evicted by the limit check that follows it.
+    ///
+    /// - Throws: As ``set(_:for:in:storedAt:expiresAt:)``; the store is unchanged
+    ///   when it throws.
+    /// - Complexity: One transaction; per write, one upsert or delete.
+    public func write(_ batch: [CacheStoreWrite]) throws(HoardError) {
+        guard !batch.isEmpty else { return }
+        var prepared: [_PreparedWrite] = []
+        prepared.reserveCapacity(batch.count)
+        var newFiles: [String] = []
+        do {
+            for write in batch {
+                switch write {
+                case .set(let data, let key, let namespace, let storedAt, let expiresAt):
+                    let key = _normalized(key)
+                    let namespace = _normalized(namespace)
+                    try checkSize(data.count, key: key)
+                    var file: String?
+                    if data.count > configuration.spillThreshold {
+                        let name = _BlobFiles.makeName(namespace: namespace, key: key)
+                        try blobs.write(data, as: name)
+                        newFiles.append(name)
+                        file = name
+                    }
+                    prepared.append(.set(
+                        namespace: namespace, key: key, inline: file == nil ? data : nil, size: data.count, file: file,
+                        storedAt: storedAt.timeIntervalSince1970, expiresAt: expiresAt?.timeIntervalSince1970))
+                case .removeValue(let key, let namespace):
+                    prepared.append(.remove(namespace: _normalized(namespace), key: _normalized(key)))
+                case .removeAll(let namespace):
+                    prepared.append(.removeAll(namespace: _normalized(namespace)))
+                }
+            }
+        } catch {
+            for file in newFiles { try? blobs.remove(file) }
+            throw error
+        }
+        let now = clock.now().timeIntervalSince1970
+        var effects = _DiskEffects()
+        do {
+            try state.withLock { (state) throws(HoardError) in
+                let ids = try state.write(prepared, now: now, effects: &effects)
+                state.enforceLimits(protecting: ids, effects: &effects)
+            }
+        } catch {
+            for file in newFiles { try? blobs.remove(file) }
+            finish(effects)
+            throw error
+        }
+        finish(effects)
+    }
+
+    /// Removes the entry for `key` in `namespace` (and its file, if it has one).
+    ///
+    /// - Returns: Whether there was an entry, expired ones included.
+    /// - Throws: ``HoardError`` when the index cannot be written; nothing changed.
+    @discardableResult
+    public func removeValue(for key: String, in namespace: String) throws(HoardError) -> Bool {
+        let key = _normalized(key)
+        let namespace = _normalized(namespace)
+        var effects = _DiskEffects()
+        let found = try state.withLock { (state) throws(HoardError) -> Bool in
+            let index = try state.open()
+            let (found, file) = try index.transaction { () throws(HoardError) in
+                try index.delete(namespace: namespace, key: key)
+            }
+            if let file { effects.filesToRemove.append(file) }
+            return found
+        }
+        finish(effects)
+        return found
+    }
+
+    /// Removes every entry of `namespace`; other namespaces are untouched.
+    ///
+    /// - Returns: How many entries were removed.
+    /// - Complexity: O(entries in the namespace).
+    @discardableResult
+    public func removeAll(in namespace: String) throws(HoardError) -> Int {
+        try removeAll(namespace: _normalized(namespace))
+    }
+
+    /// Removes every entry of every namespace.
+    ///
+    /// - Returns: How many entries were removed.
+    /// - Complexity: O(entries).
+    @discardableResult
+    public func removeAll() throws(HoardError) -> Int {
+        try removeAll(namespace: nil)
+    }
+
+    private func removeAll(namespace: String?) throws(HoardError) -> Int {
+        var effects = _DiskEffects()
+        let count = try state.withLock { (state) throws(HoardError) -> Int in
+            let index = try state.open()
+            let (count, files) = try index.transaction { () throws(HoardError) in
+                try index.deleteAll(namespace: namespace)
+            }
+            effects.filesToRemove += files
+            return count
+        }
+        finish(effects)
+        return count
+    }
+
+    // MARK: Support
+
+    /// Refuses a value larger than the byte limit on its own.
+    private func checkSize(_ size: Int, key: String) throws(HoardError) {
+        if let limit = configuration.byteLimit, size > limit {
+            throw HoardError(
+                .valueTooLarge, "a value of \(size) bytes is larger than the store's byte limit of \(limit)", key: key)
+        }
+    }
+
+    /// Runs the effects of a critical section: deletes released files, delivers
+    /// events. A file that cannot be deleted is reported; the next exclusive open
+    /// collects it.
+    func finish(_ effects: _DiskEffects) {
+        var events = effects.events
+        for file in effects.filesToRemove {
+            do {
+                try blobs.remove(file)
+            } catch {
+                events.append(.failed(operation: "delete a value file no entry refers to", namespace: nil, key: nil, error: error))
+            }
+        }
+        observers.publish(events)
+    }
+}
+
+/// `string` in Unicode canonical composition (NFC), so that strings Swift
+/// considers equal are one key on disk. ASCII, by far the most common case, is
+/// returned as it is without allocating.
+@inline(__always)
+func _normalized(_ string: String) -> String {
+    var ascii = true
+    for byte in string.utf8 where byte >= 0x80 {
+        ascii = false
+        break
+    }
+    return ascii ? string : string.precomposedStringWithCanonicalMapping
+}

@@ -1,0 +1,59 @@
+/// A damaged entry (or a damaged part of a store): where it is and what is wrong.
+///
+/// Reads report damage through the store's events and treat the entry as a miss;
+/// ``CacheStore/verify(repairing:)`` lists every one it finds.
+public struct StoreDamage: Sendable, Hashable, CustomStringConvertible {
+    /// What kind of damage this is. New reasons may be added in later versions, so
+    /// `switch` over it with a `default` clause.
+    public struct Reason: Hashable, Sendable, CustomStringConvertible {
+        /// The raw name of the reason, stable across versions.
+        public let rawValue: String
+
+        /// Creates a reason from its raw name.
+        public init(_ rawValue: String) { self.rawValue = rawValue }
+
+        public var description: String { rawValue }
+
+        /// The file holding a large value is gone.
+        public static let missingFile = Reason("missingFile")
+        /// The file holding a large value does not have the size its row records:
+        /// truncated, or overwritten.
+        public static let fileSizeMismatch = Reason("fileSizeMismatch")
+        /// The entry's row in the index has a value of the wrong type or size, or
+        /// refers to a file by a name the store never writes.
+        public static let malformedRow = Reason("malformedRow")
+        /// The stored bytes do not decode as the type asked for: written by an
+        /// older version of the type, or damaged.
+        public static let undecodableValue = Reason("undecodableValue")
+        /// A file in the store's `blobs/` directory that no entry refers to.
+        public static let orphanedFile = Reason("orphanedFile")
+        /// SQLite's own integrity check found a problem in the index database.
+        public static let damagedIndex = Reason("damagedIndex")
+        /// The per-namespace totals the store keeps disagree with its entries.
+        public static let wrongTotals = Reason("wrongTotals")
+    }
+
+    /// The namespace of the damaged entry, when the damage concerns one entry.
+    public var namespace: String?
+    /// The key of the damaged entry, when the damage concerns one entry.
+    public var key: String?
+    /// What kind of damage this is.
+    public var reason: Reason
+    /// A sentence saying what exactly is wrong.
+    public var detail: String
+
+    /// Creates a damage report.
+    public init(namespace: String?, key: String?, reason: Reason, detail: String) {
+        self.namespace = namespace
+        self.key = key
+        self.reason = reason
+        self.detail = detail
+    }
+
+    public var description: String {
+        var text = "\(reason)"
+        if let namespace { text += " in namespace \"\(namespace.prefix(100))\"" }
+        if let key { text += " for key \"\(key.prefix(200))\"" }
+        return text + ": \(detail)"
+    }
+}

@@ -1,0 +1,152 @@
+import Foundation
+
+/// The `blobs/` directory of a ``DiskStore``: values over the spill threshold, one
+/// file each.
+///
+/// A file's name is never derived from the key's characters, so no key can reach a
+/// path outside the directory: it is 16 hex digits of a hash of namespace and key,
+/// a dash, and 16 hex digits of a random token unique to that write
+/// (`3f1c…9a2e-77d0…41b5`). The token makes every write its own file: a write in
+/// flight never touches the file a committed row refers to, and the row alone says
+/// which file is current. Names read back from the index are checked against this
+/// exact shape before they are used.
+///
+/// A file is written as `<name>.tmp`, flushed to stable storage (when configured),
+/// and renamed to `<name>`: a file under its final name is always complete.
+struct _BlobFiles: Sendable {
+    /// The directory's path.
+    let directory: String
+    /// Whether to `fsync` a file before renaming it into place.
+    let syncsFiles: Bool
+
+    static let temporarySuffix = ".tmp"
+
+    // MARK: Names
+
+    /// A fresh name for a new file holding the value of `key` in `namespace`.
+    static func makeName(namespace: String, key: String) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325  // FNV-1a, 64 bit
+        for byte in namespace.utf8 { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
+        hash = (hash ^ 0xFF) &* 0x0000_0100_0000_01b3  // 0xFF never occurs in UTF-8: an unambiguous separator
+        for byte in key.utf8 { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
+        var generator = SystemRandomNumberGenerator()
+        let token = generator.next() | 1
+        return hex(hash) + "-" + hex(token)
+    }
+
+    private static let digits = Array("0123456789abcdef".utf8)
+
+    private static func hex(_ value: UInt64) -> String {
+        String(unsafeUninitializedCapacity: 16) { buffer in
+            for i in 0..<16 {
+                buffer[i] = digits[Int((value >> UInt64(60 - 4 * i)) & 0xF)]
+            }
+            return 16
+        }
+    }
+
+    /// Whether `name` has the exact shape of a blob file name (33 characters, hex
+    /// digits and one dash): the only names the store ever opens or deletes.
+    static func isValidName(_ name: some StringProtocol) -> Bool {
+        let bytes = name.utf8
+        guard bytes.count == 33 else { return false }
+        for (i, byte) in bytes.enumerated() {
+            if i == 16 {
+                if byte != UInt8(ascii: "-") { return false }
+            } else if !((byte >= 0x30 && byte <= 0x39) || (byte >= 0x61 && byte <= 0x66)) {
+                return false
+            }
+        }
+        return true
+    }
+
+    /// Whether `name` is a temporary file this directory's writers leave behind
+    /// when interrupted.
+    static func isTemporaryName(_ name: String) -> Bool {
+        name.hasSuffix(temporarySuffix) && isValidName(name.dropLast(temporarySuffix.count))
+    }
+
+    func path(of name: String) -> String {
+        directory + "/" + name
+    }
+
+    // MARK: Files
+
+    /// Writes `data` under `name`: a temporary file, flushed, then renamed into
+    /// place. On failure nothing is left behind.
+    ///
+    /// - Throws: ``HoardError/Code/storageFull``, ``HoardError/Code/permissionDenied``
+    ///   or ``HoardError/Code/ioFailed``.
+    func write(_ data: Data, as name: String) throws(HoardError) {
+        let temporary = path(of: name) + Self.temporarySuffix
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw _FileSystem.error("could not create a value file", path: temporary) }
+        var failure: HoardError?
+        let written = data.withUnsafeBytes { _FileSystem.writeFully(fd, $0) }
+        if !written {
+            failure = _FileSystem.error("could not write a value file", path: temporary)
+        } else if syncsFiles, fsync(fd) != 0 {
+            failure = _FileSystem.error("could not flush a value file to disk", path: temporary)
+        }
+        if close(fd) != 0, failure == nil {
+            failure = _FileSystem.error("could not close a value file", path: temporary)
+        }
+        if failure == nil, rename(temporary, path(of: name)) != 0 {
+            failure = _FileSystem.error("could not move a value file into place", path: temporary)
+        }
+        if let failure {
+            unlink(temporary)
+            throw failure
+        }
+    }
+
+    /// The outcome of reading a value file.
+    enum ReadResult {
+        case data(Data)
+        case missing
+        case sizeMismatch(actual: Int)
+    }
+
+    /// Reads the file `name`, which should hold exactly `size` bytes.
+    ///
+    /// - Throws: When the file exists but cannot be read.
+    func read(_ name: String, size: Int) throws(HoardError) -> ReadResult {
+        let filePath = path(of: name)
+        let fd = open(filePath, O_RDONLY | O_CLOEXEC)
+        if fd < 0 {
+            if errno == ENOENT { return .missing }
+            throw _FileSystem.error("could not open a value file", path: filePath)
+        }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw _FileSystem.error("could not inspect a value file", path: filePath) }
+        if Int(info.st_size) != size { return .sizeMismatch(actual: Int(info.st_size)) }
+        if size == 0 { return .data(Data()) }
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 16)
+        let count = _FileSystem.readFully(fd, into: buffer)
+        if count != size {
+            let error = _FileSystem.error("could not read a value file", path: filePath)
+            buffer.deallocate()
+            if count < 0 { throw error }
+            return .sizeMismatch(actual: count)
+        }
+        return .data(Data(bytesNoCopy: buffer.baseAddress!, count: size, deallocator: .custom { pointer, _ in
+            pointer.deallocate()
+        }))
+    }
+
+    /// Removes the file `name`; one already gone is fine.
+    func remove(_ name: String) throws(HoardError) {
+        try _FileSystem.removeFile(path(of: name))
+    }
+
+    /// The size of the file `name`, or `nil` when it does not exist.
+    func size(of name: String) -> Int? {
+        _FileSystem.fileSize(at: path(of: name))
+    }
+
+    /// Every name in the directory.
+    func allNames() throws(HoardError) -> [String] {
+        try _FileSystem.contents(of: directory)
+    }
+}

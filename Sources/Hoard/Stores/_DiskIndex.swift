@@ -1,0 +1,682 @@
+import Foundation
+
+/// The SQL side of a ``DiskStore``: the schema of `index.sqlite` and every query
+/// the store runs, each prepared once per connection and reused.
+///
+/// Schema (format version 1):
+///
+/// ```sql
+/// meta(name TEXT PRIMARY KEY, value TEXT)      -- format = hoard.diskstore, version = 1
+/// entries(id INTEGER PRIMARY KEY,
+///         namespace BLOB, key BLOB,            -- UTF-8 bytes; UNIQUE (namespace, key)
+///         stored_at REAL, expires_at REAL,     -- seconds since 1970; expires_at NULL = never
+///         accessed_at REAL,                    -- for least-recently-accessed eviction
+///         size INTEGER,                        -- the value's byte count
+///         value BLOB,                          -- the value when inline, else NULL
+///         blob TEXT)                           -- its file in blobs/ when spilled, else NULL
+/// namespaces(namespace BLOB PRIMARY KEY, count INTEGER, bytes INTEGER)  -- kept by triggers
+/// ```
+///
+/// The database's `application_id` header field is ``applicationID``, so a store
+/// is recognised by its first 100 bytes before SQLite opens it.
+///
+/// Not thread-safe: used only inside the store's `Mutex`.
+final class _DiskIndex {
+    /// `PRAGMA application_id`: "HORD".
+    static let applicationID: UInt32 = 0x484F_5244
+    static let formatName = "hoard.diskstore"
+    static let formatVersion = 1
+
+    let connection: _SQLiteConnection
+    private var statements: [_SQLiteConnection.Statement?]
+
+    // MARK: Creating and opening
+
+    /// Builds the schema in the (empty, existing) database file at `path`.
+    static func createDatabase(at path: String, now: Date) throws(HoardError) {
+        let connection = try _SQLiteConnection(path: path)
+        defer { connection.close() }
+        try connection.execute(
+            """
+            PRAGMA application_id = \(Int32(bitPattern: applicationID));
+            PRAGMA journal_mode = WAL;
+            BEGIN IMMEDIATE;
+            CREATE TABLE meta (name TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL) WITHOUT ROWID;
+            INSERT INTO meta (name, value) VALUES
+                ('format', '\(formatName)'),
+                ('version', '\(formatVersion)'),
+                ('created', '\(now.timeIntervalSince1970)');
+            CREATE TABLE entries (
+                id INTEGER PRIMARY KEY,
+                namespace BLOB NOT NULL,
+                key BLOB NOT NULL,
+                stored_at REAL NOT NULL,
+                expires_at REAL,
+                accessed_at REAL NOT NULL,
+                size INTEGER NOT NULL,
+                value BLOB,
+                blob TEXT
+            );
+            CREATE UNIQUE INDEX entries_by_key ON entries (namespace, key);
+            CREATE INDEX entries_by_access ON entries (accessed_at);
+            CREATE INDEX entries_by_expiry ON entries (expires_at) WHERE expires_at IS NOT NULL;
+            CREATE INDEX entries_with_files ON entries (blob) WHERE blob IS NOT NULL;
+            CREATE TABLE namespaces (
+                namespace BLOB PRIMARY KEY NOT NULL,
+                count INTEGER NOT NULL,
+                bytes INTEGER NOT NULL
+            ) WITHOUT ROWID;
+            CREATE TRIGGER entries_inserted AFTER INSERT ON entries BEGIN
+                INSERT INTO namespaces (namespace, count, bytes) VALUES (NEW.namespace, 1, NEW.size)
+                ON CONFLICT (namespace) DO UPDATE SET count = count + 1, bytes = bytes + excluded.bytes;
+            END;
+            CREATE TRIGGER entries_deleted AFTER DELETE ON entries BEGIN
+                UPDATE namespaces SET count = count - 1, bytes = bytes - OLD.size WHERE namespace = OLD.namespace;
+                DELETE FROM namespaces WHERE namespace = OLD.namespace AND count <= 0;
+            END;
+            CREATE TRIGGER entries_resized AFTER UPDATE OF size ON entries WHEN OLD.size IS NOT NEW.size BEGIN
+                UPDATE namespaces SET bytes = bytes - OLD.size + NEW.size WHERE namespace = NEW.namespace;
+            END;
+            COMMIT;
+            """)
+    }
+
+    /// Opens an existing index: WAL, `synchronous = NORMAL`, the busy timeout, and a
+    /// check of the format recorded in `meta`.
+    ///
+    /// - Throws: ``HoardError/Code/notAStore`` or ``HoardError/Code/unsupportedFormat``
+    ///   when `meta` does not describe a store this version can use; nothing is
+    ///   written before that check passes.
+    init(path: String, busyTimeout: TimeInterval) throws(HoardError) {
+        connection = try _SQLiteConnection(path: path)
+        statements = Array(repeating: nil, count: _Query.allCases.count)
+        try connection.setBusyTimeout(milliseconds: Int(busyTimeout * 1000))
+        try checkFormat()
+        try connection.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;")
+    }
+
+    private func checkFormat() throws(HoardError) {
+        var format: String?
+        var version: String?
+        do {
+            let statement = try self.statement(.readMeta)
+            defer { statement.reset() }
+            while try statement.step() {
+                switch statement.string(at: 0) {
+                case "format": format = statement.string(at: 1)
+                case "version": version = statement.string(at: 1)
+                default: break
+                }
+            }
+        } catch where error.code == .storeDamaged || error.code == .busy || error.code == .permissionDenied {
+            throw HoardError(
+                error.code, "the index database has Hoard's application id but its format record cannot be read",
+                path: connection.path, underlying: error)
+        } catch {
+            throw HoardError(
+                .notAStore, "the index database has Hoard's application id but no format record; nothing was changed",
+                path: connection.path, underlying: error)
+        }
+        guard format == Self.formatName, let version, let number = Int(version) else {
+            throw HoardError(
+                .notAStore, "the index database does not record the format \(Self.formatName)",
+                path: connection.path)
+        }
+        guard number <= Self.formatVersion else {
+            throw HoardError(
+                .unsupportedFormat,
+                "the store has format version \(number); this version of Hoard reads up to \(Self.formatVersion)",
+                path: connection.path)
+        }
+    }
+
+    func close() {
+        statements = []
+        connection.close()
+    }
+
+    // MARK: Statements
+
+    func statement(_ query: _Query) throws(HoardError) -> _SQLiteConnection.Statement {
+        if let statement = statements[query.rawValue] { return statement }
+        let statement = try connection.prepare(query.sql)
+        statements[query.rawValue] = statement
+        return statement
+    }
+
+    /// Runs a statement that returns no rows.
+    func run(_ query: _Query) throws(HoardError) {
+        let statement = try self.statement(query)
+        defer { statement.reset() }
+        _ = try statement.step()
+    }
+
+    /// Runs `body` in a write transaction (`BEGIN IMMEDIATE`): committed when it
+    /// returns, rolled back when it throws.
+    func transaction<R>(_ body: () throws(HoardError) -> R) throws(HoardError) -> R {
+        try run(.begin)
+        do {
+            let result = try body()
+            try run(.commit)
+            return result
+        } catch {
+            if connection.isInTransaction { try? run(.rollback) }
+            throw error
+        }
+    }
+
+    /// Calls `body` with the UTF-8 bytes of two strings, without copying them.
+    @inline(__always)
+    func withBytes<R>(
+        _ first: String, _ second: String,
+        _ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws(HoardError) -> R
+    ) throws(HoardError) -> R {
+        var first = first
+        var second = second
+        let result = first.withUTF8 { a in
+            second.withUTF8 { b in
+                Result { () throws(HoardError) -> R in try body(UnsafeRawBufferPointer(a), UnsafeRawBufferPointer(b)) }
+            }
+        }
+        return try result.get()
+    }
+
+    /// Calls `body` with the UTF-8 bytes of a string, without copying it.
+    @inline(__always)
+    func withBytes<R>(_ string: String, _ body: (UnsafeRawBufferPointer) throws(HoardError) -> R) throws(HoardError) -> R {
+        var string = string
+        let result = string.withUTF8 { a in
+            Result { () throws(HoardError) -> R in try body(UnsafeRawBufferPointer(a)) }
+        }
+        return try result.get()
+    }
+
+    // MARK: Reading one entry
+
+    /// One entry's row as read for a lookup.
+    struct Row {
+        var id: Int64
+        var storedAt: Double
+        var expiresAt: Double?
+        var accessedAt: Double
+        var size: Int
+        /// The value, when inline.
+        var value: Data?
+        /// The file name, when spilled.
+        var blob: String?
+        /// What is wrong with the row, when something is.
+        var problem: String?
+    }
+
+    /// The row for `key` in `namespace`, checked for shape.
+    func lookup(namespace: String, key: String) throws(HoardError) -> Row? {
+        let statement = try self.statement(.lookup)
+        return try withBytes(namespace, key) { (ns, k) throws(HoardError) -> Row? in
+            statement.bind(bytes: ns, at: 1)
+            statement.bind(bytes: k, at: 2)
+            defer { statement.reset() }
+            guard try statement.step() else { return nil }
+            return Self.readRow(statement)
+        }
+    }
+
+    /// Reads columns `id, stored_at, expires_at, accessed_at, size, value, blob`.
+    private static func readRow(_ s: _SQLiteConnection.Statement) -> Row {
+        var row = Row(
+            id: s.int64(at: 0), storedAt: s.double(at: 1), expiresAt: nil, accessedAt: s.double(at: 3),
+            size: Int(s.int64(at: 4)), value: nil, blob: nil, problem: nil)
+        func isNumber(_ type: _SQLiteType) -> Bool { type == .float || type == .integer }
+        let valueType = s.type(at: 5)
+        let blobType = s.type(at: 6)
+        if !isNumber(s.type(at: 1)) {
+            row.problem = "its stored date is not a number"
+        } else if !isNumber(s.type(at: 3)) {
+            row.problem = "its access date is not a number"
+        } else if s.type(at: 4) != .integer || row.size < 0 {
+            row.problem = "its size is not a non-negative integer"
+        }
+        switch s.type(at: 2) {
+        case .null: break
+        case .float, .integer: row.expiresAt = s.double(at: 2)
+        default: row.problem = row.problem ?? "its expiry date is not a number"
+        }
+        switch (valueType, blobType) {
+        case (.blob, .null):
+            let bytes = s.bytes(at: 5)
+            if bytes.count != row.size {
+                row.problem = row.problem ?? "its value has \(bytes.count) bytes, its size says \(row.size)"
+            } else if row.problem == nil {
+                row.value = bytes.isEmpty ? Data() : Data(bytes)
+            }
+        case (.null, .text):
+            let name = s.string(at: 6) ?? ""
+            if _BlobFiles.isValidName(name) {
+                row.blob = name
+            } else {
+                row.problem = row.problem ?? "it refers to a value file by an invalid name"
+            }
+        case (.null, .null):
+            row.problem = row.problem ?? "it has neither an inline value nor a value file"
+        default:
+            row.problem = row.problem ?? "its value columns have the wrong types"
+        }
+        return row
+    }
+
+    /// Whether `namespace` holds an entry for `key` that is live at `now`.
+    func contains(namespace: String, key: String, now: Double) throws(HoardError) -> Bool {
+        let statement = try self.statement(.expiryOfKey)
+        return try withBytes(namespace, key) { (ns, k) throws(HoardError) -> Bool in
+            statement.bind(bytes: ns, at: 1)
+            statement.bind(bytes: k, at: 2)
+            defer { statement.reset() }
+            guard try statement.step() else { return false }
+            if statement.type(at: 0) == .null { return true }
+            return statement.double(at: 0) > now
+        }
+    }
+
+    // MARK: Writing
+
+    /// Inserts or replaces the entry for `key` in `namespace`.
+    ///
+    /// - Returns: The entry's row id.
+    func upsert(
+        namespace: String, key: String, storedAt: Double, expiresAt: Double?, accessedAt: Double,
+        value: Data?, size: Int, blob: String?
+    ) throws(HoardError) -> Int64 {
+        let statement = try self.statement(.upsert)
+        return try withBytes(namespace, key) { (ns, k) throws(HoardError) -> Int64 in
+            statement.bind(bytes: ns, at: 1)
+            statement.bind(bytes: k, at: 2)
+            statement.bind(storedAt, at: 3)
+            statement.bind(expiresAt, at: 4)
+            statement.bind(accessedAt, at: 5)
+            statement.bind(Int64(size), at: 6)
+            if let blob { statement.bind(text: blob, at: 8) } else { statement.bindNull(at: 8) }
+            defer { statement.reset() }
+            if let value {
+                let result = value.withUnsafeBytes { bytes in
+                    Result { () throws(HoardError) -> Int64 in
+                        statement.bind(bytes: bytes, at: 7)
+                        _ = try statement.step()
+                        return statement.int64(at: 0)
+                    }
+                }
+                return try result.get()
+            } else {
+                statement.bindNull(at: 7)
+                _ = try statement.step()
+                return statement.int64(at: 0)
+            }
+        }
+    }
+
+    /// The file name the entry for `key` refers to, if it has one.
+    func fileName(namespace: String, key: String) throws(HoardError) -> String? {
+        let statement = try self.statement(.fileOfKey)
+        return try withBytes(namespace, key) { (ns, k) throws(HoardError) -> String? in
+            statement.bind(bytes: ns, at: 1)
+            statement.bind(bytes: k, at: 2)
+            defer { statement.reset() }
+            guard try statement.step(), statement.type(at: 0) == .text else { return nil }
+            return statement.string(at: 0)
+        }
+    }
+
+    /// Whether any entry refers to a file.
+    func anyFiles() throws(HoardError) -> Bool {
+        let statement = try self.statement(.anyFile)
+        defer { statement.reset() }
+        return try statement.step()
+    }
+
+    /// Deletes the entry for `key` in `namespace`.
+    ///
+    /// - Returns: Whether there was one, and the file it referred to.
+    func delete(namespace: String, key: String) throws(HoardError) -> (found: Bool, file: String?) {
+        let statement = try self.statement(.deleteKey)
+        return try withBytes(namespace, key) { (ns, k) throws(HoardError) -> (found: Bool, file: String?) in
+            statement.bind(bytes: ns, at: 1)
+            statement.bind(bytes: k, at: 2)
+            defer { statement.reset() }
+            guard try statement.step() else { return (false, nil) }
+            let file = statement.type(at: 0) == .text ? statement.string(at: 0) : nil
+            while try statement.step() {}
+            return (true, file)
+        }
+    }
+
+    /// Deletes every entry of `namespace`, or of the whole store when `nil`.
+    ///
+    /// - Returns: How many entries, and the files they referred to.
+    func deleteAll(namespace: String?) throws(HoardError) -> (count: Int, files: [String]) {
+        let statement: _SQLiteConnection.Statement
+        if let namespace {
+            statement = try self.statement(.deleteNamespace)
+            return try withBytes(namespace) { (ns) throws(HoardError) -> (count: Int, files: [String]) in
+                statement.bind(bytes: ns, at: 1)
+                return try Self.collectDeleted(statement)
+            }
+        }
+        statement = try self.statement(.deleteEverything)
+        return try Self.collectDeleted(statement)
+    }
+
+    /// Steps a `DELETE … RETURNING blob` statement to the end.
+    private static func collectDeleted(
+        _ statement: _SQLiteConnection.Statement
+    ) throws(HoardError) -> (count: Int, files: [String]) {
+        defer { statement.reset() }
+        var count = 0
+        var files: [String] = []
+        while try statement.step() {
+            count += 1
+            if statement.type(at: 0) == .text, let file = statement.string(at: 0) { files.append(file) }
+        }
+        return (count, files)
+    }
+
+    /// Deletes the entry with row id `id` if it has expired at `now`.
+    func deleteIfExpired(id: Int64, now: Double) throws(HoardError) -> (found: Bool, file: String?) {
+        let statement = try self.statement(.deleteIfExpired)
+        statement.bind(id, at: 1)
+        statement.bind(now, at: 2)
+        let (count, files) = try Self.collectDeleted(statement)
+        return (count > 0, files.first)
+    }
+
+    /// Deletes the entry with row id `id`.
+    func delete(id: Int64) throws(HoardError) -> (found: Bool, file: String?) {
+        let statement = try self.statement(.deleteID)
+        statement.bind(id, at: 1)
+        let (count, files) = try Self.collectDeleted(statement)
+        return (count > 0, files.first)
+    }
+
+    /// Deletes every entry that has expired at `now`.
+    func deleteExpired(now: Double) throws(HoardError) -> (count: Int, files: [String]) {
+        let statement = try self.statement(.deleteExpired)
+        statement.bind(now, at: 1)
+        return try Self.collectDeleted(statement)
+    }
+
+    /// Records an access to row `id` at `time` (never moving it backwards).
+    func touch(id: Int64, at time: Double) throws(HoardError) {
+        let statement = try self.statement(.touch)
+        statement.bind(id, at: 1)
+        statement.bind(time, at: 2)
+        defer { statement.reset() }
+        _ = try statement.step()
+    }
+
+    // MARK: Listing and totals
+
+    /// The keys of the entries of `namespace` that are live at `now`.
+    func keys(namespace: String, now: Double) throws(HoardError) -> [String] {
+        let statement = try self.statement(.keys)
+        return try withBytes(namespace) { (ns) throws(HoardError) -> [String] in
+            statement.bind(bytes: ns, at: 1)
+            statement.bind(now, at: 2)
+            defer { statement.reset() }
+            var keys: [String] = []
+            while try statement.step() {
+                keys.append(statement.string(at: 0) ?? String(decoding: statement.bytes(at: 0), as: UTF8.self))
+            }
+            return keys
+        }
+    }
+
+    /// The count and bytes of `namespace`.
+    func usage(namespace: String) throws(HoardError) -> StoreUsage {
+        let statement = try self.statement(.usage)
+        return try withBytes(namespace) { (ns) throws(HoardError) -> StoreUsage in
+            statement.bind(bytes: ns, at: 1)
+            defer { statement.reset() }
+            guard try statement.step() else { return StoreUsage() }
+            return StoreUsage(count: Int(statement.int64(at: 0)), bytes: Int(statement.int64(at: 1)))
+        }
+    }
+
+    /// The count and bytes of the whole store.
+    func totalUsage() throws(HoardError) -> StoreUsage {
+        let statement = try self.statement(.totalUsage)
+        defer { statement.reset() }
+        guard try statement.step() else { return StoreUsage() }
+        return StoreUsage(count: Int(statement.int64(at: 0)), bytes: Int(statement.int64(at: 1)))
+    }
+
+    /// Every namespace with its count and bytes, in byte order.
+    func namespaces() throws(HoardError) -> [(String, StoreUsage)] {
+        let statement = try self.statement(.namespaces)
+        defer { statement.reset() }
+        var result: [(String, StoreUsage)] = []
+        while try statement.step() {
+            let name = statement.string(at: 0) ?? String(decoding: statement.bytes(at: 0), as: UTF8.self)
+            result.append((name, StoreUsage(count: Int(statement.int64(at: 1)), bytes: Int(statement.int64(at: 2)))))
+        }
+        return result
+    }
+
+    /// Up to `limit` entries, least recently accessed first: row id and size.
+    func leastRecentlyAccessed(limit: Int) throws(HoardError) -> [(id: Int64, size: Int)] {
+        let statement = try self.statement(.leastRecentlyAccessed)
+        statement.bind(Int64(limit), at: 1)
+        defer { statement.reset() }
+        var result: [(id: Int64, size: Int)] = []
+        while try statement.step() {
+            result.append((statement.int64(at: 0), Int(statement.int64(at: 1))))
+        }
+        return result
+    }
+
+    /// The names of every file some entry refers to.
+    func referencedFiles() throws(HoardError) -> Set<String> {
+        let statement = try self.statement(.referencedFiles)
+        defer { statement.reset() }
+        var names = Set<String>()
+        while try statement.step() {
+            if let name = statement.string(at: 0) { names.insert(name) }
+        }
+        return names
+    }
+
+    /// One entry as ``DiskStore/verify(repairing:progress:)`` and listings see it:
+    /// metadata only, never the value.
+    struct ScannedRow {
+        var id: Int64
+        var namespace: String
+        var key: String
+        var storedAt: Double
+        var expiresAt: Double?
+        var accessedAt: Double
+        var size: Int
+        var inlineLength: Int?
+        var blob: String?
+        /// What is wrong with the row, when something is.
+        var problem: String?
+    }
+
+    /// Up to `limit` rows with ids greater than `id`, in id order.
+    func scan(after id: Int64, limit: Int) throws(HoardError) -> [ScannedRow] {
+        let statement = try self.statement(.scan)
+        statement.bind(id, at: 1)
+        statement.bind(Int64(limit), at: 2)
+        defer { statement.reset() }
+        var rows: [ScannedRow] = []
+        while try statement.step() {
+            rows.append(Self.readScanned(statement))
+        }
+        return rows
+    }
+
+    /// Up to `limit` rows of `namespace` (every namespace when `nil`), ordered by
+    /// namespace and key.
+    func list(namespace: String?, limit: Int) throws(HoardError) -> [ScannedRow] {
+        let statement = try self.statement(.list)
+        if let namespace { statement.bind(text: namespace, at: 1) } else { statement.bindNull(at: 1) }
+        statement.bind(Int64(limit), at: 2)
+        defer { statement.reset() }
+        var rows: [ScannedRow] = []
+        while try statement.step() {
+            rows.append(Self.readScanned(statement))
+        }
+        return rows
+    }
+
+    /// Reads `id, namespace, key, stored_at, expires_at, accessed_at, size,
+    /// typeof(value), length(value), blob, typeof(blob), typeof(stored_at),
+    /// typeof(accessed_at), typeof(size)`.
+    private static func readScanned(_ s: _SQLiteConnection.Statement) -> ScannedRow {
+        let namespace = s.string(at: 1)
+        let key = s.string(at: 2)
+        var row = ScannedRow(
+            id: s.int64(at: 0),
+            namespace: namespace ?? String(decoding: s.bytes(at: 1), as: UTF8.self),
+            key: key ?? String(decoding: s.bytes(at: 2), as: UTF8.self),
+            storedAt: s.double(at: 3), expiresAt: s.type(at: 4) == .null ? nil : s.double(at: 4),
+            accessedAt: s.double(at: 5), size: Int(s.int64(at: 6)), inlineLength: nil, blob: nil, problem: nil)
+        let valueType = s.string(at: 7)
+        let blobType = s.string(at: 10)
+        if namespace == nil || key == nil {
+            row.problem = "its namespace or key is not valid UTF-8"
+        } else if !["real", "integer"].contains(s.string(at: 11)) || !["real", "integer"].contains(s.string(at: 12)) {
+            row.problem = "its stored or access date is not a number"
+        } else if s.string(at: 13) != "integer" || row.size < 0 {
+            row.problem = "its size is not a non-negative integer"
+        } else if s.type(at: 4) == .text || s.type(at: 4) == .blob {
+            row.problem = "its expiry date is not a number"
+        }
+        switch (valueType, blobType) {
+        case ("blob", "null"):
+            row.inlineLength = Int(s.int64(at: 8))
+            if row.problem == nil, row.inlineLength != row.size {
+                row.problem = "its value has \(row.inlineLength ?? 0) bytes, its size says \(row.size)"
+            }
+        case ("null", "text"):
+            let name = s.string(at: 9) ?? ""
+            if _BlobFiles.isValidName(name) {
+                row.blob = name
+            } else if row.problem == nil {
+                row.problem = "it refers to a value file by an invalid name"
+            }
+        case ("null", "null"):
+            if row.problem == nil { row.problem = "it has neither an inline value nor a value file" }
+        default:
+            if row.problem == nil { row.problem = "its value columns have the wrong types" }
+        }
+        return row
+    }
+
+    /// SQLite's `quick_check`: an empty array when the database is sound.
+    func quickCheck() throws(HoardError) -> [String] {
+        let statement = try self.statement(.quickCheck)
+        defer { statement.reset() }
+        var messages: [String] = []
+        while try statement.step() {
+            let message = statement.string(at: 0) ?? "?"
+            if message != "ok" { messages.append(message) }
+        }
+        return messages
+    }
+
+    /// Namespaces whose recorded totals differ from their entries: name, recorded,
+    /// actual.
+    func wrongTotals() throws(HoardError) -> [(String, StoreUsage, StoreUsage)] {
+        let statement = try self.statement(.wrongTotals)
+        defer { statement.reset() }
+        var result: [(String, StoreUsage, StoreUsage)] = []
+        while try statement.step() {
+            let name = statement.string(at: 0) ?? String(decoding: statement.bytes(at: 0), as: UTF8.self)
+            result.append((
+                name,
+                StoreUsage(count: Int(statement.int64(at: 1)), bytes: Int(statement.int64(at: 2))),
+                StoreUsage(count: Int(statement.int64(at: 3)), bytes: Int(statement.int64(at: 4)))
+            ))
+        }
+        return result
+    }
+
+    /// Rebuilds the `namespaces` totals from the entries.
+    func recomputeTotals() throws(HoardError) {
+        try connection.execute(
+            """
+            DELETE FROM namespaces;
+            INSERT INTO namespaces (namespace, count, bytes)
+                SELECT namespace, count(*), total(size) FROM entries GROUP BY namespace;
+            """)
+    }
+}
+
+/// Every query the store runs, by its slot in the statement cache.
+enum _Query: Int, CaseIterable {
+    case begin, commit, rollback, readMeta
+    case lookup, expiryOfKey, upsert, fileOfKey, anyFile, touch
+    case deleteKey, deleteNamespace, deleteEverything, deleteIfExpired, deleteID, deleteExpired
+    case keys, usage, totalUsage, namespaces, leastRecentlyAccessed, referencedFiles
+    case scan, list, quickCheck, wrongTotals
+
+    private static let scannedColumns = """
+        id, namespace, key, stored_at, expires_at, accessed_at, size, typeof(value), length(value), blob,
+        typeof(blob), typeof(stored_at), typeof(accessed_at), typeof(size)
+        """
+
+    var sql: String {
+        switch self {
+        case .begin: return "BEGIN IMMEDIATE"
+        case .commit: return "COMMIT"
+        case .rollback: return "ROLLBACK"
+        case .readMeta: return "SELECT name, value FROM meta"
+        case .lookup:
+            return """
+                SELECT id, stored_at, expires_at, accessed_at, size, value, blob FROM entries
+                WHERE namespace = ?1 AND key = ?2
+                """
+        case .expiryOfKey: return "SELECT expires_at FROM entries WHERE namespace = ?1 AND key = ?2"
+        case .upsert:
+            return """
+                INSERT INTO entries (namespace, key, stored_at, expires_at, accessed_at, size, value, blob)
+                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+                ON CONFLICT (namespace, key) DO UPDATE SET
+                    stored_at = excluded.stored_at, expires_at = excluded.expires_at,
+                    accessed_at = excluded.accessed_at, size = excluded.size,
+                    value = excluded.value, blob = excluded.blob
+                RETURNING id
+                """
+        case .fileOfKey: return "SELECT blob FROM entries WHERE namespace = ?1 AND key = ?2"
+        case .anyFile: return "SELECT 1 FROM entries WHERE blob IS NOT NULL LIMIT 1"
+        case .touch: return "UPDATE entries SET accessed_at = max(accessed_at, ?2) WHERE id = ?1"
+        case .deleteKey: return "DELETE FROM entries WHERE namespace = ?1 AND key = ?2 RETURNING blob"
+        case .deleteNamespace: return "DELETE FROM entries WHERE namespace = ?1 RETURNING blob"
+        case .deleteEverything: return "DELETE FROM entries RETURNING blob"
+        case .deleteIfExpired: return "DELETE FROM entries WHERE id = ?1 AND expires_at <= ?2 RETURNING blob"
+        case .deleteID: return "DELETE FROM entries WHERE id = ?1 RETURNING blob"
+        case .deleteExpired: return "DELETE FROM entries WHERE expires_at <= ?1 RETURNING blob"
+        case .keys:
+            return """
+                SELECT key FROM entries WHERE namespace = ?1 AND (expires_at IS NULL OR expires_at > ?2)
+                ORDER BY key
+                """
+        case .usage: return "SELECT count, bytes FROM namespaces WHERE namespace = ?1"
+        case .totalUsage: return "SELECT total(count), total(bytes) FROM namespaces"
+        case .namespaces: return "SELECT namespace, count, bytes FROM namespaces ORDER BY namespace"
+        case .leastRecentlyAccessed: return "SELECT id, size FROM entries ORDER BY accessed_at, id LIMIT ?1"
+        case .referencedFiles: return "SELECT blob FROM entries WHERE blob IS NOT NULL"
+        case .scan: return "SELECT \(Self.scannedColumns) FROM entries WHERE id > ?1 ORDER BY id LIMIT ?2"
+        case .list:
+            return """
+                SELECT \(Self.scannedColumns) FROM entries WHERE ?1 IS NULL OR namespace = CAST(?1 AS BLOB)
+                ORDER BY namespace, key LIMIT ?2
+                """
+        case .quickCheck: return "PRAGMA quick_check"
+        case .wrongTotals:
+            return """
+                SELECT coalesce(n.namespace, e.namespace), coalesce(n.count, 0), coalesce(n.bytes, 0),
+                       coalesce(e.count, 0), coalesce(e.bytes, 0)
+                FROM (SELECT namespace, count(*) AS count, total(size) AS bytes FROM entries GROUP BY namespace) AS e
+                FULL OUTER JOIN namespaces AS n ON n.namespace = e.namespace
+                WHERE coalesce(n.count, 0) != coalesce(e.count, 0) OR coalesce(n.bytes, 0) != coalesce(e.bytes, 0)
+                """
+        }
+    }
+}

@@ -1,0 +1,329 @@
+import Foundation
+
+/// What a critical section of a ``DiskStore`` leaves for after the lock: events to
+/// deliver and value files to delete (files of replaced or removed entries, deleted
+/// only after the change that released them committed).
+struct _DiskEffects {
+    var events: [DiskStoreEvent] = []
+    var filesToRemove: [String] = []
+}
+
+/// One write of a batch, with its value already placed: inline bytes, or the name
+/// of the file already written.
+enum _PreparedWrite {
+    case set(namespace: String, key: String, inline: Data?, size: Int, file: String?, storedAt: Double, expiresAt: Double?)
+    case remove(namespace: String, key: String)
+    case removeAll(namespace: String)
+}
+
+/// Everything of a ``DiskStore`` that lives behind its lock: the index connection
+/// and the access times recorded in memory but not yet written.
+///
+/// Every method runs with the lock held and never calls user code; events and file
+/// deletions are collected in a ``_DiskEffects`` for after the lock.
+struct _DiskState {
+    var index: _DiskIndex?
+    /// Row id → access time, recorded by reads and written in batches.
+    var pendingAccesses: [Int64: Double] = [:]
+    /// When the oldest pending access was recorded.
+    var pendingSince = Double.infinity
+
+    let accessTimeResolution: Double
+    let accessFlushCount: Int
+    let accessFlushInterval: Double
+    let byteLimit: Int
+    let countLimit: Int
+    let byteLowWater: Int
+    let countLowWater: Int
+
+    init(index: _DiskIndex, configuration: DiskStore.Configuration) {
+        self.index = index
+        accessTimeResolution = configuration.accessTimeResolution
+        accessFlushCount = configuration.accessFlushCount
+        accessFlushInterval = configuration.accessFlushInterval
+        byteLimit = configuration.byteLimit ?? .max
+        countLimit = configuration.countLimit ?? .max
+        byteLowWater = configuration.byteLowWater
+        countLowWater = configuration.countLowWater
+    }
+
+    /// The open index, or an error once the store is closed.
+    func open() throws(HoardError) -> _DiskIndex {
+        guard let index else { throw HoardError(.ioFailed, "the disk store is closed") }
+        return index
+    }
+
+    // MARK: Reading
+
+    /// The result of looking up one key.
+    enum Found {
+        case miss
+        case inline(StoredEntry)
+        case file(name: String, size: Int, storedAt: Double, expiresAt: Double?)
+        /// The entry changed while it was being checked: look again.
+        case retry
+    }
+
+    /// Looks up `key`: a live, well-formed entry is a hit and has its access
+    /// recorded; an expired one is deleted; a malformed one is deleted and reported.
+    mutating func find(namespace: String, key: String, now: Double, effects: inout _DiskEffects) throws(HoardError) -> Found {
+        let index = try open()
+        guard let row = try index.lookup(namespace: namespace, key: key) else { return .miss }
+        if row.problem != nil {
+            return try removeMalformed(namespace: namespace, key: key, effects: &effects)
+        }
+        if let expiresAt = row.expiresAt, expiresAt <= now {
+            do {
+                let (found, file) = try index.transaction { () throws(HoardError) in
+                    try index.deleteIfExpired(id: row.id, now: now)
+                }
+                if found { effects.events.append(.expired(count: 1)) }
+                if let file { effects.filesToRemove.append(file) }
+            } catch {
+                effects.events.append(
+                    .failed(operation: "remove an expired entry", namespace: namespace, key: key, error: error))
+            }
+            return .miss
+        }
+        if now - row.accessedAt >= accessTimeResolution, pendingAccesses[row.id] == nil {
+            pendingAccesses[row.id] = now
+            pendingSince = min(pendingSince, now)
+        }
+        if pendingAccesses.count >= accessFlushCount || now - pendingSince >= accessFlushInterval {
+            flushAccesses(effects: &effects)
+        }
+        let expiresAt = row.expiresAt.map { Date(timeIntervalSince1970: $0) }
+        if let value = row.value {
+            return .inline(StoredEntry(data: value, storedAt: Date(timeIntervalSince1970: row.storedAt), expiresAt: expiresAt))
+        }
+        return .file(name: row.blob!, size: row.size, storedAt: row.storedAt, expiresAt: row.expiresAt)
+    }
+
+    /// Deletes the entry for `key` if, under the write lock, its row is still
+    /// malformed; reports it.
+    private mutating func removeMalformed(namespace: String, key: String, effects: inout _DiskEffects) throws(HoardError) -> Found {
+        let index = try open()
+        let removed = try index.transaction { () throws(HoardError) -> (problem: String, file: String?)? in
+            guard let row = try index.lookup(namespace: namespace, key: key), let problem = row.problem else {
+                return nil
+            }
+            _ = try index.delete(id: row.id)
+            return (problem, row.blob)
+        }
+        guard let removed else { return .retry }
+        if let file = removed.file { effects.filesToRemove.append(file) }
+        effects.events.append(.removedDamaged(StoreDamage(
+            namespace: namespace, key: key, reason: .malformedRow,
+            detail: "the entry's row is malformed (\(removed.problem)); it was removed")))
+        return .miss
+    }
+
+    /// Deletes the entry for `key` if, under the write lock, it still refers to the
+    /// file `name` and that file is still missing or of the wrong size.
+    ///
+    /// - Returns: `true` when removed (and reported), `false` when the entry changed
+    ///   meanwhile.
+    mutating func removeIfFileStillBad(
+        namespace: String, key: String, name: String, blobs: _BlobFiles, effects: inout _DiskEffects
+    ) throws(HoardError) -> Bool {
+        let index = try open()
+        let damage = try index.transaction { () throws(HoardError) -> StoreDamage? in
+            guard let row = try index.lookup(namespace: namespace, key: key), row.blob == name else { return nil }
+            let damage: StoreDamage
+            switch blobs.size(of: name) {
+            case nil:
+                damage = StoreDamage(
+                    namespace: namespace, key: key, reason: .missingFile,
+                    detail: "the value file blobs/\(name) is missing; the entry was removed")
+            case let size? where size != row.size:
+                damage = StoreDamage(
+                    namespace: namespace, key: key, reason: .fileSizeMismatch,
+                    detail: "the value file blobs/\(name) has \(size) bytes, the entry says \(row.size); the entry was removed")
+            default:
+                return nil
+            }
+            _ = try index.delete(id: row.id)
+            return damage
+        }
+        guard let damage else { return false }
+        effects.filesToRemove.append(name)
+        effects.events.append(.removedDamaged(damage))
+        return true
+    }
+
+    /// Deletes the entry for `key` if it still holds what was read (same stored
+    /// date, same file or same bytes); reports it as undecodable.
+    mutating func removeUndecodable(
+        namespace: String, key: String, storedAt: Double, file: String?, data: Data, reason: String,
+        effects: inout _DiskEffects
+    ) throws(HoardError) {
+        let index = try open()
+        let removed = try index.transaction { () throws(HoardError) -> Bool in
+            guard let row = try index.lookup(namespace: namespace, key: key), row.storedAt == storedAt,
+                row.blob == file, file != nil || row.value == data
+            else { return false }
+            _ = try index.delete(id: row.id)
+            return true
+        }
+        guard removed else { return }
+        if let file { effects.filesToRemove.append(file) }
+        effects.events.append(.removedDamaged(StoreDamage(
+            namespace: namespace, key: key, reason: .undecodableValue,
+            detail: "\(reason); the entry was removed")))
+    }
+
+    // MARK: Access times
+
+    /// Writes the pending access times inside the caller's transaction.
+    private func writePendingAccesses(_ index: _DiskIndex) throws(HoardError) {
+        for (id, time) in pendingAccesses {
+            try index.touch(id: id, at: time)
+        }
+    }
+
+    private mutating func clearPendingAccesses() {
+        if !pendingAccesses.isEmpty { pendingAccesses.removeAll(keepingCapacity: true) }
+        pendingSince = .infinity
+    }
+
+    /// Writes the pending access times in their own transaction. A failure is
+    /// reported and the pending times dropped: they only refine eviction order.
+    mutating func flushAccesses(effects: inout _DiskEffects) {
+        guard !pendingAccesses.isEmpty, let index else { return }
+        do {
+            try index.transaction { () throws(HoardError) in try writePendingAccesses(index) }
+        } catch {
+            effects.events.append(.failed(operation: "record access times", namespace: nil, key: nil, error: error))
+        }
+        clearPendingAccesses()
+    }
+
+    // MARK: Writing
+
+    /// Stores one entry in one transaction, with the pending access times.
+    ///
+    /// - Returns: The entry's row id.
+    mutating func set(
+        namespace: String, key: String, inline: Data?, size: Int, file: String?, storedAt: Double,
+        expiresAt: Double?, now: Double, effects: inout _DiskEffects
+    ) throws(HoardError) -> Int64 {
+        let index = try open()
+        let (id, oldFile) = try index.transaction { () throws(HoardError) -> (Int64, String?) in
+            try writePendingAccesses(index)
+            var oldFile: String?
+            var mayHaveFiles = file != nil
+            if !mayHaveFiles { mayHaveFiles = try index.anyFiles() }
+            if mayHaveFiles {
+                oldFile = try index.fileName(namespace: namespace, key: key)
+            }
+            let id = try index.upsert(
+                namespace: namespace, key: key, storedAt: storedAt, expiresAt: expiresAt, accessedAt: now,
+                value: inline, size: size, blob: file)
+            return (id, oldFile)
+        }
+        clearPendingAccesses()
+        if let oldFile, oldFile != file { effects.filesToRemove.append(oldFile) }
+        return id
+    }
+
+    /// Applies a batch in one transaction, with the pending access times.
+    ///
+    /// - Returns: The row ids of the entries written.
+    mutating func write(_ batch: [_PreparedWrite], now: Double, effects: inout _DiskEffects) throws(HoardError) -> [Int64] {
+        let index = try open()
+        let (ids, oldFiles) = try index.transaction { () throws(HoardError) -> ([Int64], [String]) in
+            try writePendingAccesses(index)
+            var ids: [Int64] = []
+            var oldFiles: [String] = []
+            var mayHaveFiles: Bool?
+            for write in batch {
+                switch write {
+                case .set(let namespace, let key, let inline, let size, let file, let storedAt, let expiresAt):
+                    if file != nil { mayHaveFiles = true }
+                    if mayHaveFiles == nil { mayHaveFiles = try index.anyFiles() }
+                    if mayHaveFiles == true, let old = try index.fileName(namespace: namespace, key: key) {
+                        oldFiles.append(old)
+                    }
+                    ids.append(try index.upsert(
+                        namespace: namespace, key: key, storedAt: storedAt, expiresAt: expiresAt, accessedAt: now,
+                        value: inline, size: size, blob: file))
+                case .remove(let namespace, let key):
+                    if let file = try index.delete(namespace: namespace, key: key).file { oldFiles.append(file) }
+                case .removeAll(let namespace):
+                    oldFiles += try index.deleteAll(namespace: namespace).files
+                }
+            }
+            return (ids, oldFiles)
+        }
+        clearPendingAccesses()
+        effects.filesToRemove += oldFiles
+        return ids
+    }
+
+    /// After a write: if a limit is exceeded, evicts down to the low-water marks,
+    /// never the entries just written. A failure is reported, not thrown: the write
+    /// itself succeeded.
+    mutating func enforceLimits(protecting ids: [Int64], effects: inout _DiskEffects) {
+        guard byteLimit != .max || countLimit != .max, let index else { return }
+        do {
+            let usage = try index.totalUsage()
+            guard usage.bytes > byteLimit || usage.count > countLimit else { return }
+            let protected = Set(ids)
+            var evicted = 0
+            var bytes = 0
+            while true {
+                let step = try trimStep(toBytes: byteLowWater, count: countLowWater, protecting: protected, effects: &effects)
+                evicted += step.evicted
+                bytes += step.bytes
+                if step.done { break }
+            }
+            if evicted > 0 { effects.events.append(.evicted(count: evicted, bytes: bytes)) }
+        } catch {
+            effects.events.append(.failed(operation: "evict entries over the limit", namespace: nil, key: nil, error: error))
+        }
+    }
+
+    /// Evicts up to one chunk of least-recently-accessed entries, in one
+    /// transaction, while the store is over `maxBytes` or `maxCount`.
+    ///
+    /// - Returns: What was evicted, the usage after, and whether the store is now
+    ///   within the targets (or holds nothing more that may be evicted).
+    mutating func trimStep(
+        toBytes maxBytes: Int, count maxCount: Int, protecting protected: Set<Int64> = [],
+        chunk: Int = 256, effects: inout _DiskEffects
+    ) throws(HoardError) -> (evicted: Int, bytes: Int, usage: StoreUsage, done: Bool) {
+        let index = try open()
+        let result = try index.transaction { () throws(HoardError) -> (Int, Int, StoreUsage, Bool, [String]) in
+            try writePendingAccesses(index)
+            var usage = try index.totalUsage()
+            var evicted = 0
+            var bytes = 0
+            var files: [String] = []
+            func within() -> Bool { usage.bytes <= maxBytes && usage.count <= maxCount }
+            if within() { return (0, 0, usage, true, []) }
+            let candidates = try index.leastRecentlyAccessed(limit: chunk + protected.count)
+            for candidate in candidates where !protected.contains(candidate.id) {
+                if within() { break }
+                let (found, file) = try index.delete(id: candidate.id)
+                guard found else { continue }
+                usage.count -= 1
+                usage.bytes -= candidate.size
+                evicted += 1
+                bytes += candidate.size
+                if let file { files.append(file) }
+            }
+            let done = within() || candidates.count < chunk + protected.count || evicted == 0
+            return (evicted, bytes, usage, done, files)
+        }
+        clearPendingAccesses()
+        effects.filesToRemove += result.4
+        return (result.0, result.1, result.2, result.3)
+    }
+
+    /// Flushes pending accesses and closes the index.
+    mutating func close(effects: inout _DiskEffects) {
+        flushAccesses(effects: &effects)
+        index?.close()
+        index = nil
+    }
+}

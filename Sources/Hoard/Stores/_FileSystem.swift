@@ -1,0 +1,153 @@
+import Foundation
+
+/// The POSIX calls the disk store makes, with `errno` turned into ``HoardError``.
+///
+/// Foundation re-exports the C library on every platform Hoard supports (Glibc on
+/// Linux, Darwin on Apple platforms), so nothing here branches on the platform.
+enum _FileSystem {
+    /// The error code for an `errno` value a caller can act on, or `nil`.
+    static func code(forErrno value: Int32) -> HoardError.Code? {
+        switch value {
+        case ENOSPC, EFBIG, EDQUOT: return .storageFull
+        case EACCES, EPERM, EROFS: return .permissionDenied
+        default: return nil
+        }
+    }
+
+    /// An error for the current `errno`.
+    static func error(_ what: String, path: String, errno value: Int32 = errno) -> HoardError {
+        let cause = POSIXError(POSIXErrorCode(rawValue: value) ?? .EIO)
+        let reason = String(cString: strerror(value))
+        return HoardError(code(forErrno: value) ?? .ioFailed, "\(what): \(reason)", path: path, underlying: cause)
+    }
+
+    /// What is at a path, without following a final symbolic link.
+    enum Kind { case missing, directory, file, other }
+
+    static func kind(at path: String) -> Kind {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return .missing }
+        switch info.st_mode & S_IFMT {
+        case S_IFDIR: return .directory
+        case S_IFREG: return .file
+        default: return .other
+        }
+    }
+
+    /// The size of the regular file at `path`, or `nil` when there is none.
+    static func fileSize(at path: String) -> Int? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return Int(info.st_size)
+    }
+
+    /// Creates a directory readable only by its owner (0700); succeeds if it exists.
+    static func makeDirectory(_ path: String) throws(HoardError) {
+        if mkdir(path, 0o700) == 0 || errno == EEXIST { return }
+        throw error("could not create a directory", path: path)
+    }
+
+    /// Creates `path` and its missing parents; the last component gets mode 0700,
+    /// the parents the process's defaults.
+    static func makeDirectories(_ path: String) throws(HoardError) {
+        if kind(at: path) == .directory { return }
+        let parent = (path as NSString).deletingLastPathComponent
+        if !parent.isEmpty, parent != path, kind(at: parent) == .missing {
+            do {
+                try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true)
+            } catch {
+                throw HoardError(
+                    code(forErrno: (error as NSError).underlyingPOSIXCode) ?? .ioFailed,
+                    "could not create the store's parent directory", path: parent, underlying: error)
+            }
+        }
+        try makeDirectory(path)
+    }
+
+    /// The names in a directory, `.` and `..` excluded.
+    static func contents(of path: String) throws(HoardError) -> [String] {
+        guard let dir = opendir(path) else { throw error("could not list a directory", path: path) }
+        defer { closedir(dir) }
+        var names: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(cString: raw.bindMemory(to: CChar.self).baseAddress!)
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
+    }
+
+    /// Reads up to `count` bytes from the start of a file.
+    static func prefix(ofFile path: String, count: Int) -> [UInt8]? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var buffer = [UInt8](repeating: 0, count: count)
+        let read = buffer.withUnsafeMutableBytes { readFully(fd, into: $0) }
+        guard read >= 0 else { return nil }
+        return Array(buffer.prefix(read))
+    }
+
+    /// Reads until `buffer` is full or the file ends; returns the count or -1.
+    static func readFully(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) -> Int {
+        var done = 0
+        while done < buffer.count {
+            let n = read(fd, buffer.baseAddress! + done, buffer.count - done)
+            if n > 0 {
+                done += n
+            } else if n == 0 {
+                break
+            } else if errno != EINTR {
+                return -1
+            }
+        }
+        return done
+    }
+
+    /// Writes every byte of `buffer`; returns `false` with `errno` set on failure.
+    static func writeFully(_ fd: Int32, _ buffer: UnsafeRawBufferPointer) -> Bool {
+        var done = 0
+        while done < buffer.count {
+            let n = write(fd, buffer.baseAddress! + done, buffer.count - done)
+            if n > 0 {
+                done += n
+            } else if n < 0, errno == EINTR {
+                continue
+            } else {
+                if n == 0 { errno = EIO }
+                return false
+            }
+        }
+        return true
+    }
+
+    /// Flushes a directory's entries (a rename into it) to stable storage.
+    static func syncDirectory(_ path: String) {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        _ = fsync(fd)
+        close(fd)
+    }
+
+    /// Removes a file; a file already gone is not an error.
+    static func removeFile(_ path: String) throws(HoardError) {
+        if unlink(path) == 0 || errno == ENOENT { return }
+        throw error("could not remove a file", path: path)
+    }
+
+    /// Whether the process runs as the superuser, for which permission bits do
+    /// not apply.
+    static var isSuperuser: Bool { geteuid() == 0 }
+}
+
+extension NSError {
+    /// The POSIX error code inside a Foundation file error, or 0.
+    fileprivate var underlyingPOSIXCode: Int32 {
+        if domain == NSPOSIXErrorDomain { return Int32(code) }
+        if let inner = userInfo[NSUnderlyingErrorKey] as? NSError, inner.domain == NSPOSIXErrorDomain {
+            return Int32(inner.code)
+        }
+        return 0
+    }
+}

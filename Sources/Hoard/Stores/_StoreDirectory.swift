@@ -1,0 +1,183 @@
+import Foundation
+
+/// The layout of a ``DiskStore`` directory and what opening one involves.
+///
+/// ```
+/// <directory>/          0700
+///   index.sqlite        0600  the index (WAL); -wal and -shm beside it, same mode
+///   blobs/              0700  values over the spill threshold, one file each, 0600
+///   lock                0600  held shared (flock) by every open instance
+/// ```
+///
+/// Opening looks before it touches: a path that holds anything other than a Hoard
+/// store (or an empty directory) is refused before a single file is created. The
+/// index is recognised by its SQLite header and Hoard's `application_id`, read
+/// directly from the file's first 100 bytes.
+///
+/// The lock file orders opening between instances and processes. An instance
+/// holds it shared while open. Creating the store and collecting orphaned files
+/// need it exclusive, which an instance gets only when no other instance anywhere
+/// has the store open, so they never race with a write in flight.
+enum _StoreDirectory {
+    static let indexName = "index.sqlite"
+    static let blobsName = "blobs"
+    static let lockName = "lock"
+    /// The index is built under this name and renamed into place when complete.
+    static let creatingName = "index.sqlite.creating"
+
+    /// What a path holds.
+    enum Contents {
+        /// Nothing: the directory must be created.
+        case nothing
+        /// An empty directory, or what an interrupted creation leaves.
+        case empty
+        /// A Hoard store.
+        case store
+    }
+
+    /// Looks at `path` without changing anything.
+    ///
+    /// - Throws: ``HoardError/Code/notAStore`` when the path holds something else.
+    static func inspect(_ path: String) throws(HoardError) -> Contents {
+        switch _FileSystem.kind(at: path) {
+        case .missing:
+            return .nothing
+        case .directory:
+            break
+        case .file, .other:
+            throw HoardError(.notAStore, "the path is a file, not a store directory", path: path)
+        }
+        let names = try _FileSystem.contents(of: path)
+        if names.contains(indexName) {
+            try checkIndexHeader(path + "/" + indexName)
+            if names.contains(blobsName), _FileSystem.kind(at: path + "/" + blobsName) != .directory {
+                throw HoardError(.notAStore, "the store's blobs entry is not a directory", path: path)
+            }
+            return .store
+        }
+        let foreign = names.filter { name in
+            name != blobsName && name != lockName && !name.hasPrefix(creatingName)
+        }
+        if !foreign.isEmpty {
+            let shown = foreign.sorted().prefix(5).joined(separator: ", ")
+            throw HoardError(
+                .notAStore,
+                "the directory is not empty and holds no Hoard store (it contains \(shown)\(foreign.count > 5 ? ", …" : "")); nothing was changed",
+                path: path)
+        }
+        return .empty
+    }
+
+    /// Checks the first 100 bytes of an index file: SQLite's magic string and
+    /// Hoard's application id.
+    static func checkIndexHeader(_ indexPath: String) throws(HoardError) {
+        guard _FileSystem.kind(at: indexPath) == .file else {
+            throw HoardError(.notAStore, "index.sqlite is not a regular file", path: indexPath)
+        }
+        guard let header = _FileSystem.prefix(ofFile: indexPath, count: 100) else {
+            throw _FileSystem.error("could not read the store's index", path: indexPath)
+        }
+        let magic = Array("SQLite format 3\0".utf8)
+        guard header.count == 100, Array(header[0..<16]) == magic else {
+            throw HoardError(.notAStore, "index.sqlite is not an SQLite database; nothing was changed", path: indexPath)
+        }
+        let id = header[68..<72].reduce(UInt32(0)) { ($0 << 8) | UInt32($1) }
+        guard id == _DiskIndex.applicationID else {
+            throw HoardError(
+                .notAStore,
+                "index.sqlite is an SQLite database of another application (application id \(id), Hoard's is \(_DiskIndex.applicationID)); nothing was changed",
+                path: indexPath)
+        }
+    }
+
+    /// The lock file, held shared or exclusive.
+    struct Lock {
+        let descriptor: Int32
+        var exclusive: Bool
+
+        /// Holds the lock shared from now on (others may open the store).
+        mutating func share() {
+            if exclusive {
+                _ = flock(descriptor, LOCK_SH)
+                exclusive = false
+            }
+        }
+
+        /// Waits until the lock is exclusive.
+        mutating func takeExclusive(path: String) throws(HoardError) {
+            while flock(descriptor, LOCK_EX) != 0 {
+                if errno != EINTR { throw _FileSystem.error("could not lock the store", path: path) }
+            }
+            exclusive = true
+        }
+
+        func release() {
+            close(descriptor)
+        }
+    }
+
+    /// Opens the lock file and holds it exclusive when no other instance has the
+    /// store open, shared otherwise.
+    static func lock(_ path: String) throws(HoardError) -> Lock {
+        let lockPath = path + "/" + lockName
+        let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw _FileSystem.error("could not open the store's lock file", path: lockPath) }
+        if flock(fd, LOCK_EX | LOCK_NB) == 0 { return Lock(descriptor: fd, exclusive: true) }
+        while flock(fd, LOCK_SH) != 0 {
+            if errno != EINTR {
+                let error = _FileSystem.error("could not lock the store", path: lockPath)
+                close(fd)
+                throw error
+            }
+        }
+        return Lock(descriptor: fd, exclusive: false)
+    }
+
+    /// Creates `blobs/` and a complete `index.sqlite`. Call with the lock exclusive.
+    static func create(_ path: String, now: Date) throws(HoardError) {
+        try _FileSystem.makeDirectory(path + "/" + blobsName)
+        for name in try _FileSystem.contents(of: path) where name.hasPrefix(creatingName) {
+            try _FileSystem.removeFile(path + "/" + name)
+        }
+        let building = path + "/" + creatingName
+        let fd = open(building, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw _FileSystem.error("could not create the store's index", path: building) }
+        close(fd)
+        do throws(HoardError) {
+            try _DiskIndex.createDatabase(at: building, now: now)
+            let done = open(building, O_RDONLY | O_CLOEXEC)
+            if done >= 0 {
+                _ = fsync(done)
+                close(done)
+            }
+            guard rename(building, path + "/" + indexName) == 0 else {
+                throw _FileSystem.error("could not move the store's index into place", path: building)
+            }
+            _FileSystem.syncDirectory(path)
+        } catch {
+            for name in (try? _FileSystem.contents(of: path)) ?? [] where name.hasPrefix(creatingName) {
+                unlink(path + "/" + name)
+            }
+            throw error
+        }
+    }
+
+    /// Deletes temporary files and value files no entry refers to. Call with the
+    /// lock exclusive: no write can be in flight.
+    ///
+    /// - Returns: How many files, and their bytes.
+    static func collectOrphans(blobs: _BlobFiles, index: _DiskIndex) throws(HoardError) -> (files: Int, bytes: Int) {
+        let referenced = try index.referencedFiles()
+        var files = 0
+        var bytes = 0
+        for name in try blobs.allNames() {
+            let orphan = _BlobFiles.isTemporaryName(name) || (_BlobFiles.isValidName(name) && !referenced.contains(name))
+            guard orphan else { continue }
+            let size = blobs.size(of: name) ?? 0
+            try blobs.remove(name)
+            files += 1
+            bytes += size
+        }
+        return (files, bytes)
+    }
+}

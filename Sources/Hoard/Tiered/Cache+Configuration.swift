@@ -1,0 +1,124 @@
+import Foundation
+
+extension Cache {
+    /// How a ``Cache`` is built: its tiers, lifetimes and write mode.
+    ///
+    /// ```swift
+    /// var configuration = Cache<String, User>.Configuration(name: "users")
+    /// configuration.memory = .init(countLimit: 10_000, policy: .tinyLFU)
+    /// configuration.defaultExpiry = .hours(1)
+    /// configuration.staleWhileRevalidate = 60
+    /// let users = try Cache(configuration: configuration) { id in try await api.user(id) }
+    /// ```
+    public struct Configuration: Sendable {
+        /// The cache's name: the namespace it uses in every store, and the name of its
+        /// default disk store. Must be one path component (no `/`), not empty.
+        public var name: String
+
+        /// Limits, policy and sharding of the memory tier. Its `defaultExpiry` is
+        /// ignored: ``defaultExpiry`` applies to every tier. Defaults to 10,000
+        /// entries, LRU.
+        public var memory: MemoryCache<Key, Value>.Configuration
+
+        /// The local (synchronous, on this machine) stores below memory, in the order
+        /// reads try them. Defaults to ``LocalStores/defaultDisk``.
+        public var localStores: LocalStores
+
+        /// Stores shared over the network, tried after the local stores. Defaults to none.
+        public var remoteStores: [any RemoteCacheStore]
+
+        /// The lifetime of entries written without an explicit ``Expiry``, in every
+        /// tier. Defaults to ``Expiry/never``.
+        public var defaultExpiry: Expiry
+
+        /// The lifetime of entries in the local stores when it should differ from
+        /// ``defaultExpiry``; `nil` (the default) uses the entry's own lifetime.
+        /// A shorter lifetime here never outlives the entry's own.
+        public var localExpiry: Expiry?
+
+        /// The lifetime of entries in the remote stores when it should differ from
+        /// ``defaultExpiry``; `nil` (the default) uses the entry's own lifetime.
+        public var remoteExpiry: Expiry?
+
+        /// How `cache[key] = value` reaches the stores. Defaults to
+        /// ``WriteMode/writeBehind``.
+        public var writeMode: WriteMode
+
+        /// Seconds past its expiry during which a value is still served, at once,
+        /// while one background fetch refreshes it. `nil` (the default) serves no
+        /// stale values. Needs a fetch closure to refresh.
+        public var staleWhileRevalidate: TimeInterval?
+
+        /// Seconds a fetch that returned `nil` is remembered, so the key is not
+        /// fetched again meanwhile. `nil` (the default) remembers nothing. Kept in
+        /// memory only.
+        public var negativeCaching: TimeInterval?
+
+        /// Spread of relative lifetimes, as a fraction: at 0.1 an entry written with
+        /// `.minutes(10)` lives between 9 and 11 minutes, so entries written together
+        /// do not expire together. Must be in `0..<1`. Defaults to 0.
+        public var expiryJitter: Double
+
+        /// How values become bytes for the stores. `nil` (the default) uses
+        /// ``ValueCodec/automatic()``.
+        public var codec: ValueCodec<Value>?
+
+        /// Called for every failure that happens behind the caller's back (a
+        /// write-behind write, a promotion, a damaged entry, a background refresh),
+        /// after it is also published on ``Cache/events``. Defaults to `nil`.
+        public var onError: (@Sendable (CacheFailure) -> Void)?
+
+        /// Creates a configuration; every other setting starts at its documented default.
+        public init(name: String) {
+            self.name = name
+            memory = .init(countLimit: 10_000)
+            localStores = .defaultDisk
+            remoteStores = []
+            defaultExpiry = .never
+            localExpiry = nil
+            remoteExpiry = nil
+            writeMode = .writeBehind
+            staleWhileRevalidate = nil
+            negativeCaching = nil
+            expiryJitter = 0
+            codec = nil
+            onError = nil
+        }
+
+        func validate() throws(HoardError) {
+            guard !name.isEmpty, !name.contains("/"), !name.contains("\0"), name != ".", name != ".." else {
+                throw HoardError(.invalidConfiguration, "a cache name must be one path component, not \"\(name.prefix(100))\"")
+            }
+            guard expiryJitter >= 0, expiryJitter < 1 else {
+                throw HoardError(.invalidConfiguration, "expiryJitter must be in 0..<1, not \(expiryJitter)")
+            }
+            if let grace = staleWhileRevalidate, !(grace >= 0) {
+                throw HoardError(.invalidConfiguration, "staleWhileRevalidate must be zero or more, not \(grace)")
+            }
+            if let seconds = negativeCaching, !(seconds >= 0) {
+                throw HoardError(.invalidConfiguration, "negativeCaching must be zero or more, not \(seconds)")
+            }
+        }
+    }
+
+    /// The local stores of a cache.
+    public enum LocalStores: Sendable {
+        /// One ``DiskStore`` in the default location, named after the cache.
+        case defaultDisk
+        /// No local store: memory (and remote stores, if any) only.
+        case none
+        /// These stores, in the order reads try them.
+        case stores([any CacheStore])
+    }
+
+    /// How plain assignments reach the stores.
+    public enum WriteMode: Sendable, Hashable {
+        /// `cache[key] = value` updates memory at once and queues the store writes
+        /// on the cache's serial writer, many per store transaction. ``Cache/flush()``
+        /// waits for them.
+        case writeBehind
+        /// `cache[key] = value` writes the local stores before it returns; remote
+        /// stores are still written in the background.
+        case writeThrough
+    }
+}

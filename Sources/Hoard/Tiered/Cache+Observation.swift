@@ -1,0 +1,98 @@
+import Foundation
+
+extension Cache {
+    /// A stream of the value for `key`: the current value from memory or the local
+    /// stores at once (`nil` if none), then the new value each time this cache writes
+    /// or fetches it, and `nil` when it removes it.
+    ///
+    /// Evictions from memory are not changes (the stores still hold the value). The
+    /// stream buffers without bound, so a consumer should keep up; it ends when the
+    /// consuming task is cancelled or the cache is deallocated.
+    public func updates(for key: Key) -> AsyncStream<Value?> {
+        let (stream, continuation) = AsyncStream<Value?>.makeStream(bufferingPolicy: .unbounded)
+        let id = observers.addUpdates(for: key, continuation)
+        continuation.yield(localEntry(for: key, maxAge: nil, newerThan: nil)?.value)
+        continuation.onTermination = { [weak observers] _ in
+            observers?.removeUpdates(for: key, id)
+        }
+        return stream
+    }
+
+    /// A stream of every event from now on: sets, removals, memory evictions and
+    /// expirations, fetches, promotions, invalidations and failures.
+    ///
+    /// Each access returns a new, independent stream that buffers without bound.
+    /// Memory evictions and expirations arrive through a second path, so their order
+    /// relative to the other events is not guaranteed.
+    public var events: AsyncStream<CacheEvent<Key>> {
+        let (stream, continuation) = AsyncStream<CacheEvent<Key>>.makeStream(bufferingPolicy: .unbounded)
+        let id = observers.addEvents(continuation)
+        let memoryEvents = memory.events
+        let forwarding = Task {
+            for await event in memoryEvents {
+                switch event {
+                case .evicted(let key, let reason): continuation.yield(.evicted(key, reason: reason))
+                case .expired(let key): continuation.yield(.expired(key))
+                case .set, .removed, .removedAll: break
+                }
+            }
+        }
+        continuation.onTermination = { [weak observers] _ in
+            observers?.removeEvents(id)
+            forwarding.cancel()
+        }
+        return stream
+    }
+
+    /// Hits per tier, misses, promotions, fetches, coalesced waits, stale hits and
+    /// errors since creation or ``resetStatistics()``.
+    public var statistics: CacheStatistics { counters.snapshot(memoryTierHits: memory.statistics.hits) }
+
+    /// Sets every counter of ``statistics`` back to zero.
+    public func resetStatistics() {
+        counters.reset()
+        memory.resetStatistics()
+    }
+
+    /// The number of entries in the memory tier.
+    public var memoryCount: Int { memory.count }
+
+    // MARK: Cross-instance invalidation
+
+    func startListeningForInvalidations() {
+        guard !remoteStores.isEmpty else { return }
+        let tasks = remoteStores.map { store in
+            let invalidations = store.invalidations(in: namespace)
+            return Task { [weak self] in
+                for await invalidation in invalidations {
+                    guard let self else { return }
+                    self.invalidate(invalidation)
+                }
+            }
+        }
+        invalidationTasks.withLock { $0 = tasks }
+    }
+
+    /// Drops a key another instance changed from memory and the local stores.
+    func invalidate(_ invalidation: RemoteInvalidation) {
+        switch invalidation {
+        case .all:
+            memory.removeAll()
+            for (index, store) in localStores.enumerated() {
+                do { try store.removeAll(in: namespace) } catch {
+                    report(CacheFailure(key: nil, tier: .local(index), operation: .remove, error: error))
+                }
+            }
+            publish(.invalidated(nil))
+        case .key(let keyString):
+            let key = keyStrings.withLock { $0.removeValue(forKey: keyString) }
+            if let key { memory.removeValue(for: key) }
+            for (index, store) in localStores.enumerated() {
+                do { try store.removeValue(for: keyString, in: namespace) } catch {
+                    report(CacheFailure(key: keyString, tier: .local(index), operation: .remove, error: error))
+                }
+            }
+            if let key { publish(.invalidated(key)) }
+        }
+    }
+}

@@ -1,0 +1,195 @@
+import Foundation
+import Synchronization
+
+/// One cache over every tier: memory, local stores (a ``DiskStore`` by default),
+/// remote stores, and a fetch closure.
+///
+/// ```swift
+/// let users = try Cache<Int, User>(configuration: .init(name: "users")) { id in
+///     try await api.user(id)          // runs once per missing key, however many callers wait
+/// }
+/// let user = try await users.value(for: 42)   // memory → disk → remote → fetch
+/// users[7] = User(name: "Ada")                // memory now, stores behind
+/// await users.flush()                         // wait for the stores
+/// ```
+///
+/// Reads try memory, then the local stores, then (asynchronous reads only) the
+/// remote stores and the fetch closure. A hit below memory is promoted into the
+/// faster tiers. Concurrent misses for one key run the fetch once (single-flight);
+/// a thrown error reaches every waiter and leaves nothing behind.
+///
+/// Writes update memory at once. With write-behind (the default) the stores are
+/// written on the cache's serial writer, in order, many writes per store
+/// transaction; a read never sees an older store value while a newer write waits.
+/// Failures behind the caller's back go to ``events`` and the configuration's
+/// `onError`.
+public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
+    /// The closure that produces a value no tier holds; `nil` means there is none.
+    public typealias Fetch = @Sendable (Key) async throws -> Value?
+
+    /// The configuration the cache was created with.
+    public let configuration: Configuration
+    @usableFromInline let memory: MemoryCache<Key, _CacheSlot<Value>>
+
+    let localStores: [any CacheStore]
+    let remoteStores: [any RemoteCacheStore]
+    let codec: ValueCodec<Value>?
+    let fetch: Fetch?
+    let clock: any CacheClock
+    let writer: _CacheWriter<Key, Value>
+    let flights = _SingleFlight<Key, Value?>()
+    let counters = _CacheCounters()
+    let observers = _Observers<Key, Value, CacheEvent<Key>>()
+    let invalidationTasks: Mutex<[Task<Void, Never>]>
+    let keyStrings: Mutex<[String: Key]>
+    /// Seconds added to every lifetime so stale values can be served (0 without
+    /// stale-while-revalidate).
+    @usableFromInline let grace: TimeInterval
+
+    var namespace: String { configuration.name }
+
+    /// Creates a cache.
+    ///
+    /// - Parameters:
+    ///   - configuration: Tiers, lifetimes and write mode.
+    ///   - clock: Where every tier reads the time. Defaults to ``SystemClock``.
+    ///   - fetch: Produces values no tier holds; `nil` (the default) for a cache that
+    ///     is only filled by writes.
+    /// - Throws: ``HoardError/Code/invalidConfiguration`` for an out-of-range setting;
+    ///   ``HoardError/Code/noCodec`` when there are stores but `Value` has no codec;
+    ///   the default disk store's error when it cannot be opened.
+    public init(
+        configuration: Configuration,
+        clock: any CacheClock = SystemClock(),
+        fetch: Fetch? = nil
+    ) throws(HoardError) {
+        try configuration.validate()
+        self.configuration = configuration
+        self.clock = clock
+        self.fetch = fetch
+        grace = fetch == nil ? 0 : (configuration.staleWhileRevalidate ?? 0)
+
+        var memoryConfiguration = MemoryCache<Key, _CacheSlot<Value>>.Configuration(
+            countLimit: configuration.memory.countLimit,
+            costLimit: configuration.memory.costLimit,
+            lowWaterMark: configuration.memory.lowWaterMark,
+            policy: configuration.memory.policy,
+            defaultExpiry: .never,
+            shards: configuration.memory.shards)
+        if let cost = configuration.memory.cost ?? _defaultCost(of: Value.self) {
+            memoryConfiguration.cost = { slot in
+                if case .value(let value) = slot { cost(value) } else { 0 }
+            }
+        }
+        memory = try MemoryCache(configuration: memoryConfiguration, clock: clock)
+
+        switch configuration.localStores {
+        case .none: localStores = []
+        case .stores(let stores): localStores = stores
+        case .defaultDisk: localStores = [try DiskStore(named: configuration.name, clock: clock)]
+        }
+        remoteStores = configuration.remoteStores
+        if localStores.isEmpty && remoteStores.isEmpty {
+            codec = configuration.codec
+        } else {
+            if let given = configuration.codec {
+                codec = given
+            } else {
+                codec = try ValueCodec<Value>.automatic()
+            }
+        }
+        keyStrings = Mutex([:])
+        invalidationTasks = Mutex([])
+
+        let observers = self.observers
+        let counters = self.counters
+        let onError = configuration.onError
+        let report: @Sendable (CacheFailure) -> Void = { failure in
+            counters.errors.add(1, ordering: .relaxed)
+            observers.publish(.failed(failure))
+            onError?(failure)
+        }
+        writer = _CacheWriter(
+            namespace: configuration.name, localStores: localStores, remoteStores: remoteStores,
+            codec: codec, report: report)
+        startListeningForInvalidations()
+    }
+
+    deinit {
+        for task in invalidationTasks.withLock({ $0 }) { task.cancel() }
+        observers.finishAll()
+    }
+
+    // MARK: Reporting
+
+    func report(_ failure: CacheFailure) {
+        counters.errors.add(1, ordering: .relaxed)
+        observers.ifActive?.publish(.failed(failure))
+        configuration.onError?(failure)
+    }
+
+    /// Publishes an event that changes no key's value.
+    func publish(_ event: CacheEvent<Key>) {
+        observers.ifActive?.publish(event)
+    }
+
+    /// Publishes an event and the key's new value to its update streams.
+    func publish(_ event: CacheEvent<Key>, key: Key, value: Value?) {
+        observers.ifActive?.publish(event, key: key, value: value)
+    }
+
+    // MARK: Lifetimes
+
+    /// The dates a write stores: the entry's own expiry (jittered) plus the grace
+    /// period, and the store-specific expiries.
+    struct WriteDates {
+        var storedAt: Date
+        var memoryExpiry: Date?
+        var localExpiry: Date?
+        var remoteExpiry: Date?
+    }
+
+    func dates(for expiry: Expiry?) -> WriteDates {
+        let now = clock.now()
+        let own = jittered(expiry ?? configuration.defaultExpiry).date(storedAt: now)
+        func capped(_ tier: Expiry?) -> Date? {
+            guard let tierDate = tier.flatMap({ jittered($0).date(storedAt: now) }) else { return own }
+            guard let own else { return tierDate }
+            return min(own, tierDate)
+        }
+        let grace = self.grace
+        return WriteDates(
+            storedAt: now,
+            memoryExpiry: own.map { $0.addingTimeInterval(grace) },
+            localExpiry: capped(configuration.localExpiry).map { $0.addingTimeInterval(grace) },
+            remoteExpiry: capped(configuration.remoteExpiry).map { $0.addingTimeInterval(grace) })
+    }
+
+    private func jittered(_ expiry: Expiry) -> Expiry {
+        guard configuration.expiryJitter > 0, case .after(let seconds) = expiry else { return expiry }
+        let spread = configuration.expiryJitter
+        return .after(seconds * Double.random(in: (1 - spread)...(1 + spread)))
+    }
+
+    /// Whether an entry whose stored expiry (grace included) is `expiresAt` is past
+    /// its own lifetime, and so is served only as a stale value.
+    func isStale(expiresAt: Date?, now: Date) -> Bool {
+        guard grace > 0, let expiresAt else { return false }
+        return now >= expiresAt.addingTimeInterval(-grace)
+    }
+
+    func remember(_ key: Key) {
+        guard !remoteStores.isEmpty else { return }
+        let string = key.cacheKeyString
+        let limit = (configuration.memory.countLimit ?? 100_000) * 2
+        let needsPruning = keyStrings.withLock { map -> Bool in
+            map[string] = key
+            return map.count > limit
+        }
+        if needsPruning {
+            let snapshot = keyStrings.withLock { $0 }
+            let kept = snapshot.filter { memory.contains($0.value) }
+            keyStrings.withLock { map in map = map.filter { kept[$0.key] != nil || !snapshot.keys.contains($0.key) } }
+        }
+    }
+}

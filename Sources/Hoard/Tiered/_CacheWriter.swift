@@ -1,0 +1,252 @@
+import Foundation
+import Synchronization
+
+/// The serial writer of a ``Cache``: applies writes to the stores in the order they
+/// were made, many per store transaction, and remembers what is still pending so
+/// reads never see an older value from a store while a newer write waits.
+///
+/// Work runs in one unstructured task at a time, started when the first write
+/// arrives and ending when the queue is empty. It holds everything it needs (the
+/// stores, the codec), so queued writes complete even after the cache is gone.
+final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
+    /// One write, in the order it was made.
+    struct Operation: Sendable {
+        enum Kind: Sendable {
+            case set(Key, Value, storedAt: Date, localExpiry: Date?, remoteExpiry: Date?, local: Bool)
+            case remove(Key)
+            case removeAll(local: Bool, remote: Bool)
+        }
+
+        var sequence: UInt64
+        var kind: Kind
+        /// Resumed when every store has applied the operation; with the first error.
+        var completion: CheckedContinuation<Void, any Error>?
+    }
+
+    /// What a read must see for a key while its write is queued.
+    enum Pending: Sendable {
+        case value(Value, storedAt: Date, expiresAt: Date?)
+        case removed
+    }
+
+    private struct State {
+        var queue: [Operation] = []
+        var pending: [Key: (sequence: UInt64, value: Pending)] = [:]
+        /// The sequence of the newest queued `removeAll` of the local stores, if any.
+        var pendingClear: UInt64?
+        var nextSequence: UInt64 = 1
+        var completed: UInt64 = 0
+        var running = false
+        var flushWaiters: [(UInt64, CheckedContinuation<Void, Never>)] = []
+    }
+
+    private let state = Mutex(State())
+    private let namespace: String
+    private let localStores: [any CacheStore]
+    private let remoteStores: [any RemoteCacheStore]
+    private let codec: ValueCodec<Value>?
+    private let report: @Sendable (CacheFailure) -> Void
+    /// The most operations applied in one store transaction.
+    static var batchLimit: Int { 1_000 }
+
+    init(
+        namespace: String, localStores: [any CacheStore], remoteStores: [any RemoteCacheStore],
+        codec: ValueCodec<Value>?, report: @escaping @Sendable (CacheFailure) -> Void
+    ) {
+        self.namespace = namespace
+        self.localStores = localStores
+        self.remoteStores = remoteStores
+        self.codec = codec
+        self.report = report
+    }
+
+    var hasStores: Bool { !localStores.isEmpty || !remoteStores.isEmpty }
+
+    /// Queues an operation; `completion`, when given, is resumed once it is applied.
+    func enqueue(_ kind: Operation.Kind, completion: CheckedContinuation<Void, any Error>? = nil) {
+        guard hasStores else {
+            completion?.resume()
+            return
+        }
+        let start = state.withLock { state -> Bool in
+            let sequence = state.nextSequence
+            state.nextSequence += 1
+            state.queue.append(Operation(sequence: sequence, kind: kind, completion: completion))
+            switch kind {
+            case .set(let key, let value, let storedAt, let localExpiry, _, let local) where local:
+                state.pending[key] = (sequence, .value(value, storedAt: storedAt, expiresAt: localExpiry))
+            case .set:
+                break
+            case .remove(let key):
+                state.pending[key] = (sequence, .removed)
+            case .removeAll(let local, _):
+                if local {
+                    state.pending = [:]
+                    state.pendingClear = sequence
+                }
+            }
+            if state.running { return false }
+            state.running = true
+            return true
+        }
+        if start {
+            Task { await self.drain() }
+        }
+    }
+
+    /// Queues an operation and waits until every store has applied it.
+    ///
+    /// - Throws: The first error a store threw for it.
+    func apply(_ kind: Operation.Kind) async throws {
+        try await withCheckedThrowingContinuation { continuation in
+            enqueue(kind, completion: continuation)
+        }
+    }
+
+    /// The queued state of `key`: `nil` when nothing is queued for it. When a
+    /// clear of the local stores is queued, keys with no newer write read as removed.
+    func pending(_ key: Key) -> Pending? {
+        state.withLock { state in
+            if let entry = state.pending[key] { return entry.value }
+            return state.pendingClear == nil ? nil : .removed
+        }
+    }
+
+    /// Waits until every operation queued before this call has been applied.
+    func flush() async {
+        await withCheckedContinuation { continuation in
+            let done = state.withLock { state -> Bool in
+                let target = state.nextSequence - 1
+                if state.completed >= target { return true }
+                state.flushWaiters.append((target, continuation))
+                return false
+            }
+            if done { continuation.resume() }
+        }
+    }
+
+    private func drain() async {
+        while true {
+            let batch = state.withLock { state -> [Operation] in
+                let count = min(state.queue.count, Self.batchLimit)
+                let batch = Array(state.queue.prefix(count))
+                state.queue.removeFirst(count)
+                if batch.isEmpty { state.running = false }
+                return batch
+            }
+            guard let last = batch.last else { return }
+            let failures = await apply(batch)
+            let (completions, waiters) = state.withLock { state in
+                state.completed = last.sequence
+                for operation in batch {
+                    switch operation.kind {
+                    case .set(let key, _, _, _, _, _), .remove(let key):
+                        if state.pending[key]?.sequence == operation.sequence { state.pending[key] = nil }
+                    case .removeAll:
+                        if state.pendingClear == operation.sequence { state.pendingClear = nil }
+                    }
+                }
+                let ready = state.flushWaiters.filter { $0.0 <= last.sequence }.map(\.1)
+                state.flushWaiters.removeAll { $0.0 <= last.sequence }
+                return (batch.compactMap { op in op.completion.map { (op.sequence, $0) } }, ready)
+            }
+            for (sequence, completion) in completions {
+                if let error = failures[sequence] {
+                    completion.resume(throwing: error)
+                } else {
+                    completion.resume()
+                }
+            }
+            for waiter in waiters { waiter.resume() }
+        }
+    }
+
+    /// Applies a batch to every store; returns the first error per operation.
+    private func apply(_ batch: [Operation]) async -> [UInt64: any Error] {
+        var failures: [UInt64: any Error] = [:]
+        var encoded: [UInt64: Data] = [:]
+        for operation in batch {
+            guard case .set(let key, let value, _, _, _, _) = operation.kind else { continue }
+            guard let codec else {
+                failures[operation.sequence] = HoardError(.noCodec, "the cache has stores but no codec for \(Value.self)")
+                continue
+            }
+            do {
+                encoded[operation.sequence] = try codec.encode(value)
+            } catch {
+                failures[operation.sequence] = error
+                report(CacheFailure(key: key.cacheKeyString, tier: .memory, operation: .encode, error: error))
+            }
+        }
+
+        if !localStores.isEmpty {
+            var writes: [CacheStoreWrite] = []
+            var sequences: [UInt64] = []
+            for operation in batch {
+                switch operation.kind {
+                case .set(let key, _, let storedAt, let localExpiry, _, let local):
+                    guard local, let data = encoded[operation.sequence] else { continue }
+                    writes.append(.set(data, for: key.cacheKeyString, in: namespace, storedAt: storedAt, expiresAt: localExpiry))
+                case .remove(let key):
+                    writes.append(.removeValue(for: key.cacheKeyString, in: namespace))
+                case .removeAll(let local, _):
+                    guard local else { continue }
+                    writes.append(.removeAll(in: namespace))
+                }
+                sequences.append(operation.sequence)
+            }
+            if !writes.isEmpty {
+                for (index, store) in localStores.enumerated() {
+                    do {
+                        try store.write(writes)
+                    } catch {
+                        for sequence in sequences where failures[sequence] == nil { failures[sequence] = error }
+                        report(CacheFailure(key: writes.count == 1 ? Self.key(of: writes[0]) : nil,
+                                            tier: .local(index), operation: .write, error: error))
+                    }
+                }
+            }
+        }
+
+        for (index, store) in remoteStores.enumerated() {
+            for operation in batch {
+                do {
+                    switch operation.kind {
+                    case .set(let key, _, let storedAt, _, let remoteExpiry, _):
+                        guard let data = encoded[operation.sequence] else { continue }
+                        try await store.set(data, for: key.cacheKeyString, in: namespace, storedAt: storedAt, expiresAt: remoteExpiry)
+                    case .remove(let key):
+                        try await store.removeValue(for: key.cacheKeyString, in: namespace)
+                    case .removeAll(_, let remote):
+                        guard remote else { continue }
+                        try await store.removeAll(in: namespace)
+                    }
+                } catch {
+                    if failures[operation.sequence] == nil { failures[operation.sequence] = error }
+                    report(CacheFailure(key: Self.key(of: operation.kind), tier: .remote(index),
+                                        operation: Self.isRemoval(operation.kind) ? .remove : .write, error: error))
+                }
+            }
+        }
+        return failures
+    }
+
+    private static func key(of write: CacheStoreWrite) -> String? {
+        switch write {
+        case .set(_, let key, _, _, _), .removeValue(let key, _): key
+        case .removeAll: nil
+        }
+    }
+
+    private static func key(of kind: Operation.Kind) -> String? {
+        switch kind {
+        case .set(let key, _, _, _, _, _), .remove(let key): key.cacheKeyString
+        case .removeAll: nil
+        }
+    }
+
+    private static func isRemoval(_ kind: Operation.Kind) -> Bool {
+        if case .set = kind { return false }
+        return true
+    }
+}

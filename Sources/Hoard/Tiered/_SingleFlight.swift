@@ -1,0 +1,98 @@
+import Synchronization
+
+/// Runs at most one operation per key at a time; concurrent callers for the same key
+/// wait for that one result.
+///
+/// The operation runs in its own unstructured task, so cancelling a waiter (even the
+/// one that started it) never cancels it for the others: a cancelled waiter stops
+/// waiting at once with `CancellationError`. When the operation finishes, its key is
+/// forgotten before any waiter resumes, so the next call after a failure starts anew.
+final class _SingleFlight<Key: Hashable & Sendable, Value: Sendable>: Sendable {
+    private let flights = Mutex<[Key: _Flight<Value>]>([:])
+
+    /// Returns the result of the operation running for `key`, starting `operation`
+    /// if none is.
+    ///
+    /// - Parameter joined: Called (before waiting) when this caller joins a flight
+    ///   another caller started.
+    func run(
+        _ key: Key,
+        joined: () -> Void,
+        operation: @escaping @Sendable () async throws -> Value
+    ) async throws -> Value {
+        let (flight, isLeader) = flights.withLock { flights -> (_Flight<Value>, Bool) in
+            if let flight = flights[key] { return (flight, false) }
+            let flight = _Flight<Value>()
+            flights[key] = flight
+            return (flight, true)
+        }
+        if isLeader {
+            Task {
+                let result: Result<Value, any Error>
+                do {
+                    result = .success(try await operation())
+                } catch {
+                    result = .failure(error)
+                }
+                self.flights.withLock { _ = $0.removeValue(forKey: key) }
+                flight.finish(result)
+            }
+        } else {
+            joined()
+        }
+        return try await flight.wait()
+    }
+
+    /// Whether an operation is running for `key`.
+    func isRunning(_ key: Key) -> Bool {
+        flights.withLock { $0[key] != nil }
+    }
+}
+
+/// One running operation and the callers waiting for it.
+final class _Flight<Value: Sendable>: Sendable {
+    private enum State {
+        case running(waiters: [Int: CheckedContinuation<Value, any Error>], nextID: Int)
+        case finished(Result<Value, any Error>)
+    }
+
+    private let state = Mutex(State.running(waiters: [:], nextID: 0))
+
+    func finish(_ result: Result<Value, any Error>) {
+        let waiters = state.withLock { state -> [CheckedContinuation<Value, any Error>] in
+            guard case .running(let waiters, _) = state else { return [] }
+            state = .finished(result)
+            return Array(waiters.values)
+        }
+        for waiter in waiters { waiter.resume(with: result) }
+    }
+
+    func wait() async throws -> Value {
+        let id = Mutex<Int?>(nil)
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                let immediate = state.withLock { state -> Result<Value, any Error>? in
+                    switch state {
+                    case .finished(let result):
+                        return result
+                    case .running(var waiters, let nextID):
+                        if Task.isCancelled { return .failure(CancellationError()) }
+                        waiters[nextID] = continuation
+                        state = .running(waiters: waiters, nextID: nextID + 1)
+                        id.withLock { $0 = nextID }
+                        return nil
+                    }
+                }
+                if let immediate { continuation.resume(with: immediate) }
+            }
+        } onCancel: {
+            let waiter = state.withLock { state -> CheckedContinuation<Value, any Error>? in
+                guard case .running(var waiters, let nextID) = state, let myID = id.withLock({ $0 }) else { return nil }
+                let waiter = waiters.removeValue(forKey: myID)
+                state = .running(waiters: waiters, nextID: nextID)
+                return waiter
+            }
+            waiter?.resume(throwing: CancellationError())
+        }
+    }
+}

@@ -1,0 +1,84 @@
+import Foundation
+import Hoard
+import Testing
+
+@Suite("Cache expiry", .timeLimit(.minutes(1)))
+struct CacheExpiryTests {
+    @Test("Lifetimes apply in memory and on disk through the injected clock")
+    func lifetimes() async throws {
+        let clock = ManualClock()
+        try await DiskTest.withTemporaryDirectory { directory in
+            let disk = try DiskStore(directory: directory, clock: clock)
+            var configuration: Cache<String, Int>.Configuration = CacheTest.configuration(disk: disk)
+            configuration.defaultExpiry = .minutes(1)
+            let cache = try Cache<String, Int>(configuration: configuration, clock: clock)
+            cache["default"] = 1
+            cache["long", expires: .hours(1)] = 2
+            await cache.flush()
+            clock.advance(by: 61)
+            #expect(cache["default"] == nil)
+            #expect(cache["long"] == 2)
+
+            let reopened = try Cache<String, Int>(configuration: configuration, clock: clock)
+            #expect(reopened["default"] == nil, "the disk entry expired too")
+            #expect(reopened["long"] == 2)
+        }
+    }
+
+    @Test("A local-store lifetime shorter than the entry's caps it on disk only")
+    func localExpiry() async throws {
+        let clock = ManualClock()
+        try await DiskTest.withTemporaryDirectory { directory in
+            let disk = try DiskStore(directory: directory, clock: clock)
+            var configuration: Cache<String, Int>.Configuration = CacheTest.configuration(disk: disk)
+            configuration.localExpiry = .seconds(10)
+            let cache = try Cache<String, Int>(configuration: configuration, clock: clock)
+            try await cache.set(1, for: "k", expires: .seconds(100))
+            let stored = try #require(try disk.entry(for: "k", in: "test"))
+            #expect(stored.expiresAt == clock.now().addingTimeInterval(10))
+            clock.advance(by: 11)
+            #expect(cache["k"] == 1, "memory keeps the entry's own lifetime")
+        }
+    }
+
+    @Test("Stale-while-revalidate serves an expired value at once and refreshes it once")
+    func staleWhileRevalidate() async throws {
+        let clock = ManualClock()
+        let probe = FetchProbe()
+        var configuration: Cache<String, Int>.Configuration = CacheTest.configuration()
+        configuration.defaultExpiry = .seconds(10)
+        configuration.staleWhileRevalidate = 60
+        let cache = try Cache<String, Int>(configuration: configuration, clock: clock) { _ in
+            await probe.enter()
+            return probe.calls
+        }
+        #expect(try await cache.value(for: "k") == 1)
+        clock.advance(by: 11)
+        #expect(try await cache.value(for: "k") == 1, "stale, served at once")
+        #expect(cache["k"] == 1 || cache["k"] == 2)
+        #expect(await CacheTest.eventually { cache["k"] == 2 })
+        #expect(probe.calls == 2)
+        #expect(cache.statistics.staleHits >= 1)
+        #expect(try #require(cache.entry(for: "k")).expiresAt == clock.now().addingTimeInterval(10))
+        clock.advance(by: 100)
+        #expect(try await cache.value(for: "k") == 3, "past the grace period it is fetched before answering")
+    }
+
+    @Test("Lifetime jitter spreads expiries within the configured fraction")
+    func jitter() throws {
+        let clock = ManualClock()
+        var configuration: Cache<Int, Int>.Configuration = CacheTest.configuration()
+        configuration.expiryJitter = 0.2
+        configuration.defaultExpiry = .seconds(100)
+        let cache = try Cache<Int, Int>(configuration: configuration, clock: clock)
+        var lifetimes: Set<Double> = []
+        for key in 0..<50 {
+            cache[key] = key
+            let entry = try #require(cache.entry(for: key))
+            let lifetime = try #require(entry.expiresAt).timeIntervalSince(entry.storedAt)
+            #expect(lifetime >= 80 && lifetime <= 120)
+            lifetimes.insert(lifetime)
+        }
+        #expect(lifetimes.count > 40)
+    }
+}

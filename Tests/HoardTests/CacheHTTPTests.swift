@@ -1,0 +1,34 @@
+import Foundation
+import Hoard
+import Testing
+
+@Suite("HTTP cache", .timeLimit(.minutes(1)))
+struct CacheHTTPTests {
+    @Test("Downloads once over loopback, serves from memory after, and fails on non-2xx")
+    func downloads() async throws {
+        let server = try LoopbackHTTPServer(routes: [
+            "/hello?lang=en": (200, "hello"),
+            "/hello?lang=fr": (200, "bonjour"),
+            "/gone": (404, "nope"),
+        ])
+        defer { server.stop() }
+        var configuration = Cache<URL, Data>.Configuration(name: "http-test")
+        configuration.localStores = .none
+        let cache = try Cache.http(configuration: configuration)
+
+        #expect(try await cache.value(for: server.url("/hello?lang=en")) == Data("hello".utf8))
+        #expect(try await cache.value(for: server.url("/hello?lang=en")) == Data("hello".utf8))
+        #expect(server.requests(to: "/hello?lang=en") == 1)
+        #expect(try await cache.value(for: server.url("/hello?lang=fr")) == Data("bonjour".utf8),
+                "a different query is a different key")
+
+        do {
+            _ = try await cache.value(for: server.url("/gone"))
+            Issue.record("a 404 must throw")
+        } catch let error as HoardError {
+            #expect(error.code == .httpFailed)
+            #expect(error.description.contains("404"))
+        }
+        #expect(cache[server.url("/gone")] == nil, "nothing stored after a failure")
+    }
+}

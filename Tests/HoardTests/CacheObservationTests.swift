@@ -1,0 +1,84 @@
+import Foundation
+import Hoard
+import Testing
+
+@Suite("Cache observation and remote tiers", .timeLimit(.minutes(1)))
+struct CacheObservationTests {
+    @Test("updates(for:) sees the current value, writes, fetches and removals in order")
+    func updates() async throws {
+        let cache = try Cache<String, Int>(configuration: CacheTest.configuration()) { _ in 99 }
+        cache["k"] = 1
+        var updates = cache.updates(for: "k").makeAsyncIterator()
+        #expect(await updates.next() == .some(1))
+        cache["k"] = 2
+        try await cache.removeValue(for: "k")
+        _ = try await cache.value(for: "k")
+        #expect(await updates.next() == .some(2))
+        #expect(await updates.next() == .some(nil))
+        #expect(await updates.next() == .some(99))
+    }
+
+    @Test("The events stream reports sets, removals, fetches, promotions, evictions and failures")
+    func events() async throws {
+        let cache = try Cache<String, Int>(configuration: CacheTest.configuration(memoryLimit: 1)) { key in
+            if key == "bad" { throw FetchFailed(attempt: 0) }
+            return 5
+        }
+        var events = cache.events.makeAsyncIterator()
+        cache["a"] = 1
+        #expect(await events.next().map { "\($0)" } == "\(CacheEvent<String>.set("a"))")
+        _ = try await cache.value(for: "b")  // fetch, evicts a
+        var seen: [String] = []
+        for _ in 0..<3 { if let event = await events.next() { seen.append("\(event)") } }
+        #expect(seen.contains("\(CacheEvent<String>.fetched("b", found: true))"))
+        #expect(seen.contains("\(CacheEvent<String>.evicted("a", reason: .countLimit))"))
+    }
+
+    @Test("A remote hit is promoted into memory and the local store")
+    func remoteHit() async throws {
+        try await DiskTest.withTemporaryDirectory { directory in
+            let disk = try DiskStore(directory: directory)
+            let remote = InMemoryRemoteStore()
+            try await remote.set(Data("shared".utf8), for: "k", in: "test", storedAt: Date(), expiresAt: nil)
+            var configuration: Cache<String, String>.Configuration = CacheTest.configuration(disk: disk)
+            configuration.remoteStores = [remote]
+            let cache = try Cache<String, String>(configuration: configuration)
+            #expect(cache["k"] == nil, "the synchronous path never touches the network")
+            #expect(try await cache.value(for: "k") == "shared")
+            #expect(cache.statistics.remoteHits == 1)
+            #expect(try disk.entry(for: "k", in: "test") != nil)
+            #expect(cache["k"] == "shared")
+        }
+    }
+
+    @Test("A failing remote store is reported and the cache keeps serving its other tiers")
+    func remoteDown() async throws {
+        struct Down: Error {}
+        let remote = InMemoryRemoteStore()
+        remote.failsWith = Down()
+        var configuration: Cache<String, Int>.Configuration = CacheTest.configuration()
+        configuration.remoteStores = [remote]
+        let failures = FailureLog()
+        configuration.onError = { failures.append($0) }
+        let cache = try Cache<String, Int>(configuration: configuration) { _ in 1 }
+        #expect(try await cache.value(for: "k") == 1)
+        await cache.flush()
+        #expect(cache["k"] == 1)
+        #expect(failures.all.contains { $0.tier == .remote(0) && $0.operation == .read })
+        #expect(failures.all.contains { $0.tier == .remote(0) && $0.operation == .write })
+    }
+
+    @Test("A change through one cache drops the key from another cache's memory")
+    func invalidation() async throws {
+        let remote = InMemoryRemoteStore()
+        var configuration: Cache<String, Int>.Configuration = CacheTest.configuration()
+        configuration.remoteStores = [remote]
+        let first = try Cache<String, Int>(configuration: configuration)
+        let second = try Cache<String, Int>(configuration: configuration)
+        try await first.set(1, for: "k")
+        #expect(try await second.value(for: "k") == 1)
+        try await first.set(2, for: "k")
+        #expect(await CacheTest.eventually { second["k"] == nil })
+        #expect(try await second.value(for: "k") == 2)
+    }
+}

@@ -1,0 +1,101 @@
+import Foundation
+import Hoard
+import Testing
+
+@Suite("Cache single-flight", .timeLimit(.minutes(1)))
+struct CacheSingleFlightTests {
+    @Test("1,000 concurrent tasks on one missing key cause one fetch, and all get its value")
+    func stampede() async throws {
+        let probe = FetchProbe(open: false)
+        let cache = try Cache<String, Int>(configuration: CacheTest.configuration()) { _ in
+            await probe.enter()
+            return 42
+        }
+        let results = try await withThrowingTaskGroup(of: Int?.self) { group in
+            for _ in 0..<1_000 {
+                group.addTask { try await cache.value(for: "answer") }
+            }
+            #expect(await CacheTest.eventually { cache.statistics.coalescedWaits == 999 })
+            probe.open()
+            return try await group.reduce(into: [Int?]()) { $0.append($1) }
+        }
+        #expect(results.count == 1_000)
+        #expect(results.allSatisfy { $0 == 42 })
+        #expect(probe.calls == 1)
+        #expect(cache.statistics.fetches == 1)
+        #expect(cache["answer"] == 42)
+    }
+
+    @Test("A throwing fetch reaches every waiter, leaves nothing behind, and the next call fetches again")
+    func failureReachesEveryone() async throws {
+        let probe = FetchProbe(open: false)
+        let cache = try Cache<String, Int>(configuration: CacheTest.configuration()) { _ in
+            await probe.enter()
+            if probe.calls == 1 { throw FetchFailed(attempt: 1) }
+            return 7
+        }
+        let outcomes = await withTaskGroup(of: Result<Int?, FetchFailed>.self) { group in
+            for _ in 0..<20 {
+                group.addTask {
+                    do { return .success(try await cache.value(for: "k")) } catch let error as FetchFailed {
+                        return .failure(error)
+                    } catch { return .failure(FetchFailed(attempt: -1)) }
+                }
+            }
+            _ = await CacheTest.eventually { cache.statistics.coalescedWaits == 19 }
+            probe.open()
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(outcomes.count == 20)
+        #expect(outcomes.allSatisfy { $0 == .failure(FetchFailed(attempt: 1)) })
+        #expect(cache["k"] == nil)
+        #expect(try await cache.value(for: "k") == 7)
+        #expect(probe.calls == 2)
+    }
+
+    @Test("Cancelling one waiter does not cancel the fetch for the others")
+    func cancellingOneWaiter() async throws {
+        let probe = FetchProbe(open: false)
+        let cache = try Cache<String, String>(configuration: CacheTest.configuration()) { key in
+            await probe.enter()
+            return key.uppercased()
+        }
+        let first = Task { try await cache.value(for: "k") }
+        let second = Task { try await cache.value(for: "k") }
+        #expect(await CacheTest.eventually { probe.calls == 1 && cache.statistics.coalescedWaits == 1 })
+        first.cancel()
+        await #expect(throws: CancellationError.self) { try await first.value }
+        probe.open()
+        #expect(try await second.value == "K")
+        #expect(probe.calls == 1)
+        #expect(cache["k"] == "K")
+    }
+
+    @Test("A per-call fetch closure and a cache without one")
+    func perCallFetch() async throws {
+        let cache = try Cache<Int, String>(configuration: CacheTest.configuration())
+        #expect(try await cache.value(for: 1) == nil)
+        #expect(try await cache.value(for: 1, fetch: { "one-\($0)" }) == "one-1")
+        #expect(try await cache[async: 1] == "one-1")
+    }
+
+    @Test("Negative caching remembers a nil fetch for the configured time")
+    func negativeCaching() async throws {
+        let clock = ManualClock()
+        let probe = FetchProbe()
+        var configuration: Cache<String, Int>.Configuration = CacheTest.configuration()
+        configuration.negativeCaching = 30
+        let cache = try Cache<String, Int>(configuration: configuration, clock: clock) { _ in
+            await probe.enter()
+            return probe.calls >= 3 ? 3 : nil
+        }
+        #expect(try await cache.value(for: "k") == nil)
+        #expect(try await cache.value(for: "k") == nil)
+        #expect(probe.calls == 1)
+        clock.advance(by: 31)
+        #expect(try await cache.value(for: "k") == nil)
+        #expect(probe.calls == 2)
+        cache["k"] = 9  // a write replaces the remembered miss
+        #expect(try await cache.value(for: "k") == 9)
+    }
+}

@@ -1,0 +1,136 @@
+import Foundation
+import Hoard
+import Synchronization
+import Testing
+
+/// Helpers shared by the disk store's tests: a fresh temporary directory per test,
+/// an event recorder, and the `HoardCrashWriter` child process.
+enum DiskTest {
+    /// A path for a new store that does not exist yet, in a fresh parent directory.
+    /// The parent is removed when `body` returns.
+    static func withTemporaryDirectory<R>(_ body: (URL) throws -> R) throws -> R {
+        let parent = try makeParent()
+        defer { removeTree(parent) }
+        return try body(parent.appendingPathComponent("store", isDirectory: true))
+    }
+
+    /// The `async` form of ``withTemporaryDirectory(_:)``.
+    static func withTemporaryDirectory<R>(_ body: (URL) async throws -> R) async throws -> R {
+        let parent = try makeParent()
+        defer { removeTree(parent) }
+        return try await body(parent.appendingPathComponent("store", isDirectory: true))
+    }
+
+    private static func makeParent() throws -> URL {
+        let parent = FileManager.default.temporaryDirectory
+            .appendingPathComponent("hoard-tests-\(UUID().uuidString)", isDirectory: true)
+        try FileManager.default.createDirectory(at: parent, withIntermediateDirectories: true)
+        return parent
+    }
+
+    /// Removes a directory tree, restoring write permission first where a test took
+    /// it away.
+    static func removeTree(_ url: URL) {
+        if let enumerator = FileManager.default.enumerator(atPath: url.path) {
+            for case let name as String in enumerator {
+                _ = chmod(url.appendingPathComponent(name).path, 0o700)
+            }
+        }
+        try? FileManager.default.removeItem(at: url)
+    }
+
+    /// Every file and directory under `url`, relative paths, sorted.
+    static func tree(_ url: URL) -> [String] {
+        (FileManager.default.enumerator(atPath: url.path)?.allObjects as? [String] ?? []).sorted()
+    }
+
+    /// The POSIX permission bits of a path.
+    static func mode(_ url: URL) -> Int {
+        var info = stat()
+        guard stat(url.path, &info) == 0 else { return -1 }
+        return Int(info.st_mode & 0o777)
+    }
+
+    /// The names in the store's `blobs/` directory.
+    static func blobFiles(_ store: URL) -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: store.appendingPathComponent("blobs").path)) ?? []).sorted()
+    }
+
+    /// Bytes of a given size whose content depends on `seed`.
+    static func bytes(_ count: Int, seed: Int = 0) -> Data {
+        Data((0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ seed &* 7 &+ 1) })
+    }
+
+    // MARK: Child process
+
+    /// The `HoardCrashWriter` executable, built next to the test bundle.
+    static func childExecutable() throws -> URL {
+        var candidates: [URL] = []
+        let argument0 = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        candidates.append(argument0.deletingLastPathComponent())
+        candidates.append(Bundle.main.bundleURL)
+        candidates.append(Bundle.main.bundleURL.deletingLastPathComponent())
+        for bundle in Bundle.allBundles {
+            candidates.append(bundle.bundleURL.deletingLastPathComponent())
+        }
+        for directory in candidates {
+            let url = directory.appendingPathComponent("HoardCrashWriter")
+            if FileManager.default.isExecutableFile(atPath: url.path) { return url }
+        }
+        throw ChildError("HoardCrashWriter not found next to the tests (looked in \(candidates.map(\.path)))")
+    }
+
+    struct ChildError: Error, CustomStringConvertible {
+        var description: String
+        init(_ description: String) { self.description = description }
+    }
+
+    /// Runs the child to completion and returns its stdout lines.
+    static func runChild(_ arguments: [String]) throws -> (status: Int32, lines: [String]) {
+        let process = Process()
+        process.executableURL = try childExecutable()
+        process.arguments = arguments
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let lines = String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
+        return (process.terminationStatus, lines)
+    }
+
+    /// Runs blocking work on its own thread, so that tests waiting on child
+    /// processes do not hold one of the few cooperative threads.
+    static func onThread<R: Sendable>(_ work: @escaping @Sendable () throws -> R) async throws -> R {
+        try await withCheckedThrowingContinuation { continuation in
+            let thread = Thread {
+                continuation.resume(with: Result { try work() })
+            }
+            thread.stackSize = 4 << 20
+            thread.start()
+        }
+    }
+}
+
+/// Collects a store's events through its configuration's handler.
+final class EventRecorder: Sendable {
+    private let events = Mutex<[DiskStoreEvent]>([])
+
+    /// The handler to put in ``DiskStore/Configuration/onEvent``.
+    var handler: @Sendable (DiskStoreEvent) -> Void {
+        { [self] event in events.withLock { $0.append(event) } }
+    }
+
+    /// Every event so far.
+    var all: [DiskStoreEvent] { events.withLock { $0 } }
+
+    /// The damage reported by reads so far.
+    var damage: [StoreDamage] {
+        all.compactMap { if case .removedDamaged(let damage) = $0 { damage } else { nil } }
+    }
+
+    /// The failures reported so far.
+    var failures: [String] {
+        all.compactMap { if case .failed(let operation, _, _, let error) = $0 { "\(operation): \(error)" } else { nil } }
+    }
+}

@@ -1,0 +1,76 @@
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+private let streamSocket = Int32(SOCK_STREAM.rawValue)
+#elseif canImport(Darwin)
+import Darwin
+private let streamSocket = SOCK_STREAM
+#endif
+
+/// A minimal HTTP/1.1 server on 127.0.0.1 for tests: answers each request from a
+/// route table, one connection at a time, and counts requests per path.
+final class LoopbackHTTPServer: Sendable {
+    let port: UInt16
+    private let listener: Int32
+    private let routes: [String: (status: Int, body: String)]
+    private let counts = Mutex<[String: Int]>([:])
+
+    init(routes: [String: (status: Int, body: String)]) throws {
+        self.routes = routes
+        let fd = socket(AF_INET, streamSocket, 0)
+        guard fd >= 0 else { throw POSIXError(.EIO) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
+        }
+        guard bound == 0, listen(fd, 64) == 0 else {
+            close(fd)
+            throw POSIXError(.EADDRINUSE)
+        }
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        port = UInt16(bigEndian: address.sin_port)
+        listener = fd
+        let thread = Thread { [self] in self.serve() }
+        thread.start()
+    }
+
+    func url(_ path: String) -> URL { URL(string: "http://127.0.0.1:\(port)\(path)")! }
+
+    func requests(to path: String) -> Int { counts.withLock { $0[path] ?? 0 } }
+
+    /// Stops accepting connections; the serving thread ends.
+    func stop() { shutdown(listener, Int32(SHUT_RDWR)); close(listener) }
+
+    private func serve() {
+        while true {
+            let connection = accept(listener, nil, nil)
+            guard connection >= 0 else { return }
+            var request = [UInt8]()
+            var buffer = [UInt8](repeating: 0, count: 4_096)
+            while !request.ends(with: Array("\r\n\r\n".utf8)) {
+                let count = read(connection, &buffer, buffer.count)
+                if count <= 0 { break }
+                request += buffer.prefix(count)
+            }
+            let line = String(decoding: request, as: UTF8.self).split(separator: "\r\n").first ?? ""
+            let path = line.split(separator: " ").dropFirst().first.map(String.init) ?? "/"
+            counts.withLock { $0[path, default: 0] += 1 }
+            let (status, body) = routes[path] ?? (404, "not found")
+            let response = "HTTP/1.1 \(status) X\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)"
+            _ = response.utf8CString.withUnsafeBufferPointer { write(connection, $0.baseAddress, $0.count - 1) }
+            close(connection)
+        }
+    }
+}
+
+private extension Array where Element == UInt8 {
+    func ends(with suffix: [UInt8]) -> Bool { count >= suffix.count && Array(self[(count - suffix.count)...]) == suffix }
+}

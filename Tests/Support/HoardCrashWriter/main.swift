@@ -1,0 +1,256 @@
+// The child process of the disk store's crash-safety, multi-process and fault
+// tests. Not a product: tests start it, talk to it over stdout, and kill it.
+//
+//   HoardCrashWriter write DIR ROUND        write forever; "ok KEY SEQ" after each durable set,
+//                                           "rm KEY SEQ" after each removal, "bad …" on a wrong read
+//   HoardCrashWriter writeN DIR NAME COUNT  write COUNT entries NAME-0…, overwrite "shared"; then "done"
+//   HoardCrashWriter fsize DIR              hit RLIMIT_FSIZE on a large value; report what happened
+//   HoardCrashWriter permission DIR         lose write permission on blobs/; report what happened
+//
+// Every line is written with one write(2) call, so a line the parent reads is whole.
+import Foundation
+import Hoard
+
+/// Writes one line to stdout at once.
+func say(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+}
+
+/// A value that describes itself: which key, which write, how long, and filler
+/// derived from those, so a reader can tell an intact value from any other bytes.
+enum Payload {
+    static func make(key: String, sequence: Int, size: Int) -> Data {
+        var data = Data("HOARD|\(key)|\(sequence)|\(size)|".utf8)
+        let header = data.count
+        if size > header {
+            data.append(contentsOf: (0..<(size - header)).map { j in UInt8(truncatingIfNeeded: sequence &* 31 &+ j &* 7) })
+        }
+        return data
+    }
+
+    /// The sequence number of an intact value for `key`, or `nil` for any other bytes.
+    static func check(_ data: Data, key: String) -> Int? {
+        let bytes = [UInt8](data)
+        var fields: [String] = []
+        var start = 0
+        var index = 0
+        while fields.count < 4, index < bytes.count {
+            if bytes[index] == UInt8(ascii: "|") {
+                fields.append(String(decoding: bytes[start..<index], as: UTF8.self))
+                start = index + 1
+            }
+            index += 1
+        }
+        guard fields.count == 4, fields[0] == "HOARD", fields[1] == key,
+            let sequence = Int(fields[2]), let size = Int(fields[3])
+        else { return nil }
+        return make(key: key, sequence: sequence, size: size) == data ? sequence : nil
+    }
+}
+
+/// A small deterministic generator (SplitMix64).
+struct Generator {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+    mutating func below(_ bound: Int) -> Int { Int(next() % UInt64(bound)) }
+}
+
+func fail(_ message: String) -> Never {
+    say("error \(message)")
+    exit(2)
+}
+
+func open(_ directory: String, _ configuration: DiskStore.Configuration = .init()) -> DiskStore {
+    do {
+        return try DiskStore(directory: URL(fileURLWithPath: directory), configuration: configuration)
+    } catch {
+        fail("open: \(error)")
+    }
+}
+
+/// Keys the crash writer uses: plain ones, and some that would be dangerous as
+/// file names.
+func crashKey(_ n: Int) -> String {
+    switch n % 10 {
+    case 0: return "../../escape-\(n)"
+    case 1: return "dir/sub/\(n)"
+    case 2: return "ключ-\(n)-é"
+    default: return "key-\(n)"
+    }
+}
+
+func crashSize(_ rng: inout Generator) -> Int {
+    switch rng.below(100) {
+    case 0..<60: return 40 + rng.below(2_000)
+    case 60..<85: return 2_000 + rng.below(30_000)
+    default: return 40_000 + rng.below(260_000)
+    }
+}
+
+func runWriter(directory: String, round: Int) {
+    let store = open(directory)
+    var rng = Generator(state: UInt64(round) &* 7919 &+ 1)
+    let namespace = "crash"
+    say("ready")
+    var step = 0
+    while true {
+        step += 1
+        let sequence = round * 10_000_000 + step
+        let choice = rng.below(100)
+        do {
+            if choice < 70 {
+                let key = crashKey(rng.below(300))
+                let data = Payload.make(key: key, sequence: sequence, size: crashSize(&rng))
+                try store.set(data, for: key, in: namespace, storedAt: Date(), expiresAt: nil)
+                say("ok \(sequence) \(key)")
+            } else if choice < 80 {
+                var writes: [CacheStoreWrite] = []
+                var keys: [String] = []
+                for _ in 0..<(2 + rng.below(6)) {
+                    let key = crashKey(rng.below(300))
+                    keys.append(key)
+                    let data = Payload.make(key: key, sequence: sequence, size: crashSize(&rng))
+                    writes.append(.set(data, for: key, in: namespace, storedAt: Date(), expiresAt: nil))
+                }
+                try store.write(writes)
+                for key in keys { say("ok \(sequence) \(key)") }
+            } else if choice < 90 {
+                let key = crashKey(rng.below(300))
+                try store.removeValue(for: key, in: namespace)
+                say("rm \(sequence) \(key)")
+            } else {
+                let key = crashKey(rng.below(300))
+                if let entry = try store.entry(for: key, in: namespace), Payload.check(entry.data, key: key) == nil {
+                    say("bad read of \(key): \(entry.data.count) bytes that are not an intact value for it")
+                }
+            }
+        } catch {
+            fail("\(error)")
+        }
+    }
+}
+
+func runCounted(directory: String, name: String, count: Int) {
+    let store = open(directory)
+    var rng = Generator(state: UInt64(truncatingIfNeeded: name.hashValue))
+    for i in 0..<count {
+        let key = "\(name)-\(i)"
+        let size = i % 10 == 0 ? 40_000 + rng.below(20_000) : 50 + rng.below(3_000)
+        do {
+            try store.set(Payload.make(key: key, sequence: i, size: size), for: key, in: "shared", storedAt: Date(), expiresAt: nil)
+            try store.set(Payload.make(key: "shared", sequence: i, size: 100 + i), for: "shared", in: "shared", storedAt: Date(), expiresAt: nil)
+            if let entry = try store.entry(for: "shared", in: "shared"), Payload.check(entry.data, key: "shared") == nil {
+                say("bad read of shared")
+            }
+        } catch {
+            fail("\(error)")
+        }
+    }
+    say("done")
+}
+
+func code(of error: any Error) -> String {
+    (error as? HoardError)?.code.rawValue ?? "\(type(of: error))"
+}
+
+func temporaryFiles(in directory: String) -> Int {
+    let names = (try? FileManager.default.contentsOfDirectory(atPath: directory + "/blobs")) ?? []
+    return names.filter { $0.hasSuffix(".tmp") }.count
+}
+
+/// Fills in before, then sets a file size limit below the next value's size.
+func runFileSizeLimit(directory: String) {
+    signal(SIGXFSZ, SIG_IGN)  // so that writing past the limit fails with EFBIG instead of killing us
+    let store = open(directory)
+    let small = Payload.make(key: "small", sequence: 1, size: 500)
+    let large = Payload.make(key: "large", sequence: 1, size: 100_000)
+    do {
+        try store.set(small, for: "small", in: "ns", storedAt: Date(), expiresAt: nil)
+        try store.set(large, for: "large", in: "ns", storedAt: Date(), expiresAt: nil)
+    } catch {
+        fail("before the limit: \(error)")
+    }
+    var limit = rlimit(rlim_cur: 256 << 10, rlim_max: 256 << 10)
+    guard setrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit) == 0 else { fail("setrlimit: \(errno)") }
+    do {
+        try store.set(Payload.make(key: "huge", sequence: 2, size: 1 << 20), for: "huge", in: "ns", storedAt: Date(), expiresAt: nil)
+        say("stored")
+    } catch {
+        say("thrown \(code(of: error))")
+    }
+    do {
+        let hugeGone = try store.entry(for: "huge", in: "ns") == nil
+        let smallOK = try store.entry(for: "small", in: "ns")?.data == small
+        let largeOK = try store.entry(for: "large", in: "ns")?.data == large
+        say("after huge=\(hugeGone ? "absent" : "present") small=\(smallOK) large=\(largeOK) temporary=\(temporaryFiles(in: directory))")
+        try store.set(Payload.make(key: "next", sequence: 3, size: 50_000), for: "next", in: "ns", storedAt: Date(), expiresAt: nil)
+        let nextOK = try store.entry(for: "next", in: "ns")?.data == Payload.make(key: "next", sequence: 3, size: 50_000)
+        say("next \(nextOK)")
+    } catch {
+        say("error after the limit: \(error)")
+    }
+    say("done")
+}
+
+/// Stores some values, then loses write permission on `blobs/` (as root: by
+/// dropping to the `nobody` user, as root ignores permission bits).
+func runPermission(directory: String) {
+    let store = open(directory)
+    let small = Payload.make(key: "small", sequence: 1, size: 500)
+    do {
+        try store.set(small, for: "small", in: "ns", storedAt: Date(), expiresAt: nil)
+    } catch {
+        fail("before: \(error)")
+    }
+    if geteuid() == 0 {
+        guard setgid(65534) == 0, setuid(65534) == 0 else { fail("could not drop to nobody: \(errno)") }
+        say("dropped to uid \(geteuid())")
+    } else {
+        guard chmod(directory + "/blobs", 0o500) == 0 else { fail("chmod: \(errno)") }
+        say("made blobs read-only")
+    }
+    do {
+        try store.set(Payload.make(key: "large", sequence: 2, size: 100_000), for: "large", in: "ns", storedAt: Date(), expiresAt: nil)
+        say("stored")
+    } catch {
+        say("thrown \(code(of: error))")
+    }
+    do {
+        let largeGone = try store.entry(for: "large", in: "ns") == nil
+        let smallOK = try store.entry(for: "small", in: "ns")?.data == small
+        say("after large=\(largeGone ? "absent" : "present") small=\(smallOK) temporary=\(temporaryFiles(in: directory))")
+        let next = Payload.make(key: "next", sequence: 3, size: 300)
+        try store.set(next, for: "next", in: "ns", storedAt: Date(), expiresAt: nil)
+        say("next \(try store.entry(for: "next", in: "ns")?.data == next)")
+    } catch {
+        say("error after: \(error)")
+    }
+    if geteuid() != 0 {
+        _ = chmod(directory + "/blobs", 0o700)
+    }
+    say("done")
+}
+
+let arguments = CommandLine.arguments
+guard arguments.count >= 3 else {
+    fail("usage: HoardCrashWriter write DIR ROUND | writeN DIR NAME COUNT | fsize DIR | permission DIR")
+}
+switch arguments[1] {
+case "write":
+    runWriter(directory: arguments[2], round: Int(arguments.count > 3 ? arguments[3] : "0") ?? 0)
+case "writeN":
+    guard arguments.count >= 5, let count = Int(arguments[4]) else { fail("usage: writeN DIR NAME COUNT") }
+    runCounted(directory: arguments[2], name: arguments[3], count: count)
+case "fsize":
+    runFileSizeLimit(directory: arguments[2])
+case "permission":
+    runPermission(directory: arguments[2])
+default:
+    fail("unknown mode \(arguments[1])")
+}
