@@ -37,6 +37,25 @@ public struct HoardError: Error, Sendable, CustomStringConvertible {
         /// No codec is available for the value type: it is neither `CacheValue` nor
         /// `Codable`, and none was given.
         public static let noCodec = Code("noCodec")
+        /// A message is larger than a message log can ever hold: more than its byte
+        /// budget minus the 64-byte header and the record's 8-byte prefix, or more
+        /// than the format's limit of 2 GiB - 1 bytes.
+        public static let messageLargerThanBudget = Code("messageLargerThanBudget")
+        /// A message log that does not overwrite old messages has no room left for
+        /// this message. Nothing was written.
+        public static let logFull = Code("logFull")
+        /// The file cannot be written as asked: it is a log created with a different
+        /// budget or overwrite setting, or it is read-only. It was not changed.
+        public static let fileNotWritable = Code("fileNotWritable")
+        /// The file's bytes are not what they should be: not a log at all, or a log
+        /// with a damaged header or record. ``HoardError/offset`` says where.
+        public static let fileCorrupted = Code("fileCorrupted")
+        /// The file was written in a format version this version of Hoard does not
+        /// know. It was not changed.
+        public static let unsupportedFormat = Code("unsupportedFormat")
+        /// The operating system refused a file operation (open, read, write, sync,
+        /// lock); `underlying` holds its error.
+        public static let ioFailed = Code("ioFailed")
     }
 
     /// What kind of failure this is.
@@ -47,6 +66,9 @@ public struct HoardError: Error, Sendable, CustomStringConvertible {
     public let key: String?
     /// The file system path involved, when there is one.
     public let path: String?
+    /// The byte offset in the file where the failure was found, when there is one
+    /// (for example the damaged record of a ``Code/fileCorrupted`` error).
+    public let offset: Int?
     /// The error that caused this one, when there is one.
     public let underlying: (any Error)?
 
@@ -56,12 +78,14 @@ public struct HoardError: Error, Sendable, CustomStringConvertible {
         _ message: String,
         key: String? = nil,
         path: String? = nil,
+        offset: Int? = nil,
         underlying: (any Error)? = nil
     ) {
         self.code = code
         self.message = message
         self.key = key
         self.path = path
+        self.offset = offset
         self.underlying = underlying
     }
 
@@ -69,6 +93,7 @@ public struct HoardError: Error, Sendable, CustomStringConvertible {
         var text = "\(code): \(message)"
         if let key { text += " (key: \(key.prefix(200)))" }
         if let path { text += " (path: \(path))" }
+        if let offset { text += " (at byte offset \(offset))" }
         if let underlying { text += " — caused by: \(underlying)" }
         return text
     }
