@@ -96,7 +96,9 @@ extension MessageLog {
                 if let marker = placement.wrapMarker { source.pending[marker] = .wrap }
                 source.pending[placement.offset] = .record(index: index, lap: placement.lap)
             }
-            state.window = source.inner.window
+            // The window may have been loaded over slots this batch is about to write:
+            // it must not outlive the batch.
+            state.window = nil
             let writes = source.pending.sorted { $0.key < $1.key }
             var firstSurvivor = (index: Int.max, offset: header.next)
             for (offset, write) in writes {
