@@ -128,7 +128,7 @@ extension MessageLog {
     static func _writeRecord(_ payload: Data, lap: UInt32, at offset: Int, file: _LogFile) throws(HoardError) {
         let result = payload.withUnsafeBytes { (payloadBytes) -> Result<Void, HoardError> in
             withUnsafeTemporaryAllocation(byteCount: _LogRecord.prefixSize, alignment: 4) { prefix in
-                _LogRecord.writePrefix(into: prefix, payload: payloadBytes, lap: lap)
+                _LogRecord.writePrefix(into: prefix, offset: offset, payload: payloadBytes, lap: lap)
                 return withUnsafeTemporaryAllocation(of: UnsafeRawBufferPointer.self, capacity: 2) { buffers in
                     buffers[0] = UnsafeRawBufferPointer(prefix)
                     buffers[1] = payloadBytes
@@ -168,7 +168,7 @@ extension MessageLog {
                     let body = UnsafeRawBufferPointer(rebasing: bytes[bodyStart..<(bodyStart + payload.count)])
                     _LogRecord.writePrefix(
                         into: UnsafeMutableRawBufferPointer(rebasing: bytes[prefixStart..<(prefixStart + _LogRecord.prefixSize)]),
-                        payload: body, lap: lap)
+                        offset: offset, payload: body, lap: lap)
                 }
             }
         }

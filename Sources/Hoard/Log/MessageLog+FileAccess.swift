@@ -88,7 +88,12 @@ extension MessageLog {
             guard file.isWritable, header.matches(maximumBytes: maximumBytes, overwritesOldMessages: overwritesOldMessages)
             else { return _LogState(file: file, isWritable: false) }
             var state = _LogState(file: file, isWritable: true)
-            _ = try _checkLastAppend(header, state: &state, durability: durability, path: path)
+            do throws(HoardError) {
+                _ = try _checkLastAppend(header, state: &state, durability: durability, path: path)
+            } catch where error.code == .fileCorrupted {
+                // Damage before a torn last append: reads report it, recover() repairs it;
+                // opening must not fail, or there would be no instance to recover with.
+            }
             return state
         }
     }

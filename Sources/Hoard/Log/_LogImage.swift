@@ -56,7 +56,8 @@ struct _LogImage {
                 let check = bytes.loadUnaligned(fromByteOffset: start + 4, as: UInt32.self).littleEndian
                 let payload = UnsafeRawBufferPointer(
                     rebasing: bytes[(start + _LogRecord.prefixSize)..<(start + _LogRecord.prefixSize + length)])
-                return (_LogRecord.impliedLap(length: UInt32(length), payload: payload, check: check), length)
+                // check = checksum ^ lap, so lap = check ^ checksum.
+                return (_LogRecord.checksum(offset: position, length: UInt32(length), payload: payload) ^ check, length)
             }
         }
         return nil

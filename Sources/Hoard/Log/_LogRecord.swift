@@ -3,7 +3,7 @@
 ///
 /// ```
 /// record:  length  UInt32 LE   payload bytes, at most 0x7FFF_FFFF
-///          check   UInt32 LE   CRC-32C(length bytes ‖ payload) XOR lap
+///          check   UInt32 LE   CRC-32C(offset UInt64 LE ‖ length UInt32 LE ‖ payload) XOR lap
 ///          payload
 /// wrap:    0xFFFF_FFFF         the rest of the file up to the budget is unused; the
 ///                              next record is at offset 64 (implicit when fewer than
@@ -12,13 +12,15 @@
 ///                              record; written by `recover()` over damaged bytes
 /// ```
 ///
-/// The check covers the length as well as the payload, so a zero-filled region (what a
-/// file system shows after a crash) never reads as a run of empty records, and a
-/// damaged length is caught by the checksum of the record it starts. XOR-ing in the
-/// *lap* (how many times writing restarted at offset 64) makes a record left over from
-/// an earlier lap fail the check where the header expects a newer one: after a crash,
-/// a slot that never received its new record cannot pass an older message of the same
-/// size off as the new one.
+/// The check covers more than the payload. The length: a damaged length is caught by
+/// the record it starts. The record's own offset: a record written to the wrong place,
+/// or a block of records copied elsewhere, fails, so the log never returns a message
+/// twice or out of order; and a zero-filled region (what a file system shows after a
+/// crash) passes only by a CRC collision, not as a run of empty records. The *lap*
+/// (how many times writing restarted at offset 64), XOR-ed in: a record left over from
+/// an earlier lap fails where the header expects a newer one, so after a crash a slot
+/// that never received its new record cannot pass off an older message of the same
+/// size as the new one.
 enum _LogRecord {
     /// The size of the header every record and marker starts with.
     static let prefixSize = 8
@@ -31,29 +33,23 @@ enum _LogRecord {
     /// The largest region one skip marker covers; longer ones are chains of markers.
     static let maximumSkip = 0x7FFF_FFF8
 
-    /// The lap whose records a run of zero bytes would pass for; laps skip it (and
-    /// the one after it, whose previous lap it is) so zeros never read as records.
-    static let zeroLap: UInt32 = _CRC32C.checksum(of: 0)
-
-    /// The check value of a record.
-    static func check(length: UInt32, payload: UnsafeRawBufferPointer, lap: UInt32) -> UInt32 {
-        _CRC32C.update(_CRC32C.checksum(of: length), payload) ^ lap
+    /// The check value of a record at `offset`.
+    static func check(offset: Int, length: UInt32, payload: UnsafeRawBufferPointer, lap: UInt32) -> UInt32 {
+        checksum(offset: offset, length: length, payload: payload) ^ lap
     }
 
-    /// The lap after `lap`, skipping 0 and the laps a zero-filled region would match.
-    static func lap(after lap: UInt32) -> UInt32 {
-        var next = lap &+ 1
-        while next == 0 || next == zeroLap || next &- 1 == zeroLap {
-            next &+= 1
+    /// CRC-32C of a record's offset, length and payload: its check without the lap.
+    static func checksum(offset: Int, length: UInt32, payload: UnsafeRawBufferPointer) -> UInt32 {
+        withUnsafeTemporaryAllocation(byteCount: 12, alignment: 8) { prefix in
+            prefix.storeBytes(of: UInt64(offset).littleEndian, toByteOffset: 0, as: UInt64.self)
+            prefix.storeBytes(of: length.littleEndian, toByteOffset: 8, as: UInt32.self)
+            return _CRC32C.update(_CRC32C.checksum(UnsafeRawBufferPointer(prefix)), payload)
         }
-        return next
     }
 
-    /// The lap a stored record was written in, whatever it is: its check XOR the
-    /// CRC-32C of its length and payload. Used to find the lap when the header that
-    /// held it is damaged.
-    static func impliedLap(length: UInt32, payload: UnsafeRawBufferPointer, check: UInt32) -> UInt32 {
-        _CRC32C.update(_CRC32C.checksum(of: length), payload) ^ check
+    /// The lap after `lap` (never 0, which marks a log that has no record yet).
+    static func lap(after lap: UInt32) -> UInt32 {
+        lap == UInt32.max ? 1 : lap + 1
     }
 
     /// What starts at one offset.
@@ -116,17 +112,22 @@ enum _LogRecord {
         }
         if let lap {
             let payload = UnsafeRawBufferPointer(rebasing: bytes[(start + prefixSize)..<(start + prefixSize + Int(length))])
-            guard check(length: length, payload: payload, lap: lap) == second else {
+            guard check(offset: position, length: length, payload: payload, lap: lap) == second else {
                 return .invalid(reason: "the record's checksum does not match its bytes")
             }
         }
         return .record(length: Int(length))
     }
 
-    /// Writes a record prefix (length and check) for `payload` into 8 bytes.
-    static func writePrefix(into prefix: UnsafeMutableRawBufferPointer, payload: UnsafeRawBufferPointer, lap: UInt32) {
+    /// Writes the prefix (length and check) of a record of `payload` at `offset` into
+    /// 8 bytes.
+    static func writePrefix(
+        into prefix: UnsafeMutableRawBufferPointer, offset: Int, payload: UnsafeRawBufferPointer, lap: UInt32
+    ) {
         let length = UInt32(payload.count)
         prefix.storeBytes(of: length.littleEndian, toByteOffset: 0, as: UInt32.self)
-        prefix.storeBytes(of: check(length: length, payload: payload, lap: lap).littleEndian, toByteOffset: 4, as: UInt32.self)
+        prefix.storeBytes(
+            of: check(offset: offset, length: length, payload: payload, lap: lap).littleEndian, toByteOffset: 4,
+            as: UInt32.self)
     }
 }

@@ -3,7 +3,8 @@
 ///
 /// Unlike ``_LogWalk``, a scan does not stop at damage: it looks for the next offset
 /// where a record passes its check (its length fits, and the CRC-32C of its length and
-/// payload, mixed with the lap the segment must carry, matches) and goes on from there.
+/// payload, bound to its offset and the lap the segment must carry, matches) and goes
+/// on from there.
 /// A record found that way is intact with the probability of a CRC-32C collision on
 /// bytes that are not a record, about 2^-32 per offset tried; records left over from an
 /// older lap never pass, because their lap differs.
@@ -77,20 +78,36 @@ struct _LogScan {
     /// Scans `image` (the bytes from offset 64 to the budget) when the header is
     /// damaged, so the offsets and the lap are unknown.
     ///
-    /// Tries each lap in `lapHints` (the damaged header's, and the one the record at
-    /// offset 64 implies) and keeps the one that finds the most records: those of the
-    /// lap itself from offset 64 on, then those of the lap before it that lie after
-    /// them (the segment before the wrap point). Records outside that order are left
-    /// out. This finds every intact record when one of the hints is the log's lap.
+    /// Tries the laps in `lapHints` (the damaged header's lap field) and the laps the
+    /// first records from offset 64 imply, and keeps the one that finds the most
+    /// records: those of the lap itself from offset 64 on, then those of the lap before
+    /// it that lie after them (the segment before the wrap point). Records outside that
+    /// order are left out. A lap implied by a record proves nothing by itself (any bytes
+    /// imply some lap, and that record always passes it), so such a lap counts only if
+    /// it finds at least two records. This finds every intact record when the header's
+    /// lap field is intact, or when one of the first records from offset 64 is intact
+    /// and so is one more record of its lap.
     static func scanWithoutHeader(image: _LogImage, maximumBytes: Int, overwrites: Bool, lapHints: [UInt32]) -> _LogScan {
         let start = _LogHeader.recordsStart
-        var laps = lapHints
-        if let implied = image.impliedLap(at: start, segmentEnd: maximumBytes) { laps.append(implied.lap) }
+        var candidates = lapHints.map { (lap: $0, corroborate: false) }
+        var position = start
+        chain: for _ in 0..<8 {
+            switch image.slot(at: position, segmentEnd: maximumBytes, lap: nil) {
+            case .record(let length):
+                if let found = image.impliedLap(at: position, segmentEnd: maximumBytes) {
+                    candidates.append((found.lap, true))
+                }
+                position += _LogRecord.prefixSize + length
+            case .skip(let size):
+                position += size
+            default:
+                break chain
+            }
+        }
         var best = _LogScan()
         var tried: Set<UInt32> = []
-        for lap in laps where tried.insert(lap).inserted {
-            // Laps a log really uses never make zero-filled bytes pass.
-            guard lap != 0, lap != _LogRecord.zeroLap, lap &- 1 != _LogRecord.zeroLap else { continue }
+        for (lap, corroborate) in candidates where tried.insert(lap).inserted {
+            guard lap != 0 else { continue }  // no log with records has lap 0
             var current: [_LogWalk.Record] = []
             var previous: [_LogWalk.Record] = []
             var position = start
@@ -105,6 +122,7 @@ struct _LogScan {
                     position += 1
                 }
             }
+            guard !corroborate || current.count + previous.count >= 2 else { continue }
             let currentEnd = current.last?.end ?? start
             var records = previous.filter { $0.offset >= currentEnd }
             if !overwrites && !current.isEmpty { records = [] }
