@@ -92,7 +92,7 @@ extension MessageLog {
             let segmentEnd = inUpper ? header.maximumBytes : header.next
             let lastAppend = header.lastAppendPosition
             let image = try _LogImage.load(
-                [position.offset..<min(segmentEnd, position.offset + Self._chunkSize)], from: state.file)
+                [(position.offset, min(segmentEnd, position.offset + Self._chunkSize))], from: state.file)
             var payloads: [Data] = []
             var bytes = 0
             while position < stop && bytes < Self._chunkSize {
@@ -103,7 +103,7 @@ extension MessageLog {
                 if case .unavailable(let count) = slot {
                     if !payloads.isEmpty || position.offset + count > segmentEnd { break }
                     // One record larger than the chunk: read it alone.
-                    let record = try _LogImage.load([position.offset..<(position.offset + count)], from: state.file)
+                    let record = try _LogImage.load([(position.offset, position.offset + count)], from: state.file)
                     slot = record.slot(at: position.offset, segmentEnd: segmentEnd, lap: position.lap)
                     if case .record(let length) = slot {
                         payloads.append(record.payload(at: position.offset, length: length))

@@ -34,8 +34,9 @@ extension MessageLog {
     /// in the damaged header or implied by the record at offset 64; when both are
     /// lost, no message can be verified and the log is emptied.
     ///
-    /// Recovery runs under the exclusive file lock and ends with a sync. A crash
-    /// during it leaves a log that `recover()` can repair again.
+    /// Recovery runs under the exclusive file lock. It writes markers only over damaged
+    /// bytes and the header last, so a crash during it leaves a log that `recover()` can
+    /// repair again; with ``Durability/fsync`` it ends with a sync.
     ///
     /// - Returns: What was found before repairing; ``MessageLogReport/intactMessageCount``
     ///   messages remain.
@@ -72,7 +73,7 @@ extension MessageLog {
                 try state.file.write(marker.bytes, at: marker.offset)
             }
             try state.file.writeHeader(header)
-            try state.file.synchronize()
+            if durability == .fsync { try state.file.synchronize() }
             state.trusted = header
             state.window = nil
             state.isWritable = true
@@ -91,7 +92,7 @@ extension MessageLog {
             let scan = _LogScan.scan(header, image: image)
             return (header, scan, Self._report(scan, header: header))
         case .damaged(_, let lap, _):
-            let image = try _LogImage.load([_LogHeader.recordsStart..<maximumBytes], from: file)
+            let image = try _LogImage.load([(_LogHeader.recordsStart, maximumBytes)], from: file)
             let scan = _LogScan.scanWithoutHeader(
                 image: image, maximumBytes: maximumBytes, overwrites: overwritesOldMessages, lapHints: [lap])
             var report = Self._report(scan, header: nil)

@@ -122,7 +122,8 @@ public final class MessageLog<Message: Sendable>: Sendable {
     /// - Parameters:
     ///   - fileURL: A file URL. Its directory must exist.
     ///   - maximumBytes: The most bytes the file may hold, its 64-byte header
-    ///     included; at least 72. Each message takes 8 bytes more than its encoding.
+    ///     included; at least 72 (and at most 256 TiB). Each message takes 8 bytes more
+    ///     than its encoding.
     ///   - overwritesOldMessages: Whether a full log drops its oldest messages to make
     ///     room (`true`) or refuses new ones (`false`).
     ///   - durability: Whether each append waits for the storage device. Defaults to
@@ -142,11 +143,11 @@ public final class MessageLog<Message: Sendable>: Sendable {
         guard fileURL.isFileURL else {
             throw HoardError(.invalidConfiguration, "a message log needs a file URL, not \(fileURL.absoluteString)")
         }
-        guard maximumBytes >= _LogHeader.minimumBytes else {
+        guard (_LogHeader.minimumBytes..._LogHeader.maximumBytes).contains(maximumBytes) else {
             throw HoardError(
                 .invalidConfiguration,
                 "maximumBytes is \(maximumBytes), but a message log needs at least \(_LogHeader.minimumBytes) "
-                    + "(a 64-byte header and one 8-byte record prefix)",
+                    + "(a 64-byte header and one 8-byte record prefix) and at most \(_LogHeader.maximumBytes)",
                 path: fileURL.path)
         }
         let path = fileURL.path

@@ -35,6 +35,9 @@ struct _LogHeader: Equatable, Sendable {
     static let magic: UInt64 = 0x474F_4C44_5241_4F48
     /// The smallest budget: the header and one empty record.
     static let minimumBytes = size + _LogRecord.prefixSize
+    /// The largest budget: 256 TiB, or half the address space on 32-bit platforms, so
+    /// that no sum of an offset and a record size can overflow.
+    static let maximumBytes = Int(truncatingIfNeeded: min(UInt64(Int.max / 2), 1 << 48))
 
     var maximumBytes: Int
     var overwritesOldMessages: Bool
@@ -101,7 +104,7 @@ struct _LogHeader: Equatable, Sendable {
         func damaged(_ reason: String) -> Parsed { .damaged(reason: reason, lap: lap, maximumBytes: budgetHint) }
         let flags = u32(12)
         guard flags & ~1 == 0 else { return damaged("the header has unknown flags \(flags)") }
-        guard let maximumBytes = Int(exactly: u64(16)), maximumBytes >= minimumBytes,
+        guard let maximumBytes = Int(exactly: u64(16)), (minimumBytes...Self.maximumBytes).contains(maximumBytes),
               let oldest = Int(exactly: u64(24)), let next = Int(exactly: u64(32)),
               let count = Int(exactly: u64(40)), let lastAppendStart = Int(exactly: u64(48))
         else { return damaged("a header field is out of range") }
@@ -118,6 +121,7 @@ struct _LogHeader: Equatable, Sendable {
     /// Why the fields cannot describe a log, or `nil` when they can.
     var inconsistency: String? {
         let start = Self.recordsStart
+        guard maximumBytes >= start else { return "the budget is smaller than the header" }
         let records = start...maximumBytes
         guard records.contains(oldest), records.contains(next), records.contains(lastAppendStart) else {
             return "an offset in the header lies outside the file's budget"
@@ -127,12 +131,19 @@ struct _LogHeader: Equatable, Sendable {
         }
         if count == 0 {
             guard oldest == next else { return "an empty log's oldest and next offsets differ" }
+            guard lastAppendStart == next else { return "an empty log has a last append" }
         } else {
             guard next >= start + _LogRecord.prefixSize else { return "the next offset is before the first record's end" }
             guard overwritesOldMessages || next > oldest else {
                 return "a log that does not overwrite has wrapped"
             }
             guard lap != 0 else { return "a log with records has lap 0" }
+            guard maximumBytes - oldest >= _LogRecord.prefixSize else { return "the oldest record starts past the budget" }
+            // The last append starts at a live record, or equals next when there is none.
+            let live = wraps
+                ? lastAppendStart >= oldest || lastAppendStart < next
+                : lastAppendStart >= oldest && lastAppendStart < next
+            guard live || lastAppendStart == next else { return "the last append starts outside the log's records" }
         }
         return nil
     }

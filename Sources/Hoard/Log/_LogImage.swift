@@ -13,14 +13,15 @@ struct _LogImage {
 
     var pieces: [Piece]
 
-    /// Loads `ranges` (at most the file's size).
-    static func load(_ ranges: [Range<Int>], from file: _LogFile) throws(HoardError) -> _LogImage {
+    /// Loads the byte ranges `start ..< end` (at most up to the file's size; an
+    /// inverted range loads nothing).
+    static func load(_ ranges: [(start: Int, end: Int)], from file: _LogFile) throws(HoardError) -> _LogImage {
         let size = try file.size()
         var pieces: [Piece] = []
         for range in ranges {
-            let end = min(range.upperBound, size)
-            let bytes = end > range.lowerBound ? try file.read(at: range.lowerBound, count: end - range.lowerBound) : []
-            pieces.append(Piece(start: range.lowerBound, bytes: bytes))
+            let end = min(range.end, size)
+            let bytes = end > range.start ? try file.read(at: range.start, count: end - range.start) : []
+            pieces.append(Piece(start: range.start, bytes: bytes))
         }
         return _LogImage(pieces: pieces)
     }
@@ -30,10 +31,9 @@ struct _LogImage {
     static func loadLive(_ header: _LogHeader, from start: Int, file: _LogFile) throws(HoardError) -> _LogImage {
         guard header.count > 0, start != header.next || header.isInUpperSegment(start) else { return _LogImage(pieces: []) }
         if header.isInUpperSegment(start) {
-            return try load(
-                [start..<header.maximumBytes, _LogHeader.recordsStart..<header.next], from: file)
+            return try load([(start, header.maximumBytes), (_LogHeader.recordsStart, header.next)], from: file)
         }
-        return try load([start..<header.next], from: file)
+        return try load([(start, header.next)], from: file)
     }
 
     /// What starts at `position`; `.unavailable` when its bytes were not loaded.

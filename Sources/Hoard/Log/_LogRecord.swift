@@ -88,26 +88,28 @@ enum _LogRecord {
     static func slot(
         in bytes: UnsafeRawBufferPointer, base: Int, at position: Int, segmentEnd: Int, lap: UInt32?
     ) -> Slot {
-        guard position >= base, position + prefixSize <= segmentEnd else {
+        // Every comparison subtracts rather than adds, so that no length read from the
+        // file can overflow an offset (on 32-bit platforms too).
+        guard position >= base, segmentEnd - position >= prefixSize else {
             return .invalid(reason: "there is no room for a record before offset \(segmentEnd)")
         }
         let start = position - base
-        guard start + 4 <= bytes.count else { return .unavailable(count: 4) }
+        guard bytes.count - start >= 4 else { return .unavailable(count: 4) }
         let length = bytes.loadUnaligned(fromByteOffset: start, as: UInt32.self).littleEndian
         if length == wrapTag { return .wrap }  // 4 bytes; the rest of the space is unused
-        guard start + prefixSize <= bytes.count else { return .unavailable(count: prefixSize) }
+        guard bytes.count - start >= prefixSize else { return .unavailable(count: prefixSize) }
         let second = bytes.loadUnaligned(fromByteOffset: start + 4, as: UInt32.self).littleEndian
+        let room = segmentEnd - position
         if length == skipTag {
-            let size = Int(second)
-            guard size >= prefixSize, position + size <= segmentEnd else {
-                return .invalid(reason: "a skip marker of \(size) bytes does not fit before offset \(segmentEnd)")
+            guard second >= UInt32(prefixSize), UInt64(second) <= UInt64(room) else {
+                return .invalid(reason: "a skip marker of \(second) bytes does not fit before offset \(segmentEnd)")
             }
-            return .skip(size: size)
+            return .skip(size: Int(second))
         }
-        guard Int(length) <= maximumPayload, position + prefixSize + Int(length) <= segmentEnd else {
+        guard length <= UInt32(maximumPayload), Int(length) <= room - prefixSize else {
             return .invalid(reason: "a record length of \(length) bytes does not fit before offset \(segmentEnd)")
         }
-        guard start + prefixSize + Int(length) <= bytes.count else {
+        guard bytes.count - start - prefixSize >= Int(length) else {
             return .unavailable(count: prefixSize + Int(length))
         }
         if let lap {
