@@ -19,7 +19,8 @@ extension MessageLog {
     ///   ``HoardError/Code/fileCorrupted`` when the records to evict are damaged;
     ///   ``HoardError/Code/ioFailed``.
     /// - Complexity: Five system calls without fsync (see ``MessageLog`` for why),
-    ///   plus one read per 64 KiB of evicted records; no allocation but the codec's.
+    ///   plus one read per 64 KiB of evicted records; no allocation but the codec's
+    ///   and that read's buffer.
     public func append(_ message: Message) throws(HoardError) {
         let payload = try codec.encode(message)
         try _append(payload)
@@ -86,30 +87,26 @@ extension MessageLog {
         try _withFileLock(exclusive: true) { state, fileHeader throws(HoardError) in
             var header = try _writableHeader(fileHeader, state: &state)
             var source = _BatchSlotSource(
-                inner: _WindowSlotSource(file: state.file, window: state.window), lengths: payloads.map(\.count))
+                inner: _WindowSlotSource(file: state.file, window: state.window), payloads: payloads)
             state.window = nil
             var evicted = 0
-            for (index, payload) in payloads.enumerated() {
+            for index in payloads.indices {
                 let placement = try header.place(
-                    recordSize: _LogRecord.prefixSize + payload.count, path: path, source: &source)
+                    recordSize: _LogRecord.prefixSize + payloads[index].count, path: path, source: &source)
                 evicted += placement.evicted
-                if let marker = placement.wrapMarker { source.pending[marker] = .wrap }
-                source.pending[placement.offset] = .record(index: index, lap: placement.lap)
+                if let marker = placement.wrapMarker { source.pending.append(.init(offset: marker, record: nil)) }
+                source.pending.append(.init(offset: placement.offset, record: (index, placement.lap)))
             }
             // The window may have been loaded over slots this batch is about to write:
             // it must not outlive the batch.
             state.window = nil
-            let writes = source.pending.sorted { $0.key < $1.key }
-            var firstSurvivor = (index: Int.max, offset: header.next)
-            for (offset, write) in writes {
-                if case .record(let index, _) = write, index < firstSurvivor.index { firstSurvivor = (index, offset) }
-            }
-            header.lastAppendStart = firstSurvivor.offset
+            let live = source.pending[source.head...]
+            header.lastAppendStart = live.first { $0.record != nil }?.offset ?? header.next
 
             state.trusted = nil
             try state.file.writeMutableHeader(header)
             if durability == .fsync && evicted > 0 { try state.file.synchronize() }
-            try Self._writeRuns(writes, payloads: payloads, file: state.file)
+            try Self._writeRuns(live, payloads: payloads, file: state.file)
             if durability == .fsync { try state.file.synchronize() }
             state.trusted = header
         }
@@ -139,72 +136,81 @@ extension MessageLog {
         try result.get()
     }
 
-    /// Writes a batch's records and markers, one `pwrite` per contiguous run.
+    /// Writes a batch's records and markers, in ring order, one `pwrite` per run of
+    /// contiguous slots.
     static func _writeRuns(
-        _ writes: [(key: Int, value: _BatchSlotSource.Pending)], payloads: [Data], file: _LogFile
+        _ writes: ArraySlice<_BatchSlotSource.Pending>, payloads: [Data], file: _LogFile
     ) throws(HoardError) {
-        var run: [UInt8] = []
-        var runStart = 0
-        func flush() throws(HoardError) {
-            guard !run.isEmpty else { return }
-            try file.write(run, at: runStart)
-            run.removeAll(keepingCapacity: true)
+        func size(_ write: _BatchSlotSource.Pending) -> Int {
+            write.record.map { _LogRecord.prefixSize + payloads[$0.index].count } ?? 4
         }
-        for (offset, write) in writes {
-            if offset != runStart + run.count {
-                try flush()
-                runStart = offset
+        var first = writes.startIndex
+        while first < writes.endIndex {
+            var end = first
+            var bytes = 0
+            while end < writes.endIndex && writes[end].offset == writes[first].offset + bytes {
+                bytes += size(writes[end])
+                end += 1
             }
-            switch write {
-            case .wrap:
-                withUnsafeBytes(of: _LogRecord.wrapTag.littleEndian) { run.append(contentsOf: $0) }
-            case .record(let index, let lap):
-                let payload = payloads[index]
-                let prefixStart = run.count
-                run.append(contentsOf: repeatElement(0, count: _LogRecord.prefixSize))
-                run.append(contentsOf: payload)
-                run.withUnsafeMutableBytes { bytes in
-                    let bodyStart = prefixStart + _LogRecord.prefixSize
-                    let body = UnsafeRawBufferPointer(rebasing: bytes[bodyStart..<(bodyStart + payload.count)])
+            var run = [UInt8](repeating: 0, count: bytes)
+            run.withUnsafeMutableBytes { buffer in
+                var at = 0
+                for write in writes[first..<end] {
+                    guard let (index, lap) = write.record else {
+                        buffer.storeBytes(of: _LogRecord.wrapTag.littleEndian, toByteOffset: at, as: UInt32.self)
+                        at += 4
+                        continue
+                    }
+                    let payload = payloads[index]
+                    let body = UnsafeMutableRawBufferPointer(
+                        rebasing: buffer[(at + _LogRecord.prefixSize)..<(at + _LogRecord.prefixSize + payload.count)])
+                    payload.withUnsafeBytes { body.copyMemory(from: $0) }
                     _LogRecord.writePrefix(
-                        into: UnsafeMutableRawBufferPointer(rebasing: bytes[prefixStart..<(prefixStart + _LogRecord.prefixSize)]),
-                        offset: offset, payload: body, lap: lap)
+                        into: UnsafeMutableRawBufferPointer(rebasing: buffer[at..<(at + _LogRecord.prefixSize)]),
+                        offset: write.offset, payload: UnsafeRawBufferPointer(body), lap: lap)
+                    at += _LogRecord.prefixSize + payload.count
                 }
             }
+            try file.write(run, at: writes[first].offset)
+            first = end
         }
-        try flush()
     }
 }
 
-/// The slots a batch evicts: its own records not yet written, then the file's.
+/// The slots a batch evicts: the file's, then its own records not yet written.
+///
+/// A batch evicts in ring order, so once the records that were in the file are gone it
+/// evicts its own in the order it placed them: a queue with a head index is enough.
 struct _BatchSlotSource: _SlotSource {
-    /// A record or marker the batch will write.
-    enum Pending {
-        case record(index: Int, lap: UInt32)
-        case wrap
+    /// A record (its payload's index and lap) or, when `record` is `nil`, a wrap marker
+    /// that the batch will write.
+    struct Pending {
+        var offset: Int
+        var record: (index: Int, lap: UInt32)?
     }
 
     var inner: _WindowSlotSource
-    /// The payload lengths of the batch's records, by index.
-    let lengths: [Int]
-    /// What the batch will write, by offset; evicted entries are removed.
-    var pending: [Int: Pending] = [:]
+    let payloads: [Data]
+    /// What the batch placed, in ring order; those before `head` have been evicted.
+    var pending: [Pending] = []
+    var head = 0
 
-    init(inner: _WindowSlotSource, lengths: [Int]) {
+    init(inner: _WindowSlotSource, payloads: [Data]) {
         self.inner = inner
-        self.lengths = lengths
+        self.payloads = payloads
+        pending.reserveCapacity(payloads.count)
     }
 
     mutating func slot(at position: Int, segmentEnd: Int) throws(HoardError) -> _LogRecord.Slot {
-        switch pending[position] {
-        case .record(let index, _)?: return .record(length: lengths[index])
-        case .wrap?: return .wrap
-        case nil: return try inner.slot(at: position, segmentEnd: segmentEnd)
+        if head < pending.count && pending[head].offset == position {
+            guard let record = pending[head].record else { return .wrap }
+            return .record(length: payloads[record.index].count)
         }
+        return try inner.slot(at: position, segmentEnd: segmentEnd)
     }
 
     mutating func passed(_ position: Int) {
-        pending.removeValue(forKey: position)
+        if head < pending.count && pending[head].offset == position { head += 1 }
     }
 
     mutating func oldestWrapped() {
@@ -212,8 +218,8 @@ struct _BatchSlotSource: _SlotSource {
     }
 
     mutating func evictedAll() {
-        // Every record is gone; a wrap marker the batch placed marks nothing now, and
-        // records may be placed over it.
-        pending = pending.filter { if case .wrap = $0.value { false } else { true } }
+        // Every record is gone; a wrap marker the batch placed marks nothing now.
+        head = pending.count
+        inner.evictedAll()
     }
 }

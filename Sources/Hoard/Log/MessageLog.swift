@@ -58,16 +58,23 @@ import Synchronization
 /// goes first, and the record's check mixes in the header's lap, so a crash between
 /// the two leaves a newest record that fails its check and is dropped as torn (never an
 /// older record in its place, never a header that lost track of a record that was
-/// evicted). Records an append must evict are read from a 64 KiB read-ahead window, not
-/// once each.
+/// evicted). Records an append must evict are read from a 64 KiB read-ahead window:
+/// one read and one buffer per 64 KiB of evicted records, not one per record.
 ///
-/// Skipping the header write and finding the end of the log by scanning at open would
-/// save one call, but only for one writer: with the header as the single source of
-/// truth, other instances and processes learn about appends by reading 64 bytes.
-/// Where one system call costs a few hundred nanoseconds (virtual machines with
-/// speculative-execution mitigations), a single-message append therefore takes a
-/// couple of microseconds. ``append(contentsOf:)`` writes a whole batch with the same
-/// five calls and reaches millions of short messages a second.
+/// Why not skip the header write and find the end of the log by scanning records at
+/// open? It saves one call for a single writer only: every other instance and process
+/// must still learn where the log ends before it appends, which costs a read either
+/// way, and a log that overwrites must record which records it evicted somewhere, or
+/// a crash leaves a header that claims overwritten records. With the header as the one
+/// source of truth those cases stay simple. Why not `mmap`? A mapped file that another
+/// program truncates (log rotation does) kills the process with `SIGBUS`; `pread` just
+/// reads fewer bytes.
+///
+/// So a single-message append is bound by its five system calls. On the 2-core Linux
+/// VM this was built on, where one call costs 0.3 to 0.8 µs, a release build appends
+/// roughly 300,000 to 500,000 64-byte messages a second, one at a time, and 2.5 to 3
+/// million a second through ``append(contentsOf:)`` in batches of 100 or more, which
+/// pays the same five calls once per batch.
 ///
 /// - Note: Reads and appends do file I/O while holding the instance's lock, which
 ///   serializes the threads that share its file descriptor (the file lock does the same
