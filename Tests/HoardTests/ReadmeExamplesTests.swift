@@ -90,6 +90,44 @@ struct ReadmeExamplesTests {
         #expect(try codec.decode(bytes) == original)
     }
 
+    struct Event: Codable, Sendable, Equatable {
+        var name: String
+        var at: Date
+    }
+
+    @Test("A message log")
+    func messageLog() async throws {
+        try await withTemporaryDirectory { logsDirectory in
+            let url = logsDirectory.appendingPathComponent("events.log")
+            let log = try MessageLog<Event>(fileURL: url, maximumBytes: 64 << 10, overwritesOldMessages: true)
+            let launch = Event(name: "launch", at: Date(timeIntervalSince1970: 1_000))
+            try log.append(launch)
+            let batch = (0..<2_000).map { Event(name: "tap \($0)", at: Date(timeIntervalSince1970: Double($0))) }
+            try log.append(contentsOf: batch)
+
+            let all = try log.messages()
+            #expect(all.last == batch.last)
+            #expect(!all.contains(launch))  // 2,000 taps overflow 64 KiB: the oldest went
+            #expect(try Data(contentsOf: url).count <= 64 << 10)
+            let recent = try log.newestMessages(10)
+            #expect(recent == Array(batch.suffix(10)))
+            var streamed: [Event] = []
+            for try await event in log.asyncMessages { streamed.append(event) }
+            #expect(streamed == all)
+
+            let refusing = try MessageLog<Data>(
+                fileURL: logsDirectory.appendingPathComponent("full.log"), maximumBytes: 100,
+                overwritesOldMessages: false, codec: .cacheValue)
+            try refusing.append(Data(count: 20))
+            #expect(throws: HoardError.self) { try refusing.append(Data(count: 20)) }  // .logFull
+            #expect(throws: HoardError.self) { try refusing.append(Data(count: 100)) }  // .messageLargerThanBudget
+            #expect(try log.recover().isIntact)
+            let other = try MessageLog<Event>(fileURL: url, maximumBytes: 1 << 20, overwritesOldMessages: true)
+            #expect(!other.isWritable)
+            #expect(try other.messages() == all)
+        }
+    }
+
     @Test("Using more than one core")
     func shards() throws {
         let cache = try MemoryCache<Int, Int>(configuration: .init(countLimit: 8_000, shards: 8))

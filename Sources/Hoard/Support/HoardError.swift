@@ -41,7 +41,7 @@ public struct HoardError: Error, Sendable, CustomStringConvertible {
         /// directory with other contents, or a database that is not a Hoard store.
         /// Nothing at the path was changed.
         public static let notAStore = Code("notAStore")
-        /// The store was written by a newer version of Hoard, in a format this version
+        /// The store or log was written in a format version this version of Hoard
         /// cannot read. Nothing was changed.
         public static let unsupportedFormat = Code("unsupportedFormat")
         /// The disk (or the file size limit of the process) is full. The operation
@@ -59,11 +59,24 @@ public struct HoardError: Error, Sendable, CustomStringConvertible {
         /// A value is larger than the store can hold: over its byte limit on its own.
         /// Nothing was stored.
         public static let valueTooLarge = Code("valueTooLarge")
-        /// Reading or writing a file of the store failed for another reason; the
-        /// underlying error says which.
+        /// A file operation (open, read, write, sync, lock) of a store or log failed
+        /// for another reason; `underlying` says which.
         public static let ioFailed = Code("ioFailed")
         /// An HTTP fetch got a response outside 200–299.
         public static let httpFailed = Code("httpFailed")
+        /// A message is larger than a message log can ever hold: more than its byte
+        /// budget minus the 64-byte header and the record's 8-byte prefix, or more
+        /// than the format's limit of 2 GiB - 1 bytes.
+        public static let messageLargerThanBudget = Code("messageLargerThanBudget")
+        /// A message log that does not overwrite old messages has no room left for
+        /// this message. Nothing was written.
+        public static let logFull = Code("logFull")
+        /// The file cannot be written as asked: it is a log created with a different
+        /// budget or overwrite setting, or it is read-only. It was not changed.
+        public static let fileNotWritable = Code("fileNotWritable")
+        /// The file's bytes are not what they should be: not a log at all, or a log
+        /// with a damaged header or record. ``HoardError/offset`` says where.
+        public static let fileCorrupted = Code("fileCorrupted")
     }
 
     /// What kind of failure this is.
@@ -74,6 +87,9 @@ public struct HoardError: Error, Sendable, CustomStringConvertible {
     public let key: String?
     /// The file system path involved, when there is one.
     public let path: String?
+    /// The byte offset in the file where the failure was found, when there is one
+    /// (for example the damaged record of a ``Code/fileCorrupted`` error).
+    public let offset: Int?
     /// The error that caused this one, when there is one.
     public let underlying: (any Error)?
 
@@ -83,12 +99,14 @@ public struct HoardError: Error, Sendable, CustomStringConvertible {
         _ message: String,
         key: String? = nil,
         path: String? = nil,
+        offset: Int? = nil,
         underlying: (any Error)? = nil
     ) {
         self.code = code
         self.message = message
         self.key = key
         self.path = path
+        self.offset = offset
         self.underlying = underlying
     }
 
@@ -96,6 +114,7 @@ public struct HoardError: Error, Sendable, CustomStringConvertible {
         var text = "\(code): \(message)"
         if let key { text += " (key: \(key.prefix(200)))" }
         if let path { text += " (path: \(path))" }
+        if let offset { text += " (at byte offset \(offset))" }
         if let underlying { text += " — caused by: \(underlying)" }
         return text
     }

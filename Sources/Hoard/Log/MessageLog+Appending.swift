@@ -1,0 +1,225 @@
+import Foundation
+
+extension MessageLog {
+    /// Appends a message. When this returns, the message is in the file.
+    ///
+    /// Without overwrite, a message that does not fit in the room left throws
+    /// ``HoardError/Code/logFull`` and the file is unchanged. With overwrite, the
+    /// oldest messages it needs room from are dropped first.
+    ///
+    /// ```swift
+    /// try log.append(Event(name: "tap", at: .now))
+    /// ```
+    ///
+    /// - Throws: ``HoardError/Code/encodingFailed`` from the codec;
+    ///   ``HoardError/Code/messageLargerThanBudget`` when the encoded message plus its
+    ///   8-byte prefix is larger than `maximumBytes - 64` (or 2 GiB), whatever the
+    ///   overwrite setting; ``HoardError/Code/logFull``;
+    ///   ``HoardError/Code/fileNotWritable`` when ``isWritable`` is `false`;
+    ///   ``HoardError/Code/fileCorrupted`` when the records to evict are damaged;
+    ///   ``HoardError/Code/ioFailed``.
+    /// - Complexity: Five system calls without fsync (see ``MessageLog`` for why),
+    ///   plus one read per 64 KiB of evicted records; no allocation but the codec's
+    ///   and that read's buffer.
+    public func append(_ message: Message) throws(HoardError) {
+        let payload = try codec.encode(message)
+        try _append(payload)
+    }
+
+    /// Appends messages in order, as one write: one lock, one header update, one
+    /// write per contiguous run of records, and with ``Durability/fsync`` one sync.
+    ///
+    /// All or nothing for the errors it checks first: when one message is too large, or
+    /// (without overwrite) they do not all fit, nothing is written. With overwrite, a
+    /// batch larger than the log keeps its newest messages that fit.
+    ///
+    /// - Throws: As ``append(_:)``.
+    public func append<Messages: Sequence>(contentsOf messages: Messages) throws(HoardError)
+    where Messages.Element == Message {
+        var payloads: [Data] = []
+        payloads.reserveCapacity(messages.underestimatedCount)
+        for message in messages { payloads.append(try codec.encode(message)) }
+        try _append(contentsOf: payloads)
+    }
+
+    /// Throws when a payload of `count` bytes can never be appended.
+    func _checkSize(_ count: Int) throws(HoardError) {
+        let room = maximumBytes - _LogHeader.size - _LogRecord.prefixSize
+        guard count <= room, count <= _LogRecord.maximumPayload else {
+            throw HoardError(
+                .messageLargerThanBudget,
+                "the message encodes to \(count) bytes, but the largest message this log can hold is "
+                    + "\(min(room, _LogRecord.maximumPayload)) bytes (maximumBytes \(maximumBytes) minus the 64-byte "
+                    + "header and the 8-byte record prefix); nothing was written",
+                path: path)
+        }
+    }
+
+    /// Appends one encoded message.
+    func _append(_ payload: Data) throws(HoardError) {
+        try _checkSize(payload.count)
+        try _withFileLock(exclusive: true) { state, fileHeader throws(HoardError) in
+            var header = try _writableHeader(fileHeader, state: &state)
+            var source = _WindowSlotSource(file: state.file, window: state.window)
+            state.window = nil
+            let placement = try header.place(
+                recordSize: _LogRecord.prefixSize + payload.count, path: path, source: &source)
+            state.window = source.window
+            header.lastAppendStart = placement.offset
+
+            // Header first: a crash before the record is written leaves a newest
+            // record that fails its check (its slot holds older bytes), which the next
+            // open or append drops.
+            state.trusted = nil
+            try state.file.writeMutableHeader(header)
+            if durability == .fsync && placement.evicted > 0 { try state.file.synchronize() }
+            if let marker = placement.wrapMarker { try Self._writeWrapMarker(at: marker, file: state.file) }
+            try Self._writeRecord(payload, lap: placement.lap, at: placement.offset, file: state.file)
+            if durability == .fsync { try state.file.synchronize() }
+            state.trusted = header
+        }
+    }
+
+    /// Appends encoded messages as one batch.
+    func _append(contentsOf payloads: [Data]) throws(HoardError) {
+        guard !payloads.isEmpty else { return }
+        for payload in payloads { try _checkSize(payload.count) }
+        try _withFileLock(exclusive: true) { state, fileHeader throws(HoardError) in
+            var header = try _writableHeader(fileHeader, state: &state)
+            var source = _BatchSlotSource(
+                inner: _WindowSlotSource(file: state.file, window: state.window), payloads: payloads)
+            state.window = nil
+            var evicted = 0
+            for index in payloads.indices {
+                let placement = try header.place(
+                    recordSize: _LogRecord.prefixSize + payloads[index].count, path: path, source: &source)
+                evicted += placement.evicted
+                if let marker = placement.wrapMarker { source.pending.append(.init(offset: marker, record: nil)) }
+                source.pending.append(.init(offset: placement.offset, record: (index, placement.lap)))
+            }
+            // The window may have been loaded over slots this batch is about to write:
+            // it must not outlive the batch.
+            state.window = nil
+            let live = source.pending[source.head...]
+            header.lastAppendStart = live.first { $0.record != nil }?.offset ?? header.next
+
+            state.trusted = nil
+            try state.file.writeMutableHeader(header)
+            if durability == .fsync && evicted > 0 { try state.file.synchronize() }
+            try Self._writeRuns(live, payloads: payloads, file: state.file)
+            if durability == .fsync { try state.file.synchronize() }
+            state.trusted = header
+        }
+    }
+
+    // MARK: Writing records
+
+    /// Writes a wrap marker.
+    static func _writeWrapMarker(at offset: Int, file: _LogFile) throws(HoardError) {
+        try withUnsafeBytes(of: _LogRecord.wrapTag.littleEndian) { bytes throws(HoardError) in
+            try file.write(bytes, at: offset)
+        }
+    }
+
+    /// Writes one record, prefix and payload in one `pwritev`.
+    static func _writeRecord(_ payload: Data, lap: UInt32, at offset: Int, file: _LogFile) throws(HoardError) {
+        let result = payload.withUnsafeBytes { (payloadBytes) -> Result<Void, HoardError> in
+            withUnsafeTemporaryAllocation(byteCount: _LogRecord.prefixSize, alignment: 4) { prefix in
+                _LogRecord.writePrefix(into: prefix, offset: offset, payload: payloadBytes, lap: lap)
+                return withUnsafeTemporaryAllocation(of: UnsafeRawBufferPointer.self, capacity: 2) { buffers in
+                    buffers[0] = UnsafeRawBufferPointer(prefix)
+                    buffers[1] = payloadBytes
+                    return Result { () throws(HoardError) in try file.write(UnsafeBufferPointer(buffers), at: offset) }
+                }
+            }
+        }
+        try result.get()
+    }
+
+    /// Writes a batch's records and markers, in ring order, one `pwrite` per run of
+    /// contiguous slots.
+    static func _writeRuns(
+        _ writes: ArraySlice<_BatchSlotSource.Pending>, payloads: [Data], file: _LogFile
+    ) throws(HoardError) {
+        func size(_ write: _BatchSlotSource.Pending) -> Int {
+            write.record.map { _LogRecord.prefixSize + payloads[$0.index].count } ?? 4
+        }
+        var first = writes.startIndex
+        while first < writes.endIndex {
+            var end = first
+            var bytes = 0
+            while end < writes.endIndex && writes[end].offset == writes[first].offset + bytes {
+                bytes += size(writes[end])
+                end += 1
+            }
+            var run = [UInt8](repeating: 0, count: bytes)
+            run.withUnsafeMutableBytes { buffer in
+                var at = 0
+                for write in writes[first..<end] {
+                    guard let (index, lap) = write.record else {
+                        buffer.storeBytes(of: _LogRecord.wrapTag.littleEndian, toByteOffset: at, as: UInt32.self)
+                        at += 4
+                        continue
+                    }
+                    let payload = payloads[index]
+                    let body = UnsafeMutableRawBufferPointer(
+                        rebasing: buffer[(at + _LogRecord.prefixSize)..<(at + _LogRecord.prefixSize + payload.count)])
+                    payload.withUnsafeBytes { body.copyMemory(from: $0) }
+                    _LogRecord.writePrefix(
+                        into: UnsafeMutableRawBufferPointer(rebasing: buffer[at..<(at + _LogRecord.prefixSize)]),
+                        offset: write.offset, payload: UnsafeRawBufferPointer(body), lap: lap)
+                    at += _LogRecord.prefixSize + payload.count
+                }
+            }
+            try file.write(run, at: writes[first].offset)
+            first = end
+        }
+    }
+}
+
+/// The slots a batch evicts: the file's, then its own records not yet written.
+///
+/// A batch evicts in ring order, so once the records that were in the file are gone it
+/// evicts its own in the order it placed them: a queue with a head index is enough.
+struct _BatchSlotSource: _SlotSource {
+    /// A record (its payload's index and lap) or, when `record` is `nil`, a wrap marker
+    /// that the batch will write.
+    struct Pending {
+        var offset: Int
+        var record: (index: Int, lap: UInt32)?
+    }
+
+    var inner: _WindowSlotSource
+    let payloads: [Data]
+    /// What the batch placed, in ring order; those before `head` have been evicted.
+    var pending: [Pending] = []
+    var head = 0
+
+    init(inner: _WindowSlotSource, payloads: [Data]) {
+        self.inner = inner
+        self.payloads = payloads
+        pending.reserveCapacity(payloads.count)
+    }
+
+    mutating func slot(at position: Int, segmentEnd: Int) throws(HoardError) -> _LogRecord.Slot {
+        if head < pending.count && pending[head].offset == position {
+            guard let record = pending[head].record else { return .wrap }
+            return .record(length: payloads[record.index].count)
+        }
+        return try inner.slot(at: position, segmentEnd: segmentEnd)
+    }
+
+    mutating func passed(_ position: Int) {
+        if head < pending.count && pending[head].offset == position { head += 1 }
+    }
+
+    mutating func oldestWrapped() {
+        inner.oldestWrapped()
+    }
+
+    mutating func evictedAll() {
+        // Every record is gone; a wrap marker the batch placed marks nothing now.
+        head = pending.count
+        inner.evictedAll()
+    }
+}

@@ -1,0 +1,164 @@
+/// An open message log file: positioned reads and writes, durability, and the
+/// whole-file lock, each failure turned into a ``HoardError`` naming the file.
+///
+/// A value type over a descriptor; ``MessageLog`` owns it, uses it only under its
+/// mutex, and closes it on deinit.
+struct _LogFile: Sendable {
+    /// The descriptor.
+    let descriptor: Int32
+    /// The path, for error messages.
+    let path: String
+    /// Whether the descriptor was opened for writing.
+    let isWritable: Bool
+
+    /// Opens `path` for reading and writing, creating it when `create` is set; falls
+    /// back to reading only when the file or its file system may not be written.
+    static func open(path: String, writable: Bool, create: Bool) throws(HoardError) -> _LogFile {
+        if writable {
+            switch _POSIX.openFile(path, writable: true, create: create) {
+            case .success(let fd):
+                return _LogFile(descriptor: fd, path: path, isWritable: true)
+            case .failure(let failure) where failure.isPermissionDenied:
+                break  // try reading only
+            case .failure(let failure):
+                throw HoardError(.ioFailed, "could not open the log file: \(failure)", path: path, underlying: failure.asError)
+            }
+        }
+        switch _POSIX.openFile(path, writable: false, create: false) {
+        case .success(let fd):
+            return _LogFile(descriptor: fd, path: path, isWritable: false)
+        case .failure(let failure):
+            let what = failure.isNoSuchFile ? "there is no log file at this path" : "could not open the log file: \(failure)"
+            throw HoardError(.ioFailed, what, path: path, underlying: failure.asError)
+        }
+    }
+
+    /// Closes the descriptor, releasing any lock.
+    func close() {
+        _POSIX.closeFile(descriptor)
+    }
+
+    private func failed(_ failure: _POSIX.Failure, _ doing: String) -> HoardError {
+        HoardError(.ioFailed, "could not \(doing): \(failure)", path: path, underlying: failure.asError)
+    }
+
+    // MARK: Locking
+
+    /// Takes the file lock, shared for reading or exclusive for writing, waiting while
+    /// another open file description (another instance, another process) holds a
+    /// conflicting one.
+    func lock(exclusive: Bool) throws(HoardError) {
+        if case .failure(let failure) = _POSIX.lock(descriptor, exclusive ? .exclusive : .shared) {
+            throw failed(failure, "lock the log file")
+        }
+    }
+
+    /// Releases the file lock.
+    func unlock() {
+        _ = _POSIX.lock(descriptor, .unlock)
+    }
+
+    // MARK: Reading
+
+    /// The file's size.
+    func size() throws(HoardError) -> Int {
+        switch _POSIX.size(descriptor) {
+        case .success(let size): return size
+        case .failure(let failure): throw failed(failure, "read the log file's size")
+        }
+    }
+
+    /// Reads into `buffer` from `offset`; returns how many bytes were read, fewer than
+    /// asked only at the end of the file.
+    func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int) throws(HoardError) -> Int {
+        switch _POSIX.read(descriptor, into: buffer, at: offset) {
+        case .success(let count): return count
+        case .failure(let failure): throw failed(failure, "read the log file")
+        }
+    }
+
+    /// Reads up to `count` bytes from `offset`; fewer at the end of the file.
+    func read(at offset: Int, count: Int) throws(HoardError) -> [UInt8] {
+        guard count > 0 else { return [] }
+        var bytes = [UInt8](repeating: 0, count: count)
+        let result = bytes.withUnsafeMutableBytes { buffer in
+            Result { () throws(HoardError) in try read(into: buffer, at: offset) }
+        }
+        let got = try result.get()
+        if got < count { bytes.removeLast(count - got) }
+        return bytes
+    }
+
+    /// Reads and parses the header.
+    func readHeader() throws(HoardError) -> (parsed: _LogHeader.Parsed, bytesRead: Int) {
+        try withUnsafeTemporaryAllocation(byteCount: _LogHeader.size, alignment: 8) { buffer throws(HoardError) in
+            let got = try read(into: buffer, at: 0)
+            return (_LogHeader.parse(UnsafeRawBufferPointer(rebasing: buffer[0..<got])), got)
+        }
+    }
+
+    // MARK: Writing
+
+    /// Writes `bytes` at `offset`.
+    func write(_ bytes: UnsafeRawBufferPointer, at offset: Int) throws(HoardError) {
+        if case .failure(let failure) = _POSIX.write(descriptor, bytes, at: offset) {
+            throw failed(failure, "write the log file")
+        }
+    }
+
+    /// Writes `bytes` at `offset`.
+    func write(_ bytes: [UInt8], at offset: Int) throws(HoardError) {
+        let result = bytes.withUnsafeBytes { buffer in Result { () throws(HoardError) in try write(buffer, at: offset) } }
+        try result.get()
+    }
+
+    /// Writes `buffers` back to back from `offset`, in as few system calls as possible.
+    func write(_ buffers: UnsafeBufferPointer<UnsafeRawBufferPointer>, at offset: Int) throws(HoardError) {
+        if case .failure(let failure) = _POSIX.write(descriptor, buffers, at: offset) {
+            throw failed(failure, "write the log file")
+        }
+    }
+
+    /// Writes the whole header.
+    func writeHeader(_ header: _LogHeader) throws(HoardError) {
+        try withUnsafeTemporaryAllocation(byteCount: _LogHeader.size, alignment: 8) { buffer throws(HoardError) in
+            header.write(into: buffer)
+            try write(UnsafeRawBufferPointer(buffer), at: 0)
+        }
+    }
+
+    /// Writes the part of the header appends change (bytes 24..<64): one `pwrite`.
+    func writeMutableHeader(_ header: _LogHeader) throws(HoardError) {
+        try withUnsafeTemporaryAllocation(byteCount: _LogHeader.size, alignment: 8) { buffer throws(HoardError) in
+            header.write(into: buffer)
+            let start = _LogHeader.mutableStart
+            try write(UnsafeRawBufferPointer(rebasing: buffer[start..<_LogHeader.size]), at: start)
+        }
+    }
+
+    /// Overwrites `range` with zeros.
+    func zero(_ range: Range<Int>) throws(HoardError) {
+        guard !range.isEmpty else { return }
+        let zeros = [UInt8](repeating: 0, count: min(range.count, 1 << 16))
+        var position = range.lowerBound
+        while position < range.upperBound {
+            let count = min(zeros.count, range.upperBound - position)
+            try write(count == zeros.count ? zeros : Array(zeros[0..<count]), at: position)
+            position += count
+        }
+    }
+
+    /// Makes every write so far durable (see ``_POSIX/synchronize(_:)``).
+    func synchronize() throws(HoardError) {
+        if case .failure(let failure) = _POSIX.synchronize(descriptor) {
+            throw failed(failure, "synchronize the log file to its storage")
+        }
+    }
+
+    /// Cuts the file to `size` bytes.
+    func truncate(to size: Int) throws(HoardError) {
+        if case .failure(let failure) = _POSIX.truncate(descriptor, to: size) {
+            throw failed(failure, "truncate the log file")
+        }
+    }
+}

@@ -1,0 +1,156 @@
+/// Where the records before the oldest one come from when an append must evict them:
+/// the file (through a read-ahead window) for a single append, the file and the
+/// batch's own not-yet-written records for `append(contentsOf:)`.
+protocol _SlotSource {
+    /// What starts at `position` (a live offset at or after the oldest record), without
+    /// checking checksums: eviction needs only the layout.
+    mutating func slot(at position: Int, segmentEnd: Int) throws(HoardError) -> _LogRecord.Slot
+    /// The record or marker at `position` has been evicted or stepped over.
+    mutating func passed(_ position: Int)
+    /// The oldest record moved from the end of the file back to offset 64: bytes read
+    /// before this point may be rewritten from now on.
+    mutating func oldestWrapped()
+    /// Every record has been evicted.
+    mutating func evictedAll()
+}
+
+/// Where one record goes.
+struct _Placement {
+    /// The record's offset.
+    var offset: Int
+    /// The lap its check must carry.
+    var lap: UInt32
+    /// The offset of the wrap marker the append must write, if it wrapped with 8 or
+    /// more bytes left before the end of the budget.
+    var wrapMarker: Int?
+    /// How many records it evicted.
+    var evicted: Int
+}
+
+extension _LogHeader {
+    /// Reserves room for a record of `size` bytes (prefix included) and updates the
+    /// offsets, count and lap to include it.
+    ///
+    /// The rule, for a log that overwrites: a record goes at `next` if it fits before
+    /// the budget, otherwise at offset 64 (after a wrap marker at `next`). Either way
+    /// the oldest records it would overlap are evicted first, oldest first, and never
+    /// the record itself, so a log that has wrapped is never empty. A log that does not
+    /// overwrite never evicts and never wraps.
+    ///
+    /// - Throws: ``HoardError/Code/messageLargerThanBudget``, ``HoardError/Code/logFull``,
+    ///   ``HoardError/Code/fileCorrupted`` when an evicted slot is not a record, or
+    ///   what `source` throws. On a throw `self` may be partly updated: discard it.
+    mutating func place(
+        recordSize size: Int, path: String, source: inout some _SlotSource
+    ) throws(HoardError) -> _Placement {
+        let start = Self.recordsStart
+        let room = maximumBytes - start
+        guard size <= room else {
+            throw HoardError(
+                .messageLargerThanBudget,
+                "a record of \(size) bytes (message and 8-byte prefix) cannot fit in a log whose budget of "
+                    + "\(maximumBytes) bytes leaves \(room) bytes after the header; raise maximumBytes or "
+                    + "append smaller messages",
+                path: path)
+        }
+        var placement = _Placement(offset: next, lap: lap, wrapMarker: nil, evicted: 0)
+        if count == 0 {
+            oldest = start
+            next = start
+            lap = _LogRecord.lap(after: lap)
+        } else if !overwritesOldMessages {
+            guard next + size <= maximumBytes else {
+                throw HoardError(
+                    .logFull,
+                    "the log is full: a record of \(size) bytes does not fit in the \(maximumBytes - next) "
+                        + "bytes left, and it does not overwrite old messages; nothing was written",
+                    path: path)
+            }
+        } else if next + size > maximumBytes {
+            let wrapAt = next
+            while count > 0 && wraps { try evictOldest(path: path, source: &source, placement: &placement) }
+            while count > 0 && oldest < start + size {
+                try evictOldest(path: path, source: &source, placement: &placement)
+            }
+            if count > 0 && maximumBytes - wrapAt >= _LogRecord.prefixSize { placement.wrapMarker = wrapAt }
+            lap = _LogRecord.lap(after: lap)
+            next = start
+        } else {
+            while count > 0 && wraps && oldest < next + size {
+                try evictOldest(path: path, source: &source, placement: &placement)
+            }
+        }
+        if count == 0 { oldest = next }
+        placement.offset = next
+        placement.lap = lap
+        next += size
+        count += 1
+        return placement
+    }
+
+    /// Removes the oldest record and moves `oldest` to the next record, over any
+    /// marker.
+    private mutating func evictOldest(
+        path: String, source: inout some _SlotSource, placement: inout _Placement
+    ) throws(HoardError) {
+        let inUpper = wraps
+        let slot = try source.slot(at: oldest, segmentEnd: inUpper ? maximumBytes : next)
+        guard case .record(let length) = slot else {
+            throw Self.corrupted(slot, at: oldest, path: path, doing: "making room for a new message")
+        }
+        source.passed(oldest)
+        oldest += _LogRecord.prefixSize + length
+        count -= 1
+        placement.evicted += 1
+        if count == 0 {
+            oldest = next
+            source.evictedAll()
+            return
+        }
+        try normalizeOldest(inUpper: inUpper, path: path, source: &source)
+    }
+
+    /// Moves `oldest` over markers to the record they lead to.
+    mutating func normalizeOldest(inUpper: Bool, path: String, source: inout some _SlotSource) throws(HoardError) {
+        var inUpper = inUpper
+        while true {
+            if inUpper && maximumBytes - oldest < _LogRecord.prefixSize {
+                oldest = Self.recordsStart
+                inUpper = false
+                source.oldestWrapped()
+                continue
+            }
+            let slot = try source.slot(at: oldest, segmentEnd: inUpper ? maximumBytes : next)
+            switch slot {
+            case .record:
+                return
+            case .wrap where inUpper:
+                source.passed(oldest)
+                oldest = Self.recordsStart
+                inUpper = false
+                source.oldestWrapped()
+            case .skip(let size):
+                source.passed(oldest)
+                oldest += size
+            default:
+                throw Self.corrupted(slot, at: oldest, path: path, doing: "making room for a new message")
+            }
+        }
+    }
+
+    /// The error for a slot that should have been a record.
+    static func corrupted(_ slot: _LogRecord.Slot, at offset: Int, path: String, doing: String) -> HoardError {
+        let reason: String
+        switch slot {
+        case .invalid(let text): reason = text
+        case .unavailable: reason = "the file ends before the record does"
+        case .wrap: reason = "a wrap marker stands where a record should"
+        case .skip: reason = "a skip marker stands where a record should"
+        case .record: reason = "a record stands where none should"
+        }
+        return HoardError(
+            .fileCorrupted,
+            "the log is damaged (\(reason)) and was found so while \(doing); recover() keeps every intact message",
+            path: path, offset: offset)
+    }
+}

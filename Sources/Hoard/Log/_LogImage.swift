@@ -1,0 +1,74 @@
+import Foundation
+
+/// File bytes loaded from one or two ranges: the live part of a log (the segment
+/// before the wrap point and the one from offset 64), or a chunk of it.
+struct _LogImage {
+    /// One loaded range: `bytes[0]` is the file's byte at offset `start`. Shorter than
+    /// asked when the file ends early.
+    struct Piece {
+        var start: Int
+        var bytes: [UInt8]
+        var end: Int { start + bytes.count }
+    }
+
+    var pieces: [Piece]
+
+    /// Loads the byte ranges `start ..< end` (at most up to the file's size; an
+    /// inverted range loads nothing).
+    static func load(_ ranges: [(start: Int, end: Int)], from file: _LogFile) throws(HoardError) -> _LogImage {
+        let size = try file.size()
+        var pieces: [Piece] = []
+        for range in ranges {
+            let end = min(range.end, size)
+            let bytes = end > range.start ? try file.read(at: range.start, count: end - range.start) : []
+            pieces.append(Piece(start: range.start, bytes: bytes))
+        }
+        return _LogImage(pieces: pieces)
+    }
+
+    /// The live records of `header` from `start` (the oldest record, or any record
+    /// boundary after it) to `next`.
+    static func loadLive(_ header: _LogHeader, from start: Int, file: _LogFile) throws(HoardError) -> _LogImage {
+        guard header.count > 0, start != header.next || header.isInUpperSegment(start) else { return _LogImage(pieces: []) }
+        if header.isInUpperSegment(start) {
+            return try load([(start, header.maximumBytes), (_LogHeader.recordsStart, header.next)], from: file)
+        }
+        return try load([(start, header.next)], from: file)
+    }
+
+    /// What starts at `position`; `.unavailable` when its bytes were not loaded.
+    func slot(at position: Int, segmentEnd: Int, lap: UInt32?) -> _LogRecord.Slot {
+        for piece in pieces where piece.start <= position && position < max(piece.end, piece.start + 1) {
+            return piece.bytes.withUnsafeBytes { bytes in
+                _LogRecord.slot(in: bytes, base: piece.start, at: position, segmentEnd: segmentEnd, lap: lap)
+            }
+        }
+        return .unavailable(count: _LogRecord.prefixSize)
+    }
+
+    /// The lap the record at `position` was written in, read from its check, when a
+    /// record's layout (length fitting before `segmentEnd`) starts there.
+    func impliedLap(at position: Int, segmentEnd: Int) -> (lap: UInt32, length: Int)? {
+        for piece in pieces where piece.start <= position && position < piece.end {
+            guard case .record(let length) = slot(at: position, segmentEnd: segmentEnd, lap: nil) else { return nil }
+            return piece.bytes.withUnsafeBytes { bytes in
+                let start = position - piece.start
+                let check = bytes.loadUnaligned(fromByteOffset: start + 4, as: UInt32.self).littleEndian
+                let payload = UnsafeRawBufferPointer(
+                    rebasing: bytes[(start + _LogRecord.prefixSize)..<(start + _LogRecord.prefixSize + length)])
+                // check = checksum ^ lap, so lap = check ^ checksum.
+                return (_LogRecord.checksum(offset: position, length: UInt32(length), payload: payload) ^ check, length)
+            }
+        }
+        return nil
+    }
+
+    /// The payload of the record at `position`, whose length is `length`.
+    func payload(at position: Int, length: Int) -> Data {
+        let start = position + _LogRecord.prefixSize
+        for piece in pieces where piece.start <= start && start + length <= piece.end {
+            return Data(piece.bytes[(start - piece.start)..<(start - piece.start + length)])
+        }
+        preconditionFailure("payload(at:length:) asked for a record the walk did not find")
+    }
+}

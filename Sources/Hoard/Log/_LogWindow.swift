@@ -1,0 +1,52 @@
+/// Bytes read ahead from the oldest records, so that an append that evicts one
+/// record at a time reads the file once per 64 KiB of evicted records instead of
+/// once per record.
+///
+/// Valid only while nothing but this instance writes the file (the owner drops it when
+/// the header is not the one it last wrote) and until the oldest record wraps to
+/// offset 64 (after which the bytes it holds get rewritten). Every lookup is at or
+/// after the oldest record, which no append touches before evicting it.
+struct _LogWindow {
+    static let size = 64 << 10
+
+    var start: Int
+    var bytes: [UInt8]
+
+    /// What starts at `position`, or `nil` when the window does not hold enough bytes.
+    func slot(at position: Int, segmentEnd: Int) -> _LogRecord.Slot? {
+        guard position >= start, position < start + bytes.count else { return nil }
+        let slot = bytes.withUnsafeBytes {
+            _LogRecord.slot(in: $0, base: start, at: position, segmentEnd: segmentEnd, lap: nil)
+        }
+        if case .unavailable = slot { return nil }
+        return slot
+    }
+}
+
+/// The slots an append evicts, read through a ``_LogWindow``.
+struct _WindowSlotSource: _SlotSource {
+    let file: _LogFile
+    var window: _LogWindow?
+
+    mutating func slot(at position: Int, segmentEnd: Int) throws(HoardError) -> _LogRecord.Slot {
+        if let slot = window?.slot(at: position, segmentEnd: segmentEnd) { return slot }
+        let count = max(_LogRecord.prefixSize, min(_LogWindow.size, segmentEnd - position))
+        let loaded = _LogWindow(start: position, bytes: try file.read(at: position, count: count))
+        window = loaded
+        let slot = loaded.bytes.withUnsafeBytes {
+            _LogRecord.slot(in: $0, base: position, at: position, segmentEnd: segmentEnd, lap: nil)
+        }
+        if case .unavailable = slot { return .invalid(reason: "the file ends before the record does") }
+        return slot
+    }
+
+    mutating func passed(_ position: Int) {}
+
+    mutating func oldestWrapped() {
+        window = nil
+    }
+
+    mutating func evictedAll() {
+        window = nil
+    }
+}

@@ -1,0 +1,104 @@
+import ArgumentParser
+import Foundation
+import Hoard
+
+/// `hoard log`: look inside a ``MessageLog`` file without knowing its message type.
+struct LogCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "log",
+        abstract: "Read and check a Hoard message log file.",
+        discussion: """
+            Messages print one per line: a message that is valid JSON as it is (the default \
+            encoding of MessageLog), any other message as a JSON string holding its bytes in \
+            base64. The file is opened for reading only and never changed.
+            """,
+        subcommands: [Dump.self, Tail.self, Verify.self]
+    )
+
+    /// `hoard log dump FILE`.
+    struct Dump: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print every message, oldest first, as JSON lines.")
+
+        @Argument(help: "The message log file.")
+        var file: String
+
+        func run() async throws {
+            let log = try LogFile.open(file)
+            for try await message in log.asyncMessages {
+                print(LogFile.jsonLine(message))
+            }
+        }
+    }
+
+    /// `hoard log tail FILE [-n N]`.
+    struct Tail: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print the newest messages, oldest of them first, as JSON lines.")
+
+        @Argument(help: "The message log file.")
+        var file: String
+
+        @Option(name: .short, help: "How many of the newest messages to print.")
+        var n: Int = 10
+
+        func validate() throws {
+            guard n >= 0 else { throw ValidationError("-n must be zero or more") }
+        }
+
+        func run() async throws {
+            for message in try LogFile.open(file).newestMessages(n) {
+                print(LogFile.jsonLine(message))
+            }
+        }
+    }
+
+    /// `hoard log verify FILE`.
+    struct Verify: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Check every record; print an integrity report. Exits with 1 when the log is not intact.")
+
+        @Argument(help: "The message log file.")
+        var file: String
+
+        func run() async throws {
+            let report = try LogFile.open(file).verify()
+            print(report)
+            if !report.isIntact {
+                if report.isHeaderIntact && report.damagedRanges.isEmpty && !report.tornAppendRanges.isEmpty {
+                    print("opening the log for writing (with its settings) drops the torn append")
+                } else {
+                    print("to repair it, call recover() on a MessageLog opened with the log's settings")
+                }
+                throw ExitCode(1)
+            }
+        }
+    }
+}
+
+/// What the `hoard log` subcommands share.
+enum LogFile {
+    /// Opens a log of raw messages for reading only.
+    static func open(_ path: String) throws -> MessageLog<Data> {
+        try MessageLog<Data>(forReadingFrom: URL(fileURLWithPath: path), codec: .cacheValue)
+    }
+
+    /// One message as one line of JSON: the message itself when it is JSON, a JSON string
+    /// of its bytes in base64 otherwise.
+    static func jsonLine(_ message: Data) -> String {
+        if let object = try? JSONSerialization.jsonObject(with: message, options: [.fragmentsAllowed]) {
+            if !message.contains(UInt8(ascii: "\n")), !message.contains(UInt8(ascii: "\r")),
+               let text = String(data: message, encoding: .utf8)
+            {
+                return text
+            }
+            // Valid JSON across several lines: the same value on one line.
+            if let compact = try? JSONSerialization.data(withJSONObject: object, options: [.fragmentsAllowed]),
+               let text = String(data: compact, encoding: .utf8)
+            {
+                return text
+            }
+        }
+        return "\"\(message.base64EncodedString())\""
+    }
+}

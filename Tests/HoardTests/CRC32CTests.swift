@@ -1,0 +1,47 @@
+import Foundation
+import Testing
+
+@testable import Hoard
+
+@Suite("CRC-32C")
+struct CRC32CTests {
+    static func crc(_ bytes: [UInt8]) -> UInt32 {
+        bytes.withUnsafeBytes { _CRC32C.checksum($0) }
+    }
+
+    @Test("Matches the published check value and the iSCSI test vectors (RFC 3720, B.4)")
+    func knownVectors() {
+        #expect(Self.crc(Array("123456789".utf8)) == 0xE306_9283)
+        #expect(Self.crc([UInt8](repeating: 0, count: 32)) == 0x8A91_36AA)
+        #expect(Self.crc([UInt8](repeating: 0xFF, count: 32)) == 0x62A8_AB43)
+        #expect(Self.crc(Array(0..<32)) == 0x46DD_794E)
+        #expect(Self.crc(Array((0..<32).reversed())) == 0x113F_DB5C)
+        #expect(Self.crc([]) == 0)
+    }
+
+    @Test("Slicing by 8 agrees with the bitwise definition at every length and alignment, and updates chain")
+    func agreesWithBitwise() {
+        func bitwise(_ bytes: ArraySlice<UInt8>) -> UInt32 {
+            var crc: UInt32 = 0xFFFF_FFFF
+            for byte in bytes {
+                crc ^= UInt32(byte)
+                for _ in 0..<8 { crc = crc & 1 == 1 ? (crc >> 1) ^ 0x82F6_3B78 : crc >> 1 }
+            }
+            return ~crc
+        }
+        var generator = SplitMix64(seed: 42)
+        let data = (0..<300).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
+        for start in 0..<9 {
+            for end in stride(from: start, through: data.count, by: 7) {
+                let slice = data[start..<end]
+                let fast = slice.withUnsafeBytes { _CRC32C.checksum($0) }
+                #expect(fast == bitwise(slice), "bytes \(start)..<\(end)")
+                let middle = (start + end) / 2
+                let chained = data[middle..<end].withUnsafeBytes {
+                    _CRC32C.update(data[start..<middle].withUnsafeBytes { _CRC32C.checksum($0) }, $0)
+                }
+                #expect(chained == fast)
+            }
+        }
+    }
+}

@@ -1,0 +1,109 @@
+import Foundation
+import Hoard
+
+/// A fresh directory under the system's temporary directory, removed when `body`
+/// returns or throws.
+func withTemporaryDirectory<T>(_ body: (URL) throws -> T) throws -> T {
+    let directory = FileManager.default.temporaryDirectory
+        .appendingPathComponent("hoard-tests-\(UUID().uuidString)", isDirectory: true)
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: directory) }
+    return try body(directory)
+}
+
+/// The async form of ``withTemporaryDirectory(_:)``.
+func withTemporaryDirectory<T>(_ body: (URL) async throws -> T) async throws -> T {
+    let directory = FileManager.default.temporaryDirectory
+        .appendingPathComponent("hoard-tests-\(UUID().uuidString)", isDirectory: true)
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: directory) }
+    return try await body(directory)
+}
+
+/// Raw-bytes logs for tests: messages are `Data`, stored as they are.
+func rawLog(_ url: URL, maximumBytes: Int, overwrites: Bool, durability: MessageLog<Data>.Durability = .none) throws
+    -> MessageLog<Data>
+{
+    try MessageLog<Data>(
+        fileURL: url, maximumBytes: maximumBytes, overwritesOldMessages: overwrites, durability: durability,
+        codec: .cacheValue)
+}
+
+/// A message that says who wrote it: `writer` and `sequence` in 8 bytes each, then
+/// `padding` bytes derived from both, so a test can check a message is one that was
+/// appended, whole.
+func taggedMessage(writer: Int, sequence: Int, padding: Int) -> Data {
+    var data = Data()
+    withUnsafeBytes(of: UInt64(writer).littleEndian) { data.append(contentsOf: $0) }
+    withUnsafeBytes(of: UInt64(sequence).littleEndian) { data.append(contentsOf: $0) }
+    for i in 0..<padding { data.append(UInt8(truncatingIfNeeded: writer &* 31 &+ sequence &* 7 &+ i)) }
+    return data
+}
+
+/// The writer and sequence of a ``taggedMessage(writer:sequence:padding:)``, or `nil`
+/// when the bytes are not one (wrong length, wrong padding).
+func tag(of data: Data) -> (writer: Int, sequence: Int)? {
+    guard data.count >= 16 else { return nil }
+    let bytes = [UInt8](data)
+    func word(_ at: Int) -> Int {
+        Int(bytes[at..<at + 8].withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) }.littleEndian)
+    }
+    let writer = word(0)
+    let sequence = word(8)
+    guard taggedMessage(writer: writer, sequence: sequence, padding: data.count - 16) == data else { return nil }
+    return (writer, sequence)
+}
+
+/// The file's bytes.
+func bytes(of url: URL) throws -> [UInt8] {
+    [UInt8](try Data(contentsOf: url))
+}
+
+/// Replaces the file's bytes (without `Data.write(to:)`, which syncs on Linux and
+/// would make the damage tests wait on the disk).
+func write(_ bytes: [UInt8], to url: URL) throws {
+    if !FileManager.default.fileExists(atPath: url.path) {
+        _ = FileManager.default.createFile(atPath: url.path, contents: nil)
+    }
+    let handle = try FileHandle(forWritingTo: url)
+    defer { try? handle.close() }
+    try handle.truncate(atOffset: 0)
+    try handle.write(contentsOf: bytes)
+}
+
+/// A model of the documented placement rule for a log that overwrites: a record of
+/// `8 + payload` bytes goes at the end of the newest record when it fits before the
+/// budget, otherwise at offset 64; the oldest records go, oldest first, until none
+/// overlaps it. An empty log starts at 64. Without overwrite, a record that does not fit
+/// is refused.
+struct LogModel {
+    let maximumBytes: Int
+    let overwrites: Bool
+    private(set) var records: [(offset: Int, size: Int, message: Data)] = []
+    private var next = 64
+
+    init(maximumBytes: Int, overwrites: Bool) {
+        self.maximumBytes = maximumBytes
+        self.overwrites = overwrites
+    }
+
+    var messages: [Data] { records.map(\.message) }
+
+    /// Appends like the log; returns `false` when the log would refuse it.
+    mutating func append(_ message: Data) -> Bool {
+        let size = 8 + message.count
+        guard size <= maximumBytes - 64 else { return false }
+        var position = records.isEmpty ? 64 : next
+        if position + size > maximumBytes {
+            guard overwrites else { return false }
+            position = 64
+        }
+        let range = position..<(position + size)
+        while records.contains(where: { range.overlaps($0.offset..<($0.offset + $0.size)) }) {
+            records.removeFirst()
+        }
+        records.append((position, size, message))
+        next = position + size
+        return true
+    }
+}

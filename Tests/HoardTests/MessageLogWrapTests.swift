@@ -1,0 +1,123 @@
+import Foundation
+import Hoard
+import Testing
+
+@Suite("MessageLog wrap-around", .timeLimit(.minutes(1)))
+struct MessageLogWrapTests {
+    @Test("Wrapping many times keeps exactly the newest messages the model predicts, in order, never none",
+          arguments: [(64 + 1_000, 0...200), (64 + 333, 0...60), (64 + 4_096, 100...900), (64 + 72, 0...20)])
+    func manyWraps(maximumBytes: Int, sizes: ClosedRange<Int>) throws {
+        try withTemporaryDirectory { directory in
+            // Given a small log that overwrites
+            let url = directory.appendingPathComponent("ring.log")
+            let log = try rawLog(url, maximumBytes: maximumBytes, overwrites: true)
+            var model = LogModel(maximumBytes: maximumBytes, overwrites: true)
+            var random = SplitMix64(seed: UInt64(maximumBytes))
+            var wraps = 0
+            var lastOffset = 0
+
+            // When thousands of messages of random sizes are appended
+            for sequence in 0..<3_000 {
+                let padding = Int(random.next() % UInt64(sizes.count)) + sizes.lowerBound
+                let message = taggedMessage(writer: 0, sequence: sequence, padding: max(0, padding - 16))
+                try log.append(message)
+                let accepted = model.append(message)
+                #expect(accepted)
+                if let offset = model.records.last?.offset {
+                    if offset < lastOffset { wraps += 1 }
+                    lastOffset = offset
+                }
+                // Then after each, the log holds what the model holds
+                if sequence % 37 == 0 || sequence > 2_950 {
+                    let messages = try log.messages()
+                    #expect(messages == model.messages, "after message \(sequence)")
+                    #expect(!messages.isEmpty)
+                    #expect(messages.last == message)
+                }
+            }
+            #expect(wraps > 10)
+            #expect(try log.count == model.messages.count)
+            #expect(try Data(contentsOf: url).count <= maximumBytes)
+            #expect(try log.verify().isIntact)
+        }
+    }
+
+    @Test("A log reopened after wrapping has the same messages, and appends continue the ring")
+    func reopenAfterWrap() throws {
+        try withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("ring.log")
+            var model = LogModel(maximumBytes: 64 + 500, overwrites: true)
+            var sequence = 0
+            for round in 0..<5 {
+                // Given a log reopened each round
+                let log = try rawLog(url, maximumBytes: 64 + 500, overwrites: true)
+                #expect(try log.messages() == model.messages, "round \(round)")
+                // When it wraps several times more
+                for _ in 0..<120 {
+                    let message = taggedMessage(writer: round, sequence: sequence, padding: sequence % 50)
+                    try log.append(message)
+                    _ = model.append(message)
+                    sequence += 1
+                }
+                // Then it matches the model
+                #expect(try log.messages() == model.messages)
+            }
+            let reader = try MessageLog<Data>(forReadingFrom: url, codec: .cacheValue)
+            #expect(try reader.messages() == model.messages)
+        }
+    }
+
+    @Test("Messages that divide the budget exactly fill it to the byte, and then replace one at a time")
+    func exactFit() throws {
+        try withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("exact.log")
+            let log = try rawLog(url, maximumBytes: 64 + 10 * 32, overwrites: true)
+            for sequence in 0..<10 { try log.append(taggedMessage(writer: 0, sequence: sequence, padding: 8)) }
+            #expect(try log.count == 10)
+            #expect(try Data(contentsOf: url).count == 64 + 320)
+            for sequence in 10..<35 {
+                try log.append(taggedMessage(writer: 0, sequence: sequence, padding: 8))
+                let sequences = try log.messages().compactMap { tag(of: $0)?.sequence }
+                #expect(sequences == Array((sequence - 9)...sequence))
+            }
+        }
+    }
+
+    @Test("Batches wrap like the same messages appended one by one", arguments: [1, 3, 17, 60])
+    func batchesMatchSingles(batchSize: Int) throws {
+        try withTemporaryDirectory { directory in
+            let log = try rawLog(directory.appendingPathComponent("b.log"), maximumBytes: 64 + 700, overwrites: true)
+            var model = LogModel(maximumBytes: 64 + 700, overwrites: true)
+            var random = SplitMix64(seed: UInt64(batchSize))
+            var sequence = 0
+            for _ in 0..<(1_200 / batchSize) {
+                var batch: [Data] = []
+                for _ in 0..<batchSize {
+                    batch.append(taggedMessage(writer: 2, sequence: sequence, padding: Int(random.next() % 90)))
+                    sequence += 1
+                }
+                try log.append(contentsOf: batch)
+                for message in batch { _ = model.append(message) }
+                #expect(try log.messages() == model.messages)
+            }
+            #expect(try log.verify().isIntact)
+        }
+    }
+
+    @Test("Reading while another instance keeps wrapping the log never sees a mixed state")
+    func readerSeesConsistentStates() throws {
+        try withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("shared.log")
+            let writer = try rawLog(url, maximumBytes: 64 + 900, overwrites: true)
+            let reader = try rawLog(url, maximumBytes: 64 + 900, overwrites: true)
+            var model = LogModel(maximumBytes: 64 + 900, overwrites: true)
+            for sequence in 0..<600 {
+                let message = taggedMessage(writer: 0, sequence: sequence, padding: (sequence * 13) % 70)
+                try writer.append(message)
+                _ = model.append(message)
+                #expect(try reader.messages() == model.messages)
+                #expect(try reader.newestMessages(1) == [message])
+            }
+        }
+    }
+}
