@@ -2,7 +2,7 @@ import Foundation
 import Hoard
 import Testing
 
-@Suite("Cache expiry", .timeLimit(.minutes(1)))
+@Suite("Cache expiry", .timeLimit(.minutes(3)))
 struct CacheExpiryTests {
     @Test("Lifetimes apply in memory and on disk through the injected clock")
     func lifetimes() async throws {

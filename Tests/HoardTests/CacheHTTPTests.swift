@@ -2,7 +2,7 @@ import Foundation
 import Hoard
 import Testing
 
-@Suite("HTTP cache", .timeLimit(.minutes(1)))
+@Suite("HTTP cache", .timeLimit(.minutes(3)))
 struct CacheHTTPTests {
     @Test("Downloads once over loopback, serves from memory after, and fails on non-2xx")
     func downloads() async throws {

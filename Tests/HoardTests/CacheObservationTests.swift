@@ -2,7 +2,7 @@ import Foundation
 import Hoard
 import Testing
 
-@Suite("Cache observation and remote tiers", .timeLimit(.minutes(1)))
+@Suite("Cache observation and remote tiers", .timeLimit(.minutes(3)))
 struct CacheObservationTests {
     @Test("updates(for:) sees the current value, writes, fetches and removals in order")
     func updates() async throws {

@@ -2,7 +2,7 @@ import Foundation
 import Hoard
 import Testing
 
-@Suite("Cache single-flight", .timeLimit(.minutes(1)))
+@Suite("Cache single-flight", .timeLimit(.minutes(3)))
 struct CacheSingleFlightTests {
     @Test("1,000 concurrent tasks on one missing key cause one fetch, and all get its value")
     func stampede() async throws {

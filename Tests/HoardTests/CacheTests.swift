@@ -3,7 +3,7 @@ import Synchronization
 import Hoard
 import Testing
 
-@Suite("Cache tiers", .timeLimit(.minutes(1)))
+@Suite("Cache tiers", .timeLimit(.minutes(3)))
 struct CacheTests {
     @Test("A memory-only cache reads, writes and removes through its subscript")
     func memoryOnly() async throws {

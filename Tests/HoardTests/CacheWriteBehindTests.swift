@@ -2,7 +2,7 @@ import Foundation
 import Hoard
 import Testing
 
-@Suite("Cache writes", .timeLimit(.minutes(1)))
+@Suite("Cache writes", .timeLimit(.minutes(3)))
 struct CacheWriteBehindTests {
     @Test("Write-behind keeps order: the last write to a key wins on disk")
     func ordering() async throws {

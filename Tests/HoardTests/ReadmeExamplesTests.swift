@@ -3,7 +3,7 @@ import Hoard
 import Testing
 
 /// One test per README example, doing what the example does, so the README cannot rot.
-@Suite("README examples", .timeLimit(.minutes(1)))
+@Suite("README examples", .timeLimit(.minutes(3)))
 struct ReadmeExamplesTests {
     @Test("A memory cache")
     func memoryCache() throws {
@@ -142,7 +142,7 @@ struct ReadmeExamplesTests {
     }
 }
 
-@Suite("README examples: tiered cache", .timeLimit(.minutes(1)))
+@Suite("README examples: tiered cache", .timeLimit(.minutes(3)))
 struct ReadmeCacheExamplesTests {
     struct User: Codable, Sendable, Equatable {
         var id: Int
