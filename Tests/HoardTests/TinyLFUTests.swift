@@ -48,7 +48,7 @@ struct TinyLFUTests {
 
 /// Replays the shared hit-ratio traces through both policies and checks them
 /// against the reference figures in ../shared/traces/README.md.
-@Suite("Hit ratios on the reference traces", .timeLimit(.minutes(10)))
+@Suite("Hit ratios on the reference traces", .serialized, .timeLimit(.minutes(10)))
 struct HitRatioTraceTests {
     static let traces = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()

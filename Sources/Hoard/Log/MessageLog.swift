@@ -84,8 +84,10 @@ public final class MessageLog<Message: Sendable>: Sendable {
     public enum Durability: Sendable, Hashable {
         /// When ``MessageLog/append(_:)`` returns, the message is in the operating
         /// system's cache: it survives the process crashing, not the machine losing
-        /// power. After a power loss the newest appends may be missing; a torn one is
-        /// dropped on open.
+        /// power. After a power loss the newest appends may be missing: a torn last
+        /// append is dropped on open, and when the system wrote the file's pages out of
+        /// order reads may throw ``HoardError/Code/fileCorrupted`` until
+        /// ``MessageLog/recover()``; never is a wrong message returned.
         case none
         /// Each append (each ``MessageLog/append(contentsOf:)`` batch) ends with a sync
         /// (`fdatasync`, `F_FULLFSYNC` on Apple platforms), so it survives power loss.

@@ -14,12 +14,13 @@ struct _LogFile: Sendable {
     /// Opens `path` for reading and writing, creating it when `create` is set; falls
     /// back to reading only when the file or its file system may not be written.
     static func open(path: String, writable: Bool, create: Bool) throws(HoardError) -> _LogFile {
+        var refused: _POSIX.Failure?
         if writable {
             switch _POSIX.openFile(path, writable: true, create: create) {
             case .success(let fd):
                 return _LogFile(descriptor: fd, path: path, isWritable: true)
             case .failure(let failure) where failure.isPermissionDenied:
-                break  // try reading only
+                refused = failure  // try reading only
             case .failure(let failure):
                 throw HoardError(.ioFailed, "could not open the log file: \(failure)", path: path, underlying: failure.asError)
             }
@@ -27,6 +28,10 @@ struct _LogFile: Sendable {
         switch _POSIX.openFile(path, writable: false, create: false) {
         case .success(let fd):
             return _LogFile(descriptor: fd, path: path, isWritable: false)
+        case .failure(let failure) where failure.isNoSuchFile && refused != nil:
+            // The file is missing and cannot be created: say why it could not be.
+            let cause = refused ?? failure
+            throw HoardError(.ioFailed, "could not create the log file: \(cause)", path: path, underlying: cause.asError)
         case .failure(let failure):
             let what = failure.isNoSuchFile ? "there is no log file at this path" : "could not open the log file: \(failure)"
             throw HoardError(.ioFailed, what, path: path, underlying: failure.asError)
