@@ -61,6 +61,40 @@ enum DiskTest {
         Data((0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ seed &* 7 &+ 1) })
     }
 
+    /// A value that names its key and write, with filler derived from both (the
+    /// same format `HoardCrashWriter` writes), so a reader can tell an intact value
+    /// of the right key from any other bytes.
+    static let filler: [UInt8] = (0..<((1 << 20) + 256)).map { UInt8(truncatingIfNeeded: $0 &* 131 &+ ($0 >> 9)) }
+
+    static func payload(key: String, sequence: Int, size: Int) -> Data {
+        var data = Data("HOARD|\(key)|\(sequence)|\(size)|".utf8)
+        let header = data.count
+        if size > header {
+            let offset = (sequence &* 7) & 255
+            filler.withUnsafeBufferPointer { data.append(contentsOf: $0[offset..<(offset + size - header)]) }
+        }
+        return data
+    }
+
+    /// The write sequence of an intact value for `key`, or `nil` for any other bytes.
+    static func check(_ data: Data, key: String) -> Int? {
+        let bytes = [UInt8](data)
+        var fields: [String] = []
+        var start = 0
+        var index = 0
+        while fields.count < 4, index < bytes.count {
+            if bytes[index] == UInt8(ascii: "|") {
+                fields.append(String(decoding: bytes[start..<index], as: UTF8.self))
+                start = index + 1
+            }
+            index += 1
+        }
+        guard fields.count == 4, fields[0] == "HOARD", fields[1] == key,
+            let sequence = Int(fields[2]), let size = Int(fields[3])
+        else { return nil }
+        return payload(key: key, sequence: sequence, size: size) == data ? sequence : nil
+    }
+
     // MARK: Child process
 
     /// The `HoardCrashWriter` executable, built next to the test bundle.
