@@ -3,6 +3,13 @@ import Hoard
 import Synchronization
 import Testing
 
+/// Every DiskStore suite, nested so that they run one test at a time. They are
+/// I/O-bound and start child processes; run side by side they would hold every
+/// thread of the cooperative pool (two on a two-core machine) for seconds and
+/// starve the suites that await streams.
+@Suite("DiskStore", .serialized)
+enum DiskStoreSuites {}
+
 /// Helpers shared by the disk store's tests: a fresh temporary directory per test,
 /// an event recorder, and the `HoardCrashWriter` child process.
 enum DiskTest {
@@ -64,7 +71,13 @@ enum DiskTest {
     /// A value that names its key and write, with filler derived from both (the
     /// same format `HoardCrashWriter` writes), so a reader can tell an intact value
     /// of the right key from any other bytes.
-    static let filler: [UInt8] = (0..<((1 << 20) + 256)).map { UInt8(truncatingIfNeeded: $0 &* 131 &+ ($0 >> 9)) }
+    static let filler: [UInt8] = {
+        // A 4 KiB block, doubled up to 1 MiB + 256 bytes: cheap even in a debug build.
+        var bytes = [UInt8](repeating: 0, count: 4_096)
+        for i in bytes.indices { bytes[i] = UInt8(truncatingIfNeeded: i &* 131 &+ (i >> 9)) }
+        while bytes.count < (1 << 20) + 256 { bytes += bytes }
+        return bytes
+    }()
 
     static func payload(key: String, sequence: Int, size: Int) -> Data {
         var data = Data("HOARD|\(key)|\(sequence)|\(size)|".utf8)
@@ -142,6 +155,22 @@ enum DiskTest {
             }
             thread.stackSize = 4 << 20
             thread.start()
+        }
+    }
+}
+
+extension DiskTest {
+    /// Runs `work(0)`, `work(1)`, … `work(count - 1)` at once, each on its own
+    /// thread, and returns their results in order. Blocking I/O stays off the
+    /// cooperative pool, which other suites need to make progress.
+    static func onThreads<R: Sendable>(_ count: Int, _ work: @escaping @Sendable (Int) -> R) async throws -> [R] {
+        try await withThrowingTaskGroup(of: (Int, R).self) { group in
+            for i in 0..<count {
+                group.addTask { (i, try await onThread { work(i) }) }
+            }
+            var results: [(Int, R)] = []
+            for try await result in group { results.append(result) }
+            return results.sorted { $0.0 < $1.0 }.map(\.1)
         }
     }
 }

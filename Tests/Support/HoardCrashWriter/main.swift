@@ -24,7 +24,13 @@ func say(_ line: String) {
 enum Payload {
     /// Filler bytes, computed once; a value takes a slice starting at an offset
     /// derived from its sequence number, so two writes' bytes differ.
-    static let filler: [UInt8] = (0..<((1 << 20) + 256)).map { UInt8(truncatingIfNeeded: $0 &* 131 &+ ($0 >> 9)) }
+    static let filler: [UInt8] = {
+        // A 4 KiB block, doubled up to 1 MiB + 256 bytes: cheap even in a debug build.
+        var bytes = [UInt8](repeating: 0, count: 4_096)
+        for i in bytes.indices { bytes[i] = UInt8(truncatingIfNeeded: i &* 131 &+ (i >> 9)) }
+        while bytes.count < (1 << 20) + 256 { bytes += bytes }
+        return bytes
+    }()
 
     static func make(key: String, sequence: Int, size: Int) -> Data {
         var data = Data("HOARD|\(key)|\(sequence)|\(size)|".utf8)
