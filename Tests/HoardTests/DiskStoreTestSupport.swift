@@ -112,6 +112,11 @@ enum DiskTest {
 
     /// The `HoardCrashWriter` executable, built next to the test bundle.
     static func childExecutable() throws -> URL {
+        try executable(named: "HoardCrashWriter")
+    }
+
+    /// An executable of this package, built next to the test bundle.
+    static func executable(named executableName: String) throws -> URL {
         var candidates: [URL] = []
         let argument0 = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
         candidates.append(argument0.deletingLastPathComponent())
@@ -121,10 +126,14 @@ enum DiskTest {
             candidates.append(bundle.bundleURL.deletingLastPathComponent())
         }
         for directory in candidates {
-            let url = directory.appendingPathComponent("HoardCrashWriter")
+            let url = directory.appendingPathComponent(executableName)
             if FileManager.default.isExecutableFile(atPath: url.path) { return url }
         }
-        throw ChildError("HoardCrashWriter not found next to the tests (looked in \(candidates.map(\.path)))")
+        throw ChildError("\(executableName) not found next to the tests (looked in \(candidates.map(\.path)))")
+    }
+
+    final class ErrorOutput: Sendable {
+        let data = Mutex(Data())
     }
 
     struct ChildError: Error, CustomStringConvertible {
@@ -134,16 +143,33 @@ enum DiskTest {
 
     /// Runs the child to completion and returns its stdout lines.
     static func runChild(_ arguments: [String]) throws -> (status: Int32, lines: [String]) {
+        let (status, output, _) = try run(childExecutable(), arguments)
+        return (status, output.split(separator: "\n").map(String.init))
+    }
+
+    /// Runs an executable to completion and returns its status, stdout and stderr.
+    static func run(_ executable: URL, _ arguments: [String]) throws -> (status: Int32, output: String, errors: String) {
         let process = Process()
-        process.executableURL = try childExecutable()
+        process.executableURL = executable
         process.arguments = arguments
         let output = Pipe()
+        let errors = Pipe()
         process.standardOutput = output
+        process.standardError = errors
         try process.run()
+        // Stderr on another thread, so that neither pipe fills while the other is read.
+        let errorData = ErrorOutput()
+        let group = DispatchGroup()
+        DispatchQueue.global().async(group: group) {
+            errorData.data.withLock { $0 = errors.fileHandleForReading.readDataToEndOfFile() }
+        }
         let data = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        let lines = String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
-        return (process.terminationStatus, lines)
+        group.wait()
+        return (
+            process.terminationStatus, String(decoding: data, as: UTF8.self),
+            String(decoding: errorData.data.withLock { $0 }, as: UTF8.self)
+        )
     }
 
     /// Runs blocking work on its own thread, so that tests waiting on child
