@@ -3,14 +3,17 @@ import Foundation
 import Hoard
 
 /// `hoard demo`: shows each tier at work on the embedded defaults, no server needed.
+/// The disk part keeps a store named "hoard-demo" in the user's cache directory.
 struct DemoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo",
-        abstract: "Show the memory tier at work: hits, an eviction, an expiry, statistics."
+        abstract: "Show the memory tier (hits, an eviction, an expiry, statistics) and the disk tier (a store the next run finds again)."
     )
 
     func run() async throws {
         try await MemoryDemo(output: { print($0) }).run()
+        print()
+        try DiskDemo(output: { print($0) }).run()
     }
 }
 

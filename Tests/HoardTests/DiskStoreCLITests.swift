@@ -82,6 +82,24 @@ extension DiskStoreSuites {
             }
         }
 
+        @Test("hoard demo: a second run finds what the first stored in the default location")
+        func demoRemembers() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                let environment = ["XDG_CACHE_HOME": url.path]
+                let first = try DiskTest.run(DiskTest.executable(named: "hoard"), ["demo"], environment: environment)
+                #expect(first.status == 0, "\(first.errors)")
+                #expect(first.output.contains("DiskStore at \(url.path)/hoard-demo"))
+                #expect(first.output.contains("found nothing: this is the first run"))
+                #expect(first.output.contains("get   notes/large -> 48 KiB, intact"))
+                #expect(first.output.contains("get   token -> miss"))
+                let second = try DiskTest.run(DiskTest.executable(named: "hoard"), ["demo"], environment: environment)
+                #expect(second.status == 0)
+                #expect(second.output.contains("found visits = 1, stored by an earlier run"))
+                #expect(second.output.contains("set   visits = 2"))
+                #expect(FileManager.default.fileExists(atPath: url.appendingPathComponent("hoard-demo/index.sqlite").path))
+            }
+        }
+
         @Test("A path that is not a store is a clear error, and nothing is created")
         func notAStore() throws {
             try DiskTest.withTemporaryDirectory { url in

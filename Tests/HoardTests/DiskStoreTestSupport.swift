@@ -148,9 +148,14 @@ enum DiskTest {
     }
 
     /// Runs an executable to completion and returns its status, stdout and stderr.
-    static func run(_ executable: URL, _ arguments: [String]) throws -> (status: Int32, output: String, errors: String) {
+    static func run(
+        _ executable: URL, _ arguments: [String], environment: [String: String] = [:]
+    ) throws -> (status: Int32, output: String, errors: String) {
         let process = Process()
         process.executableURL = executable
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         process.arguments = arguments
         let output = Pipe()
         let errors = Pipe()
