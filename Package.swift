@@ -38,8 +38,9 @@ let package = Package(
             swiftSettings: strict
         ),
         // Not a product: the child process the disk store's crash-safety and fault
-        // tests start, kill and inspect. The test target depends on it so that it is
-        // built next to the test bundle.
+        // tests start, kill and inspect. The test target depends on it (and on the
+        // `hoard` tool, whose store commands it runs) so that both are built next to
+        // the test bundle.
         .executableTarget(
             name: "HoardCrashWriter",
             dependencies: ["Hoard"],
@@ -48,7 +49,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HoardTests",
-            dependencies: ["Hoard", "HoardCrashWriter"],
+            dependencies: ["Hoard", "HoardCrashWriter", "hoard"],
             swiftSettings: strict
         ),
     ],

@@ -3,14 +3,17 @@ import Foundation
 import Hoard
 
 /// `hoard demo`: shows each tier at work on the embedded defaults, no server needed.
+/// The disk part keeps a store named "hoard-demo" in the user's cache directory.
 struct DemoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo",
-        abstract: "Show each tier at work: memory, disk and the tiered cache."
+        abstract: "Show each tier at work: memory, disk (a store the next run finds again) and the tiered cache."
     )
 
     func run() async throws {
         try await MemoryDemo(output: { print($0) }).run()
+        print()
+        try DiskDemo(output: { print($0) }).run()
         try await CacheDemo(output: { print($0) }).run()
     }
 }

@@ -6,6 +6,9 @@ struct HoardCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "hoard",
         abstract: "Inspect and maintain Hoard caches, and see them at work.",
-        subcommands: [DemoCommand.self, LogCommand.self]
+        subcommands: [
+            DemoCommand.self, StatsCommand.self, ListCommand.self, GetCommand.self, RemoveCommand.self,
+            TrimCommand.self, VerifyCommand.self, LogCommand.self,
+        ]
     )
 }

@@ -2,265 +2,267 @@ import Foundation
 @testable import Hoard
 import Testing
 
-/// Damage is made by hand: files deleted or cut short, rows rewritten with SQL
-/// through a second connection (the internal `_SQLiteConnection`).
-@Suite("DiskStore with damaged data")
-struct DiskStoreDamageTests {
-    static func tamper(_ url: URL, _ sql: String) throws {
-        let connection = try _SQLiteConnection(path: url.appendingPathComponent("index.sqlite").path)
-        try connection.setBusyTimeout(milliseconds: 5_000)
-        defer { connection.close() }
-        try connection.execute(sql)
-    }
-
-    static func blobPath(_ url: URL) throws -> URL {
-        let name = try #require(DiskTest.blobFiles(url).first)
-        return url.appendingPathComponent("blobs").appendingPathComponent(name)
-    }
-
-    @Test("A missing value file is a miss; the entry is removed and reported with namespace, key and reason")
-    func missingFile() throws {
-        try DiskTest.withTemporaryDirectory { url in
-            let events = EventRecorder()
-            let store = try DiskStore(directory: url, configuration: .init(spillThreshold: 100, onEvent: events.handler))
-            try store.set(DiskTest.bytes(1_000), for: "photo", in: "images", storedAt: Date(), expiresAt: nil)
-            try store.set(DiskTest.bytes(10), for: "other", in: "images", storedAt: Date(), expiresAt: nil)
-            try FileManager.default.removeItem(at: Self.blobPath(url))
-
-            #expect(try store.entry(for: "photo", in: "images") == nil)
-            #expect(events.damage.count == 1)
-            let damage = try #require(events.damage.first)
-            #expect(damage.namespace == "images")
-            #expect(damage.key == "photo")
-            #expect(damage.reason == .missingFile)
-            #expect(try !store.contains("photo", in: "images"))
-            #expect(try store.usage(in: "images") == StoreUsage(count: 1, bytes: 10))
-            #expect(try store.entry(for: "photo", in: "images") == nil)
-            #expect(events.damage.count == 1, "reported once")
-            #expect(try store.entry(for: "other", in: "images")?.data == DiskTest.bytes(10))
+extension DiskStoreSuites {
+    /// Damage is made by hand: files deleted or cut short, rows rewritten with SQL
+    /// through a second connection (the internal `_SQLiteConnection`).
+    @Suite("DiskStore with damaged data")
+    struct DiskStoreDamageTests {
+        static func tamper(_ url: URL, _ sql: String) throws {
+            let connection = try _SQLiteConnection(path: url.appendingPathComponent("index.sqlite").path)
+            try connection.setBusyTimeout(milliseconds: 5_000)
+            defer { connection.close() }
+            try connection.execute(sql)
         }
-    }
 
-    @Test("A value file cut short or grown is a miss, removed and reported", arguments: [500, 1_001, 0])
-    func wrongSizeFile(newSize: Int) throws {
-        try DiskTest.withTemporaryDirectory { url in
-            let events = EventRecorder()
-            let store = try DiskStore(directory: url, configuration: .init(spillThreshold: 100, onEvent: events.handler))
-            try store.set(DiskTest.bytes(1_000), for: "k", in: "ns", storedAt: Date(), expiresAt: nil)
-            let path = try Self.blobPath(url)
-            #expect(truncate(path.path, off_t(newSize)) == 0)
-
-            #expect(try store.entry(for: "k", in: "ns") == nil)
-            #expect(events.damage.map(\.reason) == [.fileSizeMismatch])
-            #expect(events.damage.first?.key == "k")
-            #expect(DiskTest.blobFiles(url).isEmpty, "the damaged file is deleted with its entry")
-            #expect(try store.totalUsage() == StoreUsage())
+        static func blobPath(_ url: URL) throws -> URL {
+            let name = try #require(DiskTest.blobFiles(url).first)
+            return url.appendingPathComponent("blobs").appendingPathComponent(name)
         }
-    }
 
-    static let malformations = [
-        "UPDATE entries SET size = 'many' WHERE key = CAST('bad' AS BLOB)",
-        "UPDATE entries SET size = size + 5 WHERE key = CAST('bad' AS BLOB)",
-        "UPDATE entries SET stored_at = 'yesterday' WHERE key = CAST('bad' AS BLOB)",
-        "UPDATE entries SET expires_at = x'00' WHERE key = CAST('bad' AS BLOB)",
-        "UPDATE entries SET value = NULL WHERE key = CAST('bad' AS BLOB)",
-        "UPDATE entries SET blob = '0123456789abcdef-0123456789abcdef' WHERE key = CAST('bad' AS BLOB)",
-        "UPDATE entries SET value = 'text, not bytes' WHERE key = CAST('bad' AS BLOB)",
-        "UPDATE entries SET value = NULL, blob = '../../victim' WHERE key = CAST('bad' AS BLOB)",
-        "UPDATE entries SET value = NULL, blob = '/etc/passwd' WHERE key = CAST('bad' AS BLOB)",
-    ]
+        @Test("A missing value file is a miss; the entry is removed and reported with namespace, key and reason")
+        func missingFile() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                let events = EventRecorder()
+                let store = try DiskStore(directory: url, configuration: .init(spillThreshold: 100, onEvent: events.handler))
+                try store.set(DiskTest.bytes(1_000), for: "photo", in: "images", storedAt: Date(), expiresAt: nil)
+                try store.set(DiskTest.bytes(10), for: "other", in: "images", storedAt: Date(), expiresAt: nil)
+                try FileManager.default.removeItem(at: Self.blobPath(url))
 
-    @Test("A malformed row is a miss, removed and reported; no row can point outside the store",
-          arguments: malformations)
-    func malformedRow(sql: String) throws {
-        try DiskTest.withTemporaryDirectory { url in
-            let victim = url.deletingLastPathComponent().appendingPathComponent("victim")
-            try Data("precious".utf8).write(to: victim)
-            let events = EventRecorder()
-            let store = try DiskStore(directory: url, configuration: .init(onEvent: events.handler))
-            try store.set(DiskTest.bytes(20), for: "bad", in: "ns", storedAt: Date(), expiresAt: nil)
-            try store.set(DiskTest.bytes(30), for: "good", in: "ns", storedAt: Date(), expiresAt: nil)
-            try Self.tamper(url, sql)
-
-            // Then the read is a miss, nothing crashes, and the report names the key
-            #expect(try store.entry(for: "bad", in: "ns") == nil)
-            #expect(events.damage.map(\.reason) == [.malformedRow])
-            #expect(events.damage.first?.key == "bad")
-            #expect(events.damage.first?.namespace == "ns")
-            #expect(try store.keys(in: "ns") == ["good"])
-            #expect(try store.entry(for: "good", in: "ns")?.data == DiskTest.bytes(30))
-            // And nothing outside the store was touched
-            #expect(try Data(contentsOf: victim) == Data("precious".utf8))
-        }
-    }
-
-    struct User: Codable, Sendable, Equatable {
-        var name: String
-    }
-
-    @Test("Bytes that no longer decode are a miss, removed and reported, never thrown")
-    func undecodable() throws {
-        try DiskTest.withTemporaryDirectory { url in
-            let events = EventRecorder()
-            let store = try DiskStore(directory: url, configuration: .init(spillThreshold: 100, onEvent: events.handler))
-            try store.set(Data("{\"nom\": 1}".utf8), for: "old-format", in: "users", storedAt: Date(), expiresAt: nil)
-            try store.set(Data([0xFF, 0xFE]), for: "not-utf8", in: "text", storedAt: Date(), expiresAt: nil)
-            try store.set(Data(repeating: 0xC3, count: 500), for: "big", in: "users", storedAt: Date(), expiresAt: nil)
-            try store.set(User(name: "Ada"), for: "fine", in: "users")
-
-            #expect(try store.value(for: "old-format", as: User.self, in: "users") == nil)
-            #expect(try store.value(for: "not-utf8", as: String.self, in: "text") == nil)
-            #expect(try store.value(for: "big", as: User.self, in: "users") == nil)
-            #expect(try store.value(for: "fine", as: User.self, in: "users") == User(name: "Ada"))
-
-            #expect(events.damage.map(\.reason) == [.undecodableValue, .undecodableValue, .undecodableValue])
-            #expect(events.damage.map(\.key) == ["old-format", "not-utf8", "big"])
-            #expect(events.damage.map(\.namespace) == ["users", "text", "users"])
-            #expect(try store.keys(in: "users") == ["fine"])
-            #expect(try store.keys(in: "text") == [])
-            #expect(DiskTest.blobFiles(url).isEmpty)
-        }
-    }
-
-    @Test("verify() reports every damaged entry and orphan without changing anything; repairing removes them")
-    func verifyAndRepair() throws {
-        try DiskTest.withTemporaryDirectory { url in
-            // Given a store with one of each kind of damage
-            let store = try DiskStore(directory: url, configuration: .init(spillThreshold: 100))
-            for key in ["missing", "short", "fine-file"] {
-                try store.set(DiskTest.bytes(1_000), for: key, in: "files", storedAt: Date(), expiresAt: nil)
+                #expect(try store.entry(for: "photo", in: "images") == nil)
+                #expect(events.damage.count == 1)
+                let damage = try #require(events.damage.first)
+                #expect(damage.namespace == "images")
+                #expect(damage.key == "photo")
+                #expect(damage.reason == .missingFile)
+                #expect(try !store.contains("photo", in: "images"))
+                #expect(try store.usage(in: "images") == StoreUsage(count: 1, bytes: 10))
+                #expect(try store.entry(for: "photo", in: "images") == nil)
+                #expect(events.damage.count == 1, "reported once")
+                #expect(try store.entry(for: "other", in: "images")?.data == DiskTest.bytes(10))
             }
-            try store.set(DiskTest.bytes(10), for: "malformed", in: "rows", storedAt: Date(), expiresAt: nil)
-            try store.set(DiskTest.bytes(10), for: "fine", in: "rows", storedAt: Date(), expiresAt: nil)
-            let names = try store.entries(in: "files")
-            #expect(names.count == 3)
-            try Self.tamper(url, "UPDATE entries SET size = -1 WHERE key = CAST('malformed' AS BLOB)")
-            try Self.tamper(url, "UPDATE namespaces SET count = 99 WHERE namespace = CAST('rows' AS BLOB)")
-            let files = try Self.fileNames(url)
-            try FileManager.default.removeItem(at: url.appendingPathComponent("blobs/\(files["missing"]!)"))
-            #expect(truncate(url.appendingPathComponent("blobs/\(files["short"]!)").path, 10) == 0)
-            let blobs = url.appendingPathComponent("blobs")
-            let oldOrphan = blobs.appendingPathComponent("00000000000000aa-00000000000000bb")
-            let newOrphan = blobs.appendingPathComponent("00000000000000cc-00000000000000dd.tmp")
-            try Data([1, 2, 3]).write(to: oldOrphan)
-            try Data([4]).write(to: newOrphan)
-            try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(-3_600)], ofItemAtPath: oldOrphan.path)
-
-            // When it is verified
-            var progress: [DiskStore.Progress] = []
-            let report = try store.verify(repairing: false, progress: { progress.append($0) })
-
-            // Then every problem is listed with its reason and key
-            #expect(report.entriesChecked == 5)
-            #expect(!report.isHealthy)
-            let found = Set(report.damage.map { "\($0.reason) \($0.key ?? "-")" })
-            #expect(found == [
-                "missingFile missing", "fileSizeMismatch short", "malformedRow malformed", "wrongTotals -",
-                "orphanedFile -",
-            ])
-            #expect(report.damage.filter { $0.reason == .orphanedFile }.count == 2)
-            #expect(progress.last?.completed == 5)
-            // And nothing was changed
-            #expect(try store.entries().count == 5)
-            #expect(FileManager.default.fileExists(atPath: oldOrphan.path))
-
-            // When it is repaired
-            let repaired = try store.verify(repairing: true)
-            #expect(repaired.damage.count == report.damage.count)
-            #expect(try store.entries().map(\.key).sorted() == ["fine", "fine-file"])
-            #expect(!FileManager.default.fileExists(atPath: oldOrphan.path))
-            #expect(FileManager.default.fileExists(atPath: newOrphan.path), "a young file may be a write in flight")
-            #expect(try store.usage(in: "rows") == StoreUsage(count: 1, bytes: 10))
-
-            // Then only the young temporary file is left to report
-            let after = try store.verify()
-            #expect(after.damage.map(\.reason) == [.orphanedFile])
-            try FileManager.default.removeItem(at: newOrphan)
-            #expect(try store.verify().isHealthy)
-            #expect(try store.entry(for: "fine-file", in: "files")?.data == DiskTest.bytes(1_000))
         }
-    }
 
-    /// Key → file name of every entry in a file.
-    static func fileNames(_ url: URL) throws -> [String: String] {
-        let connection = try _SQLiteConnection(path: url.appendingPathComponent("index.sqlite").path)
-        defer { connection.close() }
-        let statement = try connection.prepare("SELECT CAST(key AS TEXT), blob FROM entries WHERE blob IS NOT NULL")
-        var result: [String: String] = [:]
-        while try statement.step() {
-            result[statement.string(at: 0) ?? "?"] = statement.string(at: 1)
-        }
-        statement.reset()
-        return result
-    }
+        @Test("A value file cut short or grown is a miss, removed and reported", arguments: [500, 1_001, 0])
+        func wrongSizeFile(newSize: Int) throws {
+            try DiskTest.withTemporaryDirectory { url in
+                let events = EventRecorder()
+                let store = try DiskStore(directory: url, configuration: .init(spillThreshold: 100, onEvent: events.handler))
+                try store.set(DiskTest.bytes(1_000), for: "k", in: "ns", storedAt: Date(), expiresAt: nil)
+                let path = try Self.blobPath(url)
+                #expect(truncate(path.path, off_t(newSize)) == 0)
 
-    @Test("Opening collects temporary files and unreferenced value files, only when no one else has the store open")
-    func orphansCollectedAtOpen() throws {
-        try DiskTest.withTemporaryDirectory { url in
-            do {
-                let store = try DiskStore(directory: url, configuration: .init(spillThreshold: 10))
-                try store.set(DiskTest.bytes(100), for: "kept", in: "ns", storedAt: Date(), expiresAt: nil)
+                #expect(try store.entry(for: "k", in: "ns") == nil)
+                #expect(events.damage.map(\.reason) == [.fileSizeMismatch])
+                #expect(events.damage.first?.key == "k")
+                #expect(DiskTest.blobFiles(url).isEmpty, "the damaged file is deleted with its entry")
+                #expect(try store.totalUsage() == StoreUsage())
             }
-            let blobs = url.appendingPathComponent("blobs")
-            let kept = DiskTest.blobFiles(url)
-            let events = EventRecorder()
-            do {
-                // While another instance has it open, nothing is collected
-                let holder = try DiskStore(directory: url)
-                try Data(count: 100).write(to: blobs.appendingPathComponent("1111111111111111-2222222222222222"))
-                try Data(count: 50).write(to: blobs.appendingPathComponent("3333333333333333-4444444444444444.tmp"))
-                try Data("mine".utf8).write(to: blobs.appendingPathComponent("notes.txt"))
-                let second = try DiskStore(directory: url, configuration: .init(onEvent: events.handler))
-                #expect(DiskTest.blobFiles(url).count == 4)
-                #expect(events.all.isEmpty)
-                #expect(try second.verify().damage.map(\.reason) == [.orphanedFile, .orphanedFile])
-                _ = holder
-            }
-
-            // Alone, it collects the two orphans and leaves files it did not write
-            let alone = try DiskStore(directory: url, configuration: .init(onEvent: events.handler))
-            #expect(DiskTest.blobFiles(url) == (kept + ["notes.txt"]).sorted())
-            let collected = events.all.compactMap { if case .collectedOrphans(let files, let bytes) = $0 { [files, bytes] } else { nil } }
-            #expect(collected == [[2, 150]])
-            #expect(try alone.entry(for: "kept", in: "ns")?.data == DiskTest.bytes(100))
         }
-    }
 
-    @Test("A damaged index database never crashes: open or reads throw, or verify reports it",
-          arguments: [4_096, 40_000])
-    func damagedIndex(from offset: Int) throws {
-        try DiskTest.withTemporaryDirectory { url in
-            do {
-                let store = try DiskStore(directory: url)
-                for i in 0..<300 {
-                    try store.set(DiskTest.bytes(200, seed: i), for: "k\(i)", in: "ns", storedAt: Date(), expiresAt: nil)
+        static let malformations = [
+            "UPDATE entries SET size = 'many' WHERE key = CAST('bad' AS BLOB)",
+            "UPDATE entries SET size = size + 5 WHERE key = CAST('bad' AS BLOB)",
+            "UPDATE entries SET stored_at = 'yesterday' WHERE key = CAST('bad' AS BLOB)",
+            "UPDATE entries SET expires_at = x'00' WHERE key = CAST('bad' AS BLOB)",
+            "UPDATE entries SET value = NULL WHERE key = CAST('bad' AS BLOB)",
+            "UPDATE entries SET blob = '0123456789abcdef-0123456789abcdef' WHERE key = CAST('bad' AS BLOB)",
+            "UPDATE entries SET value = 'text, not bytes' WHERE key = CAST('bad' AS BLOB)",
+            "UPDATE entries SET value = NULL, blob = '../../victim' WHERE key = CAST('bad' AS BLOB)",
+            "UPDATE entries SET value = NULL, blob = '/etc/passwd' WHERE key = CAST('bad' AS BLOB)",
+        ]
+
+        @Test("A malformed row is a miss, removed and reported; no row can point outside the store",
+              arguments: malformations)
+        func malformedRow(sql: String) throws {
+            try DiskTest.withTemporaryDirectory { url in
+                let victim = url.deletingLastPathComponent().appendingPathComponent("victim")
+                try Data("precious".utf8).write(to: victim)
+                let events = EventRecorder()
+                let store = try DiskStore(directory: url, configuration: .init(onEvent: events.handler))
+                try store.set(DiskTest.bytes(20), for: "bad", in: "ns", storedAt: Date(), expiresAt: nil)
+                try store.set(DiskTest.bytes(30), for: "good", in: "ns", storedAt: Date(), expiresAt: nil)
+                try Self.tamper(url, sql)
+
+                // Then the read is a miss, nothing crashes, and the report names the key
+                #expect(try store.entry(for: "bad", in: "ns") == nil)
+                #expect(events.damage.map(\.reason) == [.malformedRow])
+                #expect(events.damage.first?.key == "bad")
+                #expect(events.damage.first?.namespace == "ns")
+                #expect(try store.keys(in: "ns") == ["good"])
+                #expect(try store.entry(for: "good", in: "ns")?.data == DiskTest.bytes(30))
+                // And nothing outside the store was touched
+                #expect(try Data(contentsOf: victim) == Data("precious".utf8))
+            }
+        }
+
+        struct User: Codable, Sendable, Equatable {
+            var name: String
+        }
+
+        @Test("Bytes that no longer decode are a miss, removed and reported, never thrown")
+        func undecodable() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                let events = EventRecorder()
+                let store = try DiskStore(directory: url, configuration: .init(spillThreshold: 100, onEvent: events.handler))
+                try store.set(Data("{\"nom\": 1}".utf8), for: "old-format", in: "users", storedAt: Date(), expiresAt: nil)
+                try store.set(Data([0xFF, 0xFE]), for: "not-utf8", in: "text", storedAt: Date(), expiresAt: nil)
+                try store.set(Data(repeating: 0xC3, count: 500), for: "big", in: "users", storedAt: Date(), expiresAt: nil)
+                try store.set(User(name: "Ada"), for: "fine", in: "users")
+
+                #expect(try store.value(for: "old-format", as: User.self, in: "users") == nil)
+                #expect(try store.value(for: "not-utf8", as: String.self, in: "text") == nil)
+                #expect(try store.value(for: "big", as: User.self, in: "users") == nil)
+                #expect(try store.value(for: "fine", as: User.self, in: "users") == User(name: "Ada"))
+
+                #expect(events.damage.map(\.reason) == [.undecodableValue, .undecodableValue, .undecodableValue])
+                #expect(events.damage.map(\.key) == ["old-format", "not-utf8", "big"])
+                #expect(events.damage.map(\.namespace) == ["users", "text", "users"])
+                #expect(try store.keys(in: "users") == ["fine"])
+                #expect(try store.keys(in: "text") == [])
+                #expect(DiskTest.blobFiles(url).isEmpty)
+            }
+        }
+
+        @Test("verify() reports every damaged entry and orphan without changing anything; repairing removes them")
+        func verifyAndRepair() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                // Given a store with one of each kind of damage
+                let store = try DiskStore(directory: url, configuration: .init(spillThreshold: 100))
+                for key in ["missing", "short", "fine-file"] {
+                    try store.set(DiskTest.bytes(1_000), for: key, in: "files", storedAt: Date(), expiresAt: nil)
                 }
-            }
-            // Overwrite everything from `offset` on with garbage
-            let index = url.appendingPathComponent("index.sqlite")
-            var bytes = try Data(contentsOf: index)
-            #expect(bytes.count > offset + 4_096)
-            for i in offset..<bytes.count { bytes[i] = UInt8(truncatingIfNeeded: i &* 131) }
-            try bytes.write(to: index)
+                try store.set(DiskTest.bytes(10), for: "malformed", in: "rows", storedAt: Date(), expiresAt: nil)
+                try store.set(DiskTest.bytes(10), for: "fine", in: "rows", storedAt: Date(), expiresAt: nil)
+                let names = try store.entries(in: "files")
+                #expect(names.count == 3)
+                try Self.tamper(url, "UPDATE entries SET size = -1 WHERE key = CAST('malformed' AS BLOB)")
+                try Self.tamper(url, "UPDATE namespaces SET count = 99 WHERE namespace = CAST('rows' AS BLOB)")
+                let files = try Self.fileNames(url)
+                try FileManager.default.removeItem(at: url.appendingPathComponent("blobs/\(files["missing"]!)"))
+                #expect(truncate(url.appendingPathComponent("blobs/\(files["short"]!)").path, 10) == 0)
+                let blobs = url.appendingPathComponent("blobs")
+                let oldOrphan = blobs.appendingPathComponent("00000000000000aa-00000000000000bb")
+                let newOrphan = blobs.appendingPathComponent("00000000000000cc-00000000000000dd.tmp")
+                try Data([1, 2, 3]).write(to: oldOrphan)
+                try Data([4]).write(to: newOrphan)
+                try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(-3_600)], ofItemAtPath: oldOrphan.path)
 
-            var outcomes: [String] = []
-            do {
-                let store = try DiskStore(directory: url)
+                // When it is verified
+                var progress: [DiskStore.Progress] = []
+                let report = try store.verify(repairing: false, progress: { progress.append($0) })
+
+                // Then every problem is listed with its reason and key
+                #expect(report.entriesChecked == 5)
+                #expect(!report.isHealthy)
+                let found = Set(report.damage.map { "\($0.reason) \($0.key ?? "-")" })
+                #expect(found == [
+                    "missingFile missing", "fileSizeMismatch short", "malformedRow malformed", "wrongTotals -",
+                    "orphanedFile -",
+                ])
+                #expect(report.damage.filter { $0.reason == .orphanedFile }.count == 2)
+                #expect(progress.last?.completed == 5)
+                // And nothing was changed
+                #expect(try store.entries().count == 5)
+                #expect(FileManager.default.fileExists(atPath: oldOrphan.path))
+
+                // When it is repaired
+                let repaired = try store.verify(repairing: true)
+                #expect(repaired.damage.count == report.damage.count)
+                #expect(try store.entries().map(\.key).sorted() == ["fine", "fine-file"])
+                #expect(!FileManager.default.fileExists(atPath: oldOrphan.path))
+                #expect(FileManager.default.fileExists(atPath: newOrphan.path), "a young file may be a write in flight")
+                #expect(try store.usage(in: "rows") == StoreUsage(count: 1, bytes: 10))
+
+                // Then only the young temporary file is left to report
+                let after = try store.verify()
+                #expect(after.damage.map(\.reason) == [.orphanedFile])
+                try FileManager.default.removeItem(at: newOrphan)
+                #expect(try store.verify().isHealthy)
+                #expect(try store.entry(for: "fine-file", in: "files")?.data == DiskTest.bytes(1_000))
+            }
+        }
+
+        /// Key → file name of every entry in a file.
+        static func fileNames(_ url: URL) throws -> [String: String] {
+            let connection = try _SQLiteConnection(path: url.appendingPathComponent("index.sqlite").path)
+            defer { connection.close() }
+            let statement = try connection.prepare("SELECT CAST(key AS TEXT), blob FROM entries WHERE blob IS NOT NULL")
+            var result: [String: String] = [:]
+            while try statement.step() {
+                result[statement.string(at: 0) ?? "?"] = statement.string(at: 1)
+            }
+            statement.reset()
+            return result
+        }
+
+        @Test("Opening collects temporary files and unreferenced value files, only when no one else has the store open")
+        func orphansCollectedAtOpen() throws {
+            try DiskTest.withTemporaryDirectory { url in
                 do {
-                    for i in 0..<300 { _ = try store.entry(for: "k\(i)", in: "ns") }
-                    outcomes.append("read")
-                } catch {
-                    outcomes.append("read threw \((error as? HoardError)?.code.rawValue ?? "\(error)")")
+                    let store = try DiskStore(directory: url, configuration: .init(spillThreshold: 10))
+                    try store.set(DiskTest.bytes(100), for: "kept", in: "ns", storedAt: Date(), expiresAt: nil)
                 }
-                let report = try store.verify()
-                outcomes.append(report.damage.contains { $0.reason == .damagedIndex } ? "verify reported" : "verify missed it")
-            } catch {
-                outcomes.append("threw \((error as? HoardError)?.code.rawValue ?? "\(error)")")
+                let blobs = url.appendingPathComponent("blobs")
+                let kept = DiskTest.blobFiles(url)
+                let events = EventRecorder()
+                do {
+                    // While another instance has it open, nothing is collected
+                    let holder = try DiskStore(directory: url)
+                    try Data(count: 100).write(to: blobs.appendingPathComponent("1111111111111111-2222222222222222"))
+                    try Data(count: 50).write(to: blobs.appendingPathComponent("3333333333333333-4444444444444444.tmp"))
+                    try Data("mine".utf8).write(to: blobs.appendingPathComponent("notes.txt"))
+                    let second = try DiskStore(directory: url, configuration: .init(onEvent: events.handler))
+                    #expect(DiskTest.blobFiles(url).count == 4)
+                    #expect(events.all.isEmpty)
+                    #expect(try second.verify().damage.map(\.reason) == [.orphanedFile, .orphanedFile])
+                    _ = holder
+                }
+
+                // Alone, it collects the two orphans and leaves files it did not write
+                let alone = try DiskStore(directory: url, configuration: .init(onEvent: events.handler))
+                #expect(DiskTest.blobFiles(url) == (kept + ["notes.txt"]).sorted())
+                let collected = events.all.compactMap { if case .collectedOrphans(let files, let bytes) = $0 { [files, bytes] } else { nil } }
+                #expect(collected == [[2, 150]])
+                #expect(try alone.entry(for: "kept", in: "ns")?.data == DiskTest.bytes(100))
             }
-            let acceptable: [[String]] = [
-                ["threw storeDamaged"], ["read threw storeDamaged", "verify reported"], ["read", "verify reported"],
-            ]
-            #expect(acceptable.contains(outcomes), "\(outcomes)")
+        }
+
+        @Test("A damaged index database never crashes: open or reads throw, or verify reports it",
+              arguments: [4_096, 40_000])
+        func damagedIndex(from offset: Int) throws {
+            try DiskTest.withTemporaryDirectory { url in
+                do {
+                    let store = try DiskStore(directory: url)
+                    for i in 0..<300 {
+                        try store.set(DiskTest.bytes(200, seed: i), for: "k\(i)", in: "ns", storedAt: Date(), expiresAt: nil)
+                    }
+                }
+                // Overwrite everything from `offset` on with garbage
+                let index = url.appendingPathComponent("index.sqlite")
+                var bytes = try Data(contentsOf: index)
+                #expect(bytes.count > offset + 4_096)
+                for i in offset..<bytes.count { bytes[i] = UInt8(truncatingIfNeeded: i &* 131) }
+                try bytes.write(to: index)
+
+                var outcomes: [String] = []
+                do {
+                    let store = try DiskStore(directory: url)
+                    do {
+                        for i in 0..<300 { _ = try store.entry(for: "k\(i)", in: "ns") }
+                        outcomes.append("read")
+                    } catch {
+                        outcomes.append("read threw \((error as? HoardError)?.code.rawValue ?? "\(error)")")
+                    }
+                    let report = try store.verify()
+                    outcomes.append(report.damage.contains { $0.reason == .damagedIndex } ? "verify reported" : "verify missed it")
+                } catch {
+                    outcomes.append("threw \((error as? HoardError)?.code.rawValue ?? "\(error)")")
+                }
+                let acceptable: [[String]] = [
+                    ["threw storeDamaged"], ["read threw storeDamaged", "verify reported"], ["read", "verify reported"],
+                ]
+                #expect(acceptable.contains(outcomes), "\(outcomes)")
+            }
         }
     }
 }

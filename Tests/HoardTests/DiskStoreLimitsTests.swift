@@ -2,154 +2,156 @@ import Foundation
 import Hoard
 import Testing
 
-@Suite("DiskStore limits, eviction and access times")
-struct DiskStoreLimitsTests {
-    @Test("Over the byte limit, least-recently-accessed entries go, down to 75%")
-    func byteLimit() throws {
-        try DiskTest.withTemporaryDirectory { url in
-            // Given ten 100-byte entries in a store limited to 1,000 bytes
-            let clock = ManualClock()
-            let events = EventRecorder()
-            let store = try DiskStore(
-                directory: url, configuration: .init(byteLimit: 1_000, spillThreshold: 150, onEvent: events.handler),
-                clock: clock)
-            for i in 0..<10 {
-                try store.set(DiskTest.bytes(100), for: "k\(i)", in: "ns", storedAt: clock.now(), expiresAt: nil)
+extension DiskStoreSuites {
+    @Suite("DiskStore limits, eviction and access times")
+    struct DiskStoreLimitsTests {
+        @Test("Over the byte limit, least-recently-accessed entries go, down to 75%")
+        func byteLimit() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                // Given ten 100-byte entries in a store limited to 1,000 bytes
+                let clock = ManualClock()
+                let events = EventRecorder()
+                let store = try DiskStore(
+                    directory: url, configuration: .init(byteLimit: 1_000, spillThreshold: 150, onEvent: events.handler),
+                    clock: clock)
+                for i in 0..<10 {
+                    try store.set(DiskTest.bytes(100), for: "k\(i)", in: "ns", storedAt: clock.now(), expiresAt: nil)
+                }
+                #expect(try store.totalUsage() == StoreUsage(count: 10, bytes: 1_000))
+                // And k0 and k1 read after the others were written
+                clock.advance(by: 120)
+                #expect(try store.entry(for: "k0", in: "ns") != nil)
+                #expect(try store.entry(for: "k1", in: "ns") != nil)
+
+                // When one more entry takes the store over the limit
+                clock.advance(by: 1)
+                try store.set(DiskTest.bytes(100), for: "k10", in: "ns", storedAt: clock.now(), expiresAt: nil)
+
+                // Then the four least recently accessed go, leaving 700 bytes <= 750
+                #expect(try store.totalUsage() == StoreUsage(count: 7, bytes: 700))
+                #expect(try store.keys(in: "ns") == ["k0", "k1", "k10", "k6", "k7", "k8", "k9"])
+                let evictions = events.all.compactMap { if case .evicted(let count, let bytes) = $0 { [count, bytes] } else { nil } }
+                #expect(evictions == [[4, 400]])
             }
-            #expect(try store.totalUsage() == StoreUsage(count: 10, bytes: 1_000))
-            // And k0 and k1 read after the others were written
-            clock.advance(by: 120)
-            #expect(try store.entry(for: "k0", in: "ns") != nil)
-            #expect(try store.entry(for: "k1", in: "ns") != nil)
-
-            // When one more entry takes the store over the limit
-            clock.advance(by: 1)
-            try store.set(DiskTest.bytes(100), for: "k10", in: "ns", storedAt: clock.now(), expiresAt: nil)
-
-            // Then the four least recently accessed go, leaving 700 bytes <= 750
-            #expect(try store.totalUsage() == StoreUsage(count: 7, bytes: 700))
-            #expect(try store.keys(in: "ns") == ["k0", "k1", "k10", "k6", "k7", "k8", "k9"])
-            let evictions = events.all.compactMap { if case .evicted(let count, let bytes) = $0 { [count, bytes] } else { nil } }
-            #expect(evictions == [[4, 400]])
         }
-    }
 
-    @Test("Over the count limit, entries go down to the low-water mark, never the one just written")
-    func countLimitProtectsNewEntry() throws {
-        try DiskTest.withTemporaryDirectory { url in
-            let clock = ManualClock(start: Date(timeIntervalSince1970: 1_000))
-            let store = try DiskStore(directory: url, configuration: .init(countLimit: 3, lowWaterMark: 1), clock: clock)
-            for key in ["a", "b", "c"] {
-                try store.set(Data([1]), for: key, in: "ns", storedAt: clock.now(), expiresAt: nil)
+        @Test("Over the count limit, entries go down to the low-water mark, never the one just written")
+        func countLimitProtectsNewEntry() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                let clock = ManualClock(start: Date(timeIntervalSince1970: 1_000))
+                let store = try DiskStore(directory: url, configuration: .init(countLimit: 3, lowWaterMark: 1), clock: clock)
+                for key in ["a", "b", "c"] {
+                    try store.set(Data([1]), for: key, in: "ns", storedAt: clock.now(), expiresAt: nil)
+                }
+                // A write whose access time is the oldest of all (the clock went back)
+                clock.set(to: Date(timeIntervalSince1970: 0))
+                try store.set(Data([2]), for: "d", in: "ns", storedAt: clock.now(), expiresAt: nil)
+                #expect(try store.keys(in: "ns") == ["b", "c", "d"])
+                // A batch's entries are protected the same way
+                try store.write([
+                    .set(Data([3]), for: "e", in: "ns", storedAt: clock.now(), expiresAt: nil),
+                    .set(Data([4]), for: "f", in: "ns", storedAt: clock.now(), expiresAt: nil),
+                ])
+                // d (accessed at 0) and b (1000, written before c) go; e and f stay though they are oldest-accessed
+                #expect(try store.keys(in: "ns") == ["c", "e", "f"])
             }
-            // A write whose access time is the oldest of all (the clock went back)
-            clock.set(to: Date(timeIntervalSince1970: 0))
-            try store.set(Data([2]), for: "d", in: "ns", storedAt: clock.now(), expiresAt: nil)
-            #expect(try store.keys(in: "ns") == ["b", "c", "d"])
-            // A batch's entries are protected the same way
-            try store.write([
-                .set(Data([3]), for: "e", in: "ns", storedAt: clock.now(), expiresAt: nil),
-                .set(Data([4]), for: "f", in: "ns", storedAt: clock.now(), expiresAt: nil),
-            ])
-            // d (accessed at 0) and b (1000, written before c) go; e and f stay though they are oldest-accessed
-            #expect(try store.keys(in: "ns") == ["c", "e", "f"])
         }
-    }
 
-    @Test("A value larger than the byte limit is refused and changes nothing")
-    func valueTooLarge() throws {
-        try DiskTest.withTemporaryDirectory { url in
-            let store = try DiskStore(directory: url, configuration: .init(byteLimit: 100))
-            try store.set(Data([7]), for: "k", in: "ns", storedAt: Date(), expiresAt: nil)
-            let error = #expect(throws: HoardError.self) {
-                try store.set(Data(count: 101), for: "k", in: "ns", storedAt: Date(), expiresAt: nil)
+        @Test("A value larger than the byte limit is refused and changes nothing")
+        func valueTooLarge() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                let store = try DiskStore(directory: url, configuration: .init(byteLimit: 100))
+                try store.set(Data([7]), for: "k", in: "ns", storedAt: Date(), expiresAt: nil)
+                let error = #expect(throws: HoardError.self) {
+                    try store.set(Data(count: 101), for: "k", in: "ns", storedAt: Date(), expiresAt: nil)
+                }
+                #expect(error?.code == .valueTooLarge)
+                #expect(error?.key == "k")
+                #expect(try store.entry(for: "k", in: "ns")?.data == Data([7]))
             }
-            #expect(error?.code == .valueTooLarge)
-            #expect(error?.key == "k")
-            #expect(try store.entry(for: "k", in: "ns")?.data == Data([7]))
         }
-    }
 
-    @Test("trim(toBytes:count:progress:) evicts in chunks and reports progress")
-    func trimWithProgress() throws {
-        try DiskTest.withTemporaryDirectory { url in
-            let clock = ManualClock()
-            let store = try DiskStore(directory: url, configuration: .init(spillThreshold: 50), clock: clock)
-            var batch: [CacheStoreWrite] = []
-            for i in 0..<1_000 {
-                batch.append(.set(DiskTest.bytes(i % 10 == 0 ? 100 : 10), for: "k\(i)", in: "ns", storedAt: clock.now(), expiresAt: nil))
+        @Test("trim(toBytes:count:progress:) evicts in chunks and reports progress")
+        func trimWithProgress() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                let clock = ManualClock()
+                let store = try DiskStore(directory: url, configuration: .init(spillThreshold: 50), clock: clock)
+                var batch: [CacheStoreWrite] = []
+                for i in 0..<1_000 {
+                    batch.append(.set(DiskTest.bytes(i % 10 == 0 ? 100 : 10), for: "k\(i)", in: "ns", storedAt: clock.now(), expiresAt: nil))
+                }
+                try store.write(batch)
+                #expect(DiskTest.blobFiles(url).count == 100)
+                var reports: [DiskStore.Progress] = []
+                let evicted = try store.trim(toBytes: nil, count: 200, progress: { reports.append($0) })
+                #expect(evicted == 800)
+                #expect(try store.totalUsage().count == 200)
+                #expect(reports.count >= 4)
+                #expect(reports.last?.completed == 800)
+                #expect(reports.allSatisfy { $0.completed <= $0.total })
+                #expect(DiskTest.blobFiles(url).count == 20, "files of evicted entries are deleted")
+                // The protocol's form
+                #expect(try store.trim(toBytes: 0) == 200)
+                #expect(try store.totalUsage() == StoreUsage())
+                #expect(DiskTest.blobFiles(url).isEmpty)
             }
-            try store.write(batch)
-            #expect(DiskTest.blobFiles(url).count == 100)
-            var reports: [DiskStore.Progress] = []
-            let evicted = try store.trim(toBytes: nil, count: 200, progress: { reports.append($0) })
-            #expect(evicted == 800)
-            #expect(try store.totalUsage().count == 200)
-            #expect(reports.count >= 4)
-            #expect(reports.last?.completed == 800)
-            #expect(reports.allSatisfy { $0.completed <= $0.total })
-            #expect(DiskTest.blobFiles(url).count == 20, "files of evicted entries are deleted")
-            // The protocol's form
-            #expect(try store.trim(toBytes: 0) == 200)
-            #expect(try store.totalUsage() == StoreUsage())
-            #expect(DiskTest.blobFiles(url).isEmpty)
         }
-    }
 
-    @Test("Reads record access times in memory and write them in batches")
-    func accessTimesAreBatched() throws {
-        try DiskTest.withTemporaryDirectory { url in
-            // Given two instances on one directory; A writes accesses every 3 reads
-            let clock = ManualClock(start: Date(timeIntervalSince1970: 0))
-            let a = try DiskStore(
-                directory: url, configuration: .init(accessTimeResolution: 0, accessFlushCount: 3), clock: clock)
-            let b = try DiskStore(directory: url, clock: clock)
-            for i in 1...4 { try a.set(Data([UInt8(i)]), for: "k\(i)", in: "ns", storedAt: clock.now(), expiresAt: nil) }
-            func accessed() throws -> [String: Double] {
-                Dictionary(uniqueKeysWithValues: try b.entries(in: "ns").map { ($0.key, $0.accessedAt.timeIntervalSince1970) })
+        @Test("Reads record access times in memory and write them in batches")
+        func accessTimesAreBatched() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                // Given two instances on one directory; A writes accesses every 3 reads
+                let clock = ManualClock(start: Date(timeIntervalSince1970: 0))
+                let a = try DiskStore(
+                    directory: url, configuration: .init(accessTimeResolution: 0, accessFlushCount: 3), clock: clock)
+                let b = try DiskStore(directory: url, clock: clock)
+                for i in 1...4 { try a.set(Data([UInt8(i)]), for: "k\(i)", in: "ns", storedAt: clock.now(), expiresAt: nil) }
+                func accessed() throws -> [String: Double] {
+                    Dictionary(uniqueKeysWithValues: try b.entries(in: "ns").map { ($0.key, $0.accessedAt.timeIntervalSince1970) })
+                }
+                clock.advance(by: 10)
+
+                // When A reads twice, nothing is written yet
+                _ = try a.entry(for: "k1", in: "ns")
+                _ = try a.entry(for: "k2", in: "ns")
+                _ = try a.entry(for: "k2", in: "ns")
+                #expect(try accessed() == ["k1": 0, "k2": 0, "k3": 0, "k4": 0])
+                // The third distinct read writes all three
+                _ = try a.entry(for: "k3", in: "ns")
+                #expect(try accessed() == ["k1": 10, "k2": 10, "k3": 10, "k4": 0])
+                // A pending access goes out with the next write
+                clock.advance(by: 5)
+                _ = try a.entry(for: "k4", in: "ns")
+                #expect(try accessed()["k4"] == 0)
+                try a.set(Data([9]), for: "other", in: "ns", storedAt: clock.now(), expiresAt: nil)
+                #expect(try accessed()["k4"] == 15)
             }
-            clock.advance(by: 10)
-
-            // When A reads twice, nothing is written yet
-            _ = try a.entry(for: "k1", in: "ns")
-            _ = try a.entry(for: "k2", in: "ns")
-            _ = try a.entry(for: "k2", in: "ns")
-            #expect(try accessed() == ["k1": 0, "k2": 0, "k3": 0, "k4": 0])
-            // The third distinct read writes all three
-            _ = try a.entry(for: "k3", in: "ns")
-            #expect(try accessed() == ["k1": 10, "k2": 10, "k3": 10, "k4": 0])
-            // A pending access goes out with the next write
-            clock.advance(by: 5)
-            _ = try a.entry(for: "k4", in: "ns")
-            #expect(try accessed()["k4"] == 0)
-            try a.set(Data([9]), for: "other", in: "ns", storedAt: clock.now(), expiresAt: nil)
-            #expect(try accessed()["k4"] == 15)
         }
-    }
 
-    @Test("Access times within the resolution are not recorded; pending ones are written on flush and deinit")
-    func accessTimeResolutionAndFlush() throws {
-        try DiskTest.withTemporaryDirectory { url in
-            let clock = ManualClock(start: Date(timeIntervalSince1970: 0))
-            let reader = try DiskStore(directory: url, configuration: .init(accessTimeResolution: 60), clock: clock)
-            let observer = try DiskStore(directory: url, clock: clock)
-            try reader.set(Data([1]), for: "k", in: "ns", storedAt: clock.now(), expiresAt: nil)
-            try reader.set(Data([1]), for: "j", in: "ns", storedAt: clock.now(), expiresAt: nil)
-            clock.advance(by: 30)
-            _ = try reader.entry(for: "k", in: "ns")
-            reader.flushAccessTimes()
-            #expect(try observer.entries(in: "ns").first { $0.key == "k" }?.accessedAt.timeIntervalSince1970 == 0)
-            clock.advance(by: 31)
-            _ = try reader.entry(for: "k", in: "ns")
-            reader.flushAccessTimes()
-            #expect(try observer.entries(in: "ns").first { $0.key == "k" }?.accessedAt.timeIntervalSince1970 == 61)
-            // Pending at deinit: written as the instance goes away
-            clock.advance(by: 100)
-            do {
-                let shortLived = try DiskStore(directory: url, configuration: .init(accessTimeResolution: 1), clock: clock)
-                _ = try shortLived.entry(for: "j", in: "ns")
+        @Test("Access times within the resolution are not recorded; pending ones are written on flush and deinit")
+        func accessTimeResolutionAndFlush() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                let clock = ManualClock(start: Date(timeIntervalSince1970: 0))
+                let reader = try DiskStore(directory: url, configuration: .init(accessTimeResolution: 60), clock: clock)
+                let observer = try DiskStore(directory: url, clock: clock)
+                try reader.set(Data([1]), for: "k", in: "ns", storedAt: clock.now(), expiresAt: nil)
+                try reader.set(Data([1]), for: "j", in: "ns", storedAt: clock.now(), expiresAt: nil)
+                clock.advance(by: 30)
+                _ = try reader.entry(for: "k", in: "ns")
+                reader.flushAccessTimes()
+                #expect(try observer.entries(in: "ns").first { $0.key == "k" }?.accessedAt.timeIntervalSince1970 == 0)
+                clock.advance(by: 31)
+                _ = try reader.entry(for: "k", in: "ns")
+                reader.flushAccessTimes()
+                #expect(try observer.entries(in: "ns").first { $0.key == "k" }?.accessedAt.timeIntervalSince1970 == 61)
+                // Pending at deinit: written as the instance goes away
+                clock.advance(by: 100)
+                do {
+                    let shortLived = try DiskStore(directory: url, configuration: .init(accessTimeResolution: 1), clock: clock)
+                    _ = try shortLived.entry(for: "j", in: "ns")
+                }
+                #expect(try observer.entries(in: "ns").first { $0.key == "j" }?.accessedAt.timeIntervalSince1970 == 161)
             }
-            #expect(try observer.entries(in: "ns").first { $0.key == "j" }?.accessedAt.timeIntervalSince1970 == 161)
         }
     }
 }

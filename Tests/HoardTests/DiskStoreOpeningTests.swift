@@ -2,171 +2,173 @@ import Foundation
 @testable import Hoard
 import Testing
 
-@Suite("DiskStore opening: foreign paths are refused untouched")
-struct DiskStoreOpeningTests {
-    /// Every file under `url` with its bytes, to prove nothing changed.
-    static func snapshot(_ url: URL) -> [String: Data] {
-        var result: [String: Data] = [:]
-        for name in DiskTest.tree(url) {
-            let path = url.appendingPathComponent(name)
-            var isDirectory: ObjCBool = false
-            _ = FileManager.default.fileExists(atPath: path.path, isDirectory: &isDirectory)
-            result[name] = isDirectory.boolValue ? Data("<dir>".utf8) : (try? Data(contentsOf: path)) ?? Data()
-        }
-        return result
-    }
-
-    static func expectRefused(_ url: URL, code: HoardError.Code = .notAStore, sourceLocation: SourceLocation = #_sourceLocation) {
-        let error = #expect(throws: HoardError.self, sourceLocation: sourceLocation) { try DiskStore(directory: url) }
-        #expect(error?.code == code, sourceLocation: sourceLocation)
-        #expect(error?.path != nil, sourceLocation: sourceLocation)
-        #expect(error?.description.isEmpty == false, sourceLocation: sourceLocation)
-    }
-
-    @Test("A regular file is refused and left as it was")
-    func regularFile() throws {
-        try DiskTest.withTemporaryDirectory { url in
-            try Data("not a directory".utf8).write(to: url)
-            Self.expectRefused(url)
-            #expect(try Data(contentsOf: url) == Data("not a directory".utf8))
-        }
-    }
-
-    @Test("A directory holding other files is refused and nothing in it changes")
-    func foreignDirectory() throws {
-        try DiskTest.withTemporaryDirectory { url in
-            try FileManager.default.createDirectory(at: url.appendingPathComponent("photos"), withIntermediateDirectories: true)
-            try Data([1, 2, 3]).write(to: url.appendingPathComponent("photos/cat.jpg"))
-            try Data("hello".utf8).write(to: url.appendingPathComponent("notes.txt"))
-            let before = Self.snapshot(url)
-            Self.expectRefused(url)
-            #expect(Self.snapshot(url) == before)
-        }
-    }
-
-    @Test("Another application's SQLite database is refused byte for byte untouched", arguments: [0, 42])
-    func foreignDatabase(applicationID: Int) throws {
-        try DiskTest.withTemporaryDirectory { url in
-            try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-            let path = url.appendingPathComponent("index.sqlite").path
-            do {
-                let connection = try _SQLiteConnection(path: path, create: true)
-                try connection.execute("""
-                    PRAGMA application_id = \(applicationID);
-                    CREATE TABLE entries (id INTEGER PRIMARY KEY, data TEXT);
-                    INSERT INTO entries (data) VALUES ('someone else''s');
-                    """)
-                connection.close()
+extension DiskStoreSuites {
+    @Suite("DiskStore opening: foreign paths are refused untouched")
+    struct DiskStoreOpeningTests {
+        /// Every file under `url` with its bytes, to prove nothing changed.
+        static func snapshot(_ url: URL) -> [String: Data] {
+            var result: [String: Data] = [:]
+            for name in DiskTest.tree(url) {
+                let path = url.appendingPathComponent(name)
+                var isDirectory: ObjCBool = false
+                _ = FileManager.default.fileExists(atPath: path.path, isDirectory: &isDirectory)
+                result[name] = isDirectory.boolValue ? Data("<dir>".utf8) : (try? Data(contentsOf: path)) ?? Data()
             }
-            let before = Self.snapshot(url)
-            Self.expectRefused(url)
-            #expect(Self.snapshot(url) == before, "no -wal, -shm, lock or blobs created; the database unchanged")
+            return result
         }
-    }
 
-    @Test("A file named index.sqlite that is not a database is refused")
-    func garbageIndex() throws {
-        try DiskTest.withTemporaryDirectory { url in
-            try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-            try Data(repeating: 0x41, count: 5_000).write(to: url.appendingPathComponent("index.sqlite"))
-            let before = Self.snapshot(url)
-            Self.expectRefused(url)
-            #expect(Self.snapshot(url) == before)
+        static func expectRefused(_ url: URL, code: HoardError.Code = .notAStore, sourceLocation: SourceLocation = #_sourceLocation) {
+            let error = #expect(throws: HoardError.self, sourceLocation: sourceLocation) { try DiskStore(directory: url) }
+            #expect(error?.code == code, sourceLocation: sourceLocation)
+            #expect(error?.path != nil, sourceLocation: sourceLocation)
+            #expect(error?.description.isEmpty == false, sourceLocation: sourceLocation)
         }
-    }
 
-    @Test("A database with Hoard's id but no format record is refused")
-    func hoardIDWithoutMeta() throws {
-        try DiskTest.withTemporaryDirectory { url in
-            try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-            do {
-                let connection = try _SQLiteConnection(path: url.appendingPathComponent("index.sqlite").path, create: true)
-                try connection.execute("PRAGMA application_id = \(Int32(bitPattern: _DiskIndex.applicationID)); CREATE TABLE t (x);")
-                connection.close()
+        @Test("A regular file is refused and left as it was")
+        func regularFile() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                try Data("not a directory".utf8).write(to: url)
+                Self.expectRefused(url)
+                #expect(try Data(contentsOf: url) == Data("not a directory".utf8))
             }
-            let before = Self.snapshot(url)
-            Self.expectRefused(url)
-            #expect(Self.snapshot(url) == before)
         }
-    }
 
-    @Test("A store of a newer format is refused with unsupportedFormat and left as it was")
-    func newerFormat() throws {
-        try DiskTest.withTemporaryDirectory { url in
-            do {
-                let store = try DiskStore(directory: url)
-                try store.set(Data([1]), for: "k", in: "ns", storedAt: Date(), expiresAt: nil)
+        @Test("A directory holding other files is refused and nothing in it changes")
+        func foreignDirectory() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                try FileManager.default.createDirectory(at: url.appendingPathComponent("photos"), withIntermediateDirectories: true)
+                try Data([1, 2, 3]).write(to: url.appendingPathComponent("photos/cat.jpg"))
+                try Data("hello".utf8).write(to: url.appendingPathComponent("notes.txt"))
+                let before = Self.snapshot(url)
+                Self.expectRefused(url)
+                #expect(Self.snapshot(url) == before)
             }
-            do {
-                let connection = try _SQLiteConnection(path: url.appendingPathComponent("index.sqlite").path)
-                try connection.execute("UPDATE meta SET value = '99' WHERE name = 'version'")
-                connection.close()
+        }
+
+        @Test("Another application's SQLite database is refused byte for byte untouched", arguments: [0, 42])
+        func foreignDatabase(applicationID: Int) throws {
+            try DiskTest.withTemporaryDirectory { url in
+                try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+                let path = url.appendingPathComponent("index.sqlite").path
+                do {
+                    let connection = try _SQLiteConnection(path: path, create: true)
+                    try connection.execute("""
+                        PRAGMA application_id = \(applicationID);
+                        CREATE TABLE entries (id INTEGER PRIMARY KEY, data TEXT);
+                        INSERT INTO entries (data) VALUES ('someone else''s');
+                        """)
+                    connection.close()
+                }
+                let before = Self.snapshot(url)
+                Self.expectRefused(url)
+                #expect(Self.snapshot(url) == before, "no -wal, -shm, lock or blobs created; the database unchanged")
             }
-            let before = Self.snapshot(url)
-            Self.expectRefused(url, code: .unsupportedFormat)
-            #expect(Self.snapshot(url) == before)
         }
-    }
 
-    @Test("With createsStore off, a missing path or an empty directory is an error and stays as it was")
-    func noCreation() throws {
-        try DiskTest.withTemporaryDirectory { url in
-            let configuration = DiskStore.Configuration(createsStore: false)
-            let missing = #expect(throws: HoardError.self) { try DiskStore(directory: url, configuration: configuration) }
-            #expect(missing?.code == .notAStore)
-            #expect(!FileManager.default.fileExists(atPath: url.path))
-            try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-            #expect(throws: HoardError.self) { try DiskStore(directory: url, configuration: configuration) }
-            #expect(DiskTest.tree(url).isEmpty)
-            // An existing store opens
-            _ = try DiskStore(directory: url)
-            _ = try DiskStore(directory: url, configuration: configuration)
+        @Test("A file named index.sqlite that is not a database is refused")
+        func garbageIndex() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+                try Data(repeating: 0x41, count: 5_000).write(to: url.appendingPathComponent("index.sqlite"))
+                let before = Self.snapshot(url)
+                Self.expectRefused(url)
+                #expect(Self.snapshot(url) == before)
+            }
         }
-    }
 
-    @Test("An empty directory, missing parents, and the leftovers of an interrupted creation all open")
-    func creation() throws {
-        try DiskTest.withTemporaryDirectory { url in
-            try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-            let empty = try DiskStore(directory: url)
-            try empty.set(Data([1]), for: "k", in: "ns", storedAt: Date(), expiresAt: nil)
-
-            let nested = url.deletingLastPathComponent().appendingPathComponent("a/b/c/store")
-            _ = try DiskStore(directory: nested)
-            #expect(FileManager.default.fileExists(atPath: nested.appendingPathComponent("index.sqlite").path))
-
-            let interrupted = url.deletingLastPathComponent().appendingPathComponent("interrupted")
-            try FileManager.default.createDirectory(at: interrupted.appendingPathComponent("blobs"), withIntermediateDirectories: true)
-            try Data().write(to: interrupted.appendingPathComponent("lock"))
-            try Data(repeating: 7, count: 300).write(to: interrupted.appendingPathComponent("index.sqlite.creating"))
-            try Data(repeating: 7, count: 30).write(to: interrupted.appendingPathComponent("index.sqlite.creating-journal"))
-            let recovered = try DiskStore(directory: interrupted)
-            try recovered.set(Data([2]), for: "k", in: "ns", storedAt: Date(), expiresAt: nil)
-            #expect(try recovered.entry(for: "k", in: "ns")?.data == Data([2]))
-            #expect(DiskTest.tree(interrupted).filter { $0.contains("creating") }.isEmpty)
+        @Test("A database with Hoard's id but no format record is refused")
+        func hoardIDWithoutMeta() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+                do {
+                    let connection = try _SQLiteConnection(path: url.appendingPathComponent("index.sqlite").path, create: true)
+                    try connection.execute("PRAGMA application_id = \(Int32(bitPattern: _DiskIndex.applicationID)); CREATE TABLE t (x);")
+                    connection.close()
+                }
+                let before = Self.snapshot(url)
+                Self.expectRefused(url)
+                #expect(Self.snapshot(url) == before)
+            }
         }
-    }
 
-    @Test("Many instances opening one new directory at once create one store")
-    func concurrentCreation() async throws {
-        try await DiskTest.withTemporaryDirectory { url in
-            let results = await withTaskGroup(of: String.self) { group in
-                for i in 0..<8 {
-                    group.addTask {
-                        do {
-                            let store = try DiskStore(directory: url)
-                            try store.set(Data([UInt8(i)]), for: "k\(i)", in: "ns", storedAt: Date(), expiresAt: nil)
-                            return "ok"
-                        } catch {
-                            return "\(error)"
+        @Test("A store of a newer format is refused with unsupportedFormat and left as it was")
+        func newerFormat() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                do {
+                    let store = try DiskStore(directory: url)
+                    try store.set(Data([1]), for: "k", in: "ns", storedAt: Date(), expiresAt: nil)
+                }
+                do {
+                    let connection = try _SQLiteConnection(path: url.appendingPathComponent("index.sqlite").path)
+                    try connection.execute("UPDATE meta SET value = '99' WHERE name = 'version'")
+                    connection.close()
+                }
+                let before = Self.snapshot(url)
+                Self.expectRefused(url, code: .unsupportedFormat)
+                #expect(Self.snapshot(url) == before)
+            }
+        }
+
+        @Test("With createsStore off, a missing path or an empty directory is an error and stays as it was")
+        func noCreation() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                let configuration = DiskStore.Configuration(createsStore: false)
+                let missing = #expect(throws: HoardError.self) { try DiskStore(directory: url, configuration: configuration) }
+                #expect(missing?.code == .notAStore)
+                #expect(!FileManager.default.fileExists(atPath: url.path))
+                try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+                #expect(throws: HoardError.self) { try DiskStore(directory: url, configuration: configuration) }
+                #expect(DiskTest.tree(url).isEmpty)
+                // An existing store opens
+                _ = try DiskStore(directory: url)
+                _ = try DiskStore(directory: url, configuration: configuration)
+            }
+        }
+
+        @Test("An empty directory, missing parents, and the leftovers of an interrupted creation all open")
+        func creation() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+                let empty = try DiskStore(directory: url)
+                try empty.set(Data([1]), for: "k", in: "ns", storedAt: Date(), expiresAt: nil)
+
+                let nested = url.deletingLastPathComponent().appendingPathComponent("a/b/c/store")
+                _ = try DiskStore(directory: nested)
+                #expect(FileManager.default.fileExists(atPath: nested.appendingPathComponent("index.sqlite").path))
+
+                let interrupted = url.deletingLastPathComponent().appendingPathComponent("interrupted")
+                try FileManager.default.createDirectory(at: interrupted.appendingPathComponent("blobs"), withIntermediateDirectories: true)
+                try Data().write(to: interrupted.appendingPathComponent("lock"))
+                try Data(repeating: 7, count: 300).write(to: interrupted.appendingPathComponent("index.sqlite.creating"))
+                try Data(repeating: 7, count: 30).write(to: interrupted.appendingPathComponent("index.sqlite.creating-journal"))
+                let recovered = try DiskStore(directory: interrupted)
+                try recovered.set(Data([2]), for: "k", in: "ns", storedAt: Date(), expiresAt: nil)
+                #expect(try recovered.entry(for: "k", in: "ns")?.data == Data([2]))
+                #expect(DiskTest.tree(interrupted).filter { $0.contains("creating") }.isEmpty)
+            }
+        }
+
+        @Test("Many instances opening one new directory at once create one store")
+        func concurrentCreation() async throws {
+            try await DiskTest.withTemporaryDirectory { url in
+                let results = await withTaskGroup(of: String.self) { group in
+                    for i in 0..<8 {
+                        group.addTask {
+                            do {
+                                let store = try DiskStore(directory: url)
+                                try store.set(Data([UInt8(i)]), for: "k\(i)", in: "ns", storedAt: Date(), expiresAt: nil)
+                                return "ok"
+                            } catch {
+                                return "\(error)"
+                            }
                         }
                     }
+                    return await group.reduce(into: []) { $0.append($1) }
                 }
-                return await group.reduce(into: []) { $0.append($1) }
+                #expect(results == Array(repeating: "ok", count: 8))
+                let store = try DiskStore(directory: url)
+                #expect(try store.keys(in: "ns").count == 8)
             }
-            #expect(results == Array(repeating: "ok", count: 8))
-            let store = try DiskStore(directory: url)
-            #expect(try store.keys(in: "ns").count == 8)
         }
     }
 }

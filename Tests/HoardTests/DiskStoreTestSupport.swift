@@ -3,6 +3,13 @@ import Hoard
 import Synchronization
 import Testing
 
+/// Every DiskStore suite, nested so that they run one test at a time. They are
+/// I/O-bound and start child processes; run side by side they would hold every
+/// thread of the cooperative pool (two on a two-core machine) for seconds and
+/// starve the suites that await streams.
+@Suite("DiskStore", .serialized)
+enum DiskStoreSuites {}
+
 /// Helpers shared by the disk store's tests: a fresh temporary directory per test,
 /// an event recorder, and the `HoardCrashWriter` child process.
 enum DiskTest {
@@ -61,10 +68,55 @@ enum DiskTest {
         Data((0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ seed &* 7 &+ 1) })
     }
 
+    /// A value that names its key and write, with filler derived from both (the
+    /// same format `HoardCrashWriter` writes), so a reader can tell an intact value
+    /// of the right key from any other bytes.
+    static let filler: [UInt8] = {
+        // A 4 KiB block, doubled up to 1 MiB + 256 bytes: cheap even in a debug build.
+        var bytes = [UInt8](repeating: 0, count: 4_096)
+        for i in bytes.indices { bytes[i] = UInt8(truncatingIfNeeded: i &* 131 &+ (i >> 9)) }
+        while bytes.count < (1 << 20) + 256 { bytes += bytes }
+        return bytes
+    }()
+
+    static func payload(key: String, sequence: Int, size: Int) -> Data {
+        var data = Data("HOARD|\(key)|\(sequence)|\(size)|".utf8)
+        let header = data.count
+        if size > header {
+            let offset = (sequence &* 7) & 255
+            filler.withUnsafeBufferPointer { data.append(contentsOf: $0[offset..<(offset + size - header)]) }
+        }
+        return data
+    }
+
+    /// The write sequence of an intact value for `key`, or `nil` for any other bytes.
+    static func check(_ data: Data, key: String) -> Int? {
+        let bytes = [UInt8](data)
+        var fields: [String] = []
+        var start = 0
+        var index = 0
+        while fields.count < 4, index < bytes.count {
+            if bytes[index] == UInt8(ascii: "|") {
+                fields.append(String(decoding: bytes[start..<index], as: UTF8.self))
+                start = index + 1
+            }
+            index += 1
+        }
+        guard fields.count == 4, fields[0] == "HOARD", fields[1] == key,
+            let sequence = Int(fields[2]), let size = Int(fields[3])
+        else { return nil }
+        return payload(key: key, sequence: sequence, size: size) == data ? sequence : nil
+    }
+
     // MARK: Child process
 
     /// The `HoardCrashWriter` executable, built next to the test bundle.
     static func childExecutable() throws -> URL {
+        try executable(named: "HoardCrashWriter")
+    }
+
+    /// An executable of this package, built next to the test bundle.
+    static func executable(named executableName: String) throws -> URL {
         var candidates: [URL] = []
         let argument0 = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
         candidates.append(argument0.deletingLastPathComponent())
@@ -74,10 +126,14 @@ enum DiskTest {
             candidates.append(bundle.bundleURL.deletingLastPathComponent())
         }
         for directory in candidates {
-            let url = directory.appendingPathComponent("HoardCrashWriter")
+            let url = directory.appendingPathComponent(executableName)
             if FileManager.default.isExecutableFile(atPath: url.path) { return url }
         }
-        throw ChildError("HoardCrashWriter not found next to the tests (looked in \(candidates.map(\.path)))")
+        throw ChildError("\(executableName) not found next to the tests (looked in \(candidates.map(\.path)))")
+    }
+
+    final class ErrorOutput: Sendable {
+        let data = Mutex(Data())
     }
 
     struct ChildError: Error, CustomStringConvertible {
@@ -87,16 +143,38 @@ enum DiskTest {
 
     /// Runs the child to completion and returns its stdout lines.
     static func runChild(_ arguments: [String]) throws -> (status: Int32, lines: [String]) {
+        let (status, output, _) = try run(childExecutable(), arguments)
+        return (status, output.split(separator: "\n").map(String.init))
+    }
+
+    /// Runs an executable to completion and returns its status, stdout and stderr.
+    static func run(
+        _ executable: URL, _ arguments: [String], environment: [String: String] = [:]
+    ) throws -> (status: Int32, output: String, errors: String) {
         let process = Process()
-        process.executableURL = try childExecutable()
+        process.executableURL = executable
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         process.arguments = arguments
         let output = Pipe()
+        let errors = Pipe()
         process.standardOutput = output
+        process.standardError = errors
         try process.run()
+        // Stderr on another thread, so that neither pipe fills while the other is read.
+        let errorData = ErrorOutput()
+        let group = DispatchGroup()
+        DispatchQueue.global().async(group: group) {
+            errorData.data.withLock { $0 = errors.fileHandleForReading.readDataToEndOfFile() }
+        }
         let data = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        let lines = String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
-        return (process.terminationStatus, lines)
+        group.wait()
+        return (
+            process.terminationStatus, String(decoding: data, as: UTF8.self),
+            String(decoding: errorData.data.withLock { $0 }, as: UTF8.self)
+        )
     }
 
     /// Runs blocking work on its own thread, so that tests waiting on child
@@ -108,6 +186,22 @@ enum DiskTest {
             }
             thread.stackSize = 4 << 20
             thread.start()
+        }
+    }
+}
+
+extension DiskTest {
+    /// Runs `work(0)`, `work(1)`, … `work(count - 1)` at once, each on its own
+    /// thread, and returns their results in order. Blocking I/O stays off the
+    /// cooperative pool, which other suites need to make progress.
+    static func onThreads<R: Sendable>(_ count: Int, _ work: @escaping @Sendable (Int) -> R) async throws -> [R] {
+        try await withThrowingTaskGroup(of: (Int, R).self) { group in
+            for i in 0..<count {
+                group.addTask { (i, try await onThread { work(i) }) }
+            }
+            var results: [(Int, R)] = []
+            for try await result in group { results.append(result) }
+            return results.sorted { $0.0 < $1.0 }.map(\.1)
         }
     }
 }

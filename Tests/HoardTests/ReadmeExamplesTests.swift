@@ -128,6 +128,39 @@ struct ReadmeExamplesTests {
         }
     }
 
+    @Test("A disk store")
+    func diskStore() throws {
+        struct User: Codable, Sendable, Equatable { var name: String }
+        // `DiskStore(named:)` opens the user's cache directory; the test checks that
+        // location and does the same work in a temporary directory.
+        let expected = FileManager.default.urls(for: .cachesDirectory, in: .userDomainMask)[0]
+            .appendingPathComponent("com.example.app")
+        #expect(try DiskStore.defaultDirectory(named: "com.example.app").path == expected.path)
+        try DiskTest.withTemporaryDirectory { directory in
+            let store = try DiskStore(directory: directory.appendingPathComponent("com.example.app"))
+            try store.set(User(name: "Ada"), for: "user:42", expires: .hours(1), in: "users")
+            let user = try store.value(for: "user:42", as: User.self, in: "users")
+            #expect(user == User(name: "Ada"))
+
+            let cacheURL = directory.appendingPathComponent("images")
+            let events = EventRecorder()
+            let images = try DiskStore(directory: cacheURL, configuration: .init(
+                byteLimit: 512 << 20,
+                onEvent: events.handler))
+            let pngData = Data([0x89, 0x50, 0x4E, 0x47]) + Data(count: 40_000)
+            let url = try #require(URL(string: "https://example.com/a.png"))
+            try images.set(pngData, for: url, in: "thumbnails")
+            try images.set(Data([1]), for: url, in: "originals")
+            #expect(try images.value(for: url, as: Data.self, in: "thumbnails") == pngData)
+            try images.removeAll(in: "thumbnails")
+            #expect(try images.value(for: url, as: Data.self, in: "thumbnails") == nil)
+            #expect(try images.value(for: url, as: Data.self, in: "originals") == Data([1]))
+            let report = try images.verify()
+            #expect(report.isHealthy)
+            #expect(events.all.isEmpty)
+        }
+    }
+
     @Test("Using more than one core")
     func shards() throws {
         let cache = try MemoryCache<Int, Int>(configuration: .init(countLimit: 8_000, shards: 8))

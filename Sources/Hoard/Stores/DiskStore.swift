@@ -125,8 +125,12 @@ public final class DiskStore: CacheStore {
             lock.release()
             throw error
         }
+        guard let index else {
+            lock.release()
+            throw HoardError(.ioFailed, "the store's index could not be opened", path: indexPath)
+        }
         lockDescriptor = lock.descriptor
-        state = Mutex(_DiskState(index: index!, configuration: configuration))
+        state = Mutex(_DiskState(index: index, configuration: configuration))
         observers.publish(openingEvents)
     }
 

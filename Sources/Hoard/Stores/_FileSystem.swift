@@ -135,10 +135,6 @@ enum _FileSystem {
         if unlink(path) == 0 || errno == ENOENT { return }
         throw error("could not remove a file", path: path)
     }
-
-    /// Whether the process runs as the superuser, for which permission bits do
-    /// not apply.
-    static var isSuperuser: Bool { geteuid() == 0 }
 }
 
 extension NSError {

@@ -1,11 +1,14 @@
 // The child process of the disk store's crash-safety, multi-process and fault
 // tests. Not a product: tests start it, talk to it over stdout, and kill it.
 //
-//   HoardCrashWriter write DIR ROUND        write forever; "ok KEY SEQ" after each durable set,
-//                                           "rm KEY SEQ" after each removal, "bad …" on a wrong read
+//   HoardCrashWriter write DIR ROUND        write forever: "will SEQ KEY" before each set of KEY
+//                                           ("willrm SEQ KEY" before a removal),
+//                                           "ok SEQ KEY" once a set returned (durable), "rm SEQ KEY"
+//                                           once a removal returned, "bad …" on a wrong read
 //   HoardCrashWriter writeN DIR NAME COUNT  write COUNT entries NAME-0…, overwrite "shared"; then "done"
 //   HoardCrashWriter fsize DIR              hit RLIMIT_FSIZE on a large value; report what happened
 //   HoardCrashWriter permission DIR         lose write permission on blobs/; report what happened
+//   HoardCrashWriter open-as-nobody DIR     drop to the nobody user (from root), try to open
 //
 // Every line is written with one write(2) call, so a line the parent reads is whole.
 import Foundation
@@ -19,11 +22,22 @@ func say(_ line: String) {
 /// A value that describes itself: which key, which write, how long, and filler
 /// derived from those, so a reader can tell an intact value from any other bytes.
 enum Payload {
+    /// Filler bytes, computed once; a value takes a slice starting at an offset
+    /// derived from its sequence number, so two writes' bytes differ.
+    static let filler: [UInt8] = {
+        // A 4 KiB block, doubled up to 1 MiB + 256 bytes: cheap even in a debug build.
+        var bytes = [UInt8](repeating: 0, count: 4_096)
+        for i in bytes.indices { bytes[i] = UInt8(truncatingIfNeeded: i &* 131 &+ (i >> 9)) }
+        while bytes.count < (1 << 20) + 256 { bytes += bytes }
+        return bytes
+    }()
+
     static func make(key: String, sequence: Int, size: Int) -> Data {
         var data = Data("HOARD|\(key)|\(sequence)|\(size)|".utf8)
         let header = data.count
         if size > header {
-            data.append(contentsOf: (0..<(size - header)).map { j in UInt8(truncatingIfNeeded: sequence &* 31 &+ j &* 7) })
+            let offset = (sequence &* 7) & 255
+            filler.withUnsafeBufferPointer { data.append(contentsOf: $0[offset..<(offset + size - header)]) }
         }
         return data
     }
@@ -106,6 +120,7 @@ func runWriter(directory: String, round: Int) {
         do {
             if choice < 70 {
                 let key = crashKey(rng.below(300))
+                say("will \(sequence) \(key)")
                 let data = Payload.make(key: key, sequence: sequence, size: crashSize(&rng))
                 try store.set(data, for: key, in: namespace, storedAt: Date(), expiresAt: nil)
                 say("ok \(sequence) \(key)")
@@ -114,6 +129,7 @@ func runWriter(directory: String, round: Int) {
                 var keys: [String] = []
                 for _ in 0..<(2 + rng.below(6)) {
                     let key = crashKey(rng.below(300))
+                    say("will \(sequence) \(key)")
                     keys.append(key)
                     let data = Payload.make(key: key, sequence: sequence, size: crashSize(&rng))
                     writes.append(.set(data, for: key, in: namespace, storedAt: Date(), expiresAt: nil))
@@ -122,6 +138,7 @@ func runWriter(directory: String, round: Int) {
                 for key in keys { say("ok \(sequence) \(key)") }
             } else if choice < 90 {
                 let key = crashKey(rng.below(300))
+                say("willrm \(sequence) \(key)")
                 try store.removeValue(for: key, in: namespace)
                 say("rm \(sequence) \(key)")
             } else {
@@ -237,9 +254,20 @@ func runPermission(directory: String) {
     say("done")
 }
 
+/// Drops to the `nobody` user, then tries to open the store.
+func runOpenAsNobody(directory: String) {
+    guard setgid(65534) == 0, setuid(65534) == 0 else { fail("could not drop to nobody: \(errno)") }
+    do {
+        _ = try DiskStore(directory: URL(fileURLWithPath: directory))
+        say("opened")
+    } catch {
+        say("thrown \(code(of: error))")
+    }
+}
+
 let arguments = CommandLine.arguments
 guard arguments.count >= 3 else {
-    fail("usage: HoardCrashWriter write DIR ROUND | writeN DIR NAME COUNT | fsize DIR | permission DIR")
+    fail("usage: HoardCrashWriter write DIR ROUND | writeN DIR NAME COUNT | fsize DIR | permission DIR | open-as-nobody DIR")
 }
 switch arguments[1] {
 case "write":
@@ -251,6 +279,8 @@ case "fsize":
     runFileSizeLimit(directory: arguments[2])
 case "permission":
     runPermission(directory: arguments[2])
+case "open-as-nobody":
+    runOpenAsNobody(directory: arguments[2])
 default:
     fail("unknown mode \(arguments[1])")
 }

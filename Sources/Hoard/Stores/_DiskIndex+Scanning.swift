@@ -1,0 +1,131 @@
+import Foundation
+
+/// Whole-store reads for ``DiskStore/verify(repairing:progress:)`` and listings:
+/// metadata of many rows at once, SQLite's integrity check, the totals.
+extension _DiskIndex {
+    /// One entry as ``DiskStore/verify(repairing:progress:)`` and listings see it:
+    /// metadata only, never the value.
+    struct ScannedRow {
+        var id: Int64
+        var namespace: String
+        var key: String
+        var storedAt: Double
+        var expiresAt: Double?
+        var accessedAt: Double
+        var size: Int
+        var inlineLength: Int?
+        var blob: String?
+        /// What is wrong with the row, when something is.
+        var problem: String?
+    }
+
+    /// Up to `limit` rows with ids greater than `id`, in id order.
+    func scan(after id: Int64, limit: Int) throws(HoardError) -> [ScannedRow] {
+        let statement = try self.statement(.scan)
+        statement.bind(id, at: 1)
+        statement.bind(Int64(limit), at: 2)
+        defer { statement.reset() }
+        var rows: [ScannedRow] = []
+        while try statement.step() {
+            rows.append(Self.readScanned(statement))
+        }
+        return rows
+    }
+
+    /// Up to `limit` rows of `namespace` (every namespace when `nil`), ordered by
+    /// namespace and key.
+    func list(namespace: String?, limit: Int) throws(HoardError) -> [ScannedRow] {
+        let statement = try self.statement(.list)
+        if let namespace { statement.bind(text: namespace, at: 1) } else { statement.bindNull(at: 1) }
+        statement.bind(Int64(limit), at: 2)
+        defer { statement.reset() }
+        var rows: [ScannedRow] = []
+        while try statement.step() {
+            rows.append(Self.readScanned(statement))
+        }
+        return rows
+    }
+
+    /// Reads `id, namespace, key, stored_at, expires_at, accessed_at, size,
+    /// typeof(value), length(value), blob, typeof(blob), typeof(stored_at),
+    /// typeof(accessed_at), typeof(size)`.
+    private static func readScanned(_ s: _SQLiteConnection.Statement) -> ScannedRow {
+        let namespace = s.string(at: 1)
+        let key = s.string(at: 2)
+        var row = ScannedRow(
+            id: s.int64(at: 0),
+            namespace: namespace ?? String(decoding: s.bytes(at: 1), as: UTF8.self),
+            key: key ?? String(decoding: s.bytes(at: 2), as: UTF8.self),
+            storedAt: s.double(at: 3), expiresAt: s.type(at: 4) == .null ? nil : s.double(at: 4),
+            accessedAt: s.double(at: 5), size: Int(s.int64(at: 6)), inlineLength: nil, blob: nil, problem: nil)
+        let valueType = s.string(at: 7)
+        let blobType = s.string(at: 10)
+        if namespace == nil || key == nil {
+            row.problem = "its namespace or key is not valid UTF-8"
+        } else if !["real", "integer"].contains(s.string(at: 11)) || !["real", "integer"].contains(s.string(at: 12)) {
+            row.problem = "its stored or access date is not a number"
+        } else if s.string(at: 13) != "integer" || row.size < 0 {
+            row.problem = "its size is not a non-negative integer"
+        } else if s.type(at: 4) == .text || s.type(at: 4) == .blob {
+            row.problem = "its expiry date is not a number"
+        }
+        switch (valueType, blobType) {
+        case ("blob", "null"):
+            row.inlineLength = Int(s.int64(at: 8))
+            if row.problem == nil, row.inlineLength != row.size {
+                row.problem = "its value has \(row.inlineLength ?? 0) bytes, its size says \(row.size)"
+            }
+        case ("null", "text"):
+            let name = s.string(at: 9) ?? ""
+            if _BlobFiles.isValidName(name) {
+                row.blob = name
+            } else if row.problem == nil {
+                row.problem = "it refers to a value file by an invalid name"
+            }
+        case ("null", "null"):
+            if row.problem == nil { row.problem = "it has neither an inline value nor a value file" }
+        default:
+            if row.problem == nil { row.problem = "its value columns have the wrong types" }
+        }
+        return row
+    }
+
+    /// SQLite's `quick_check`: an empty array when the database is sound.
+    func quickCheck() throws(HoardError) -> [String] {
+        let statement = try self.statement(.quickCheck)
+        defer { statement.reset() }
+        var messages: [String] = []
+        while try statement.step() {
+            let message = statement.string(at: 0) ?? "?"
+            if message != "ok" { messages.append(message) }
+        }
+        return messages
+    }
+
+    /// Namespaces whose recorded totals differ from their entries: name, recorded,
+    /// actual.
+    func wrongTotals() throws(HoardError) -> [(String, StoreUsage, StoreUsage)] {
+        let statement = try self.statement(.wrongTotals)
+        defer { statement.reset() }
+        var result: [(String, StoreUsage, StoreUsage)] = []
+        while try statement.step() {
+            let name = statement.string(at: 0) ?? String(decoding: statement.bytes(at: 0), as: UTF8.self)
+            result.append((
+                name,
+                StoreUsage(count: Int(statement.int64(at: 1)), bytes: Int(statement.int64(at: 2))),
+                StoreUsage(count: Int(statement.int64(at: 3)), bytes: Int(statement.int64(at: 4)))
+            ))
+        }
+        return result
+    }
+
+    /// Rebuilds the `namespaces` totals from the entries.
+    func recomputeTotals() throws(HoardError) {
+        try connection.execute(
+            """
+            DELETE FROM namespaces;
+            INSERT INTO namespaces (namespace, count, bytes)
+                SELECT namespace, count(*), total(size) FROM entries GROUP BY namespace;
+            """)
+    }
+}

@@ -1,0 +1,72 @@
+/// Every query the store runs, by its slot in the statement cache.
+enum _Query: Int, CaseIterable {
+    case begin, commit, rollback, readMeta
+    case lookup, expiryOfKey, upsert, fileOfKey, anyFile, touch
+    case deleteKey, deleteNamespace, deleteEverything, deleteIfExpired, deleteID, deleteExpired
+    case keys, usage, totalUsage, namespaces, leastRecentlyAccessed, referencedFiles
+    case scan, list, quickCheck, wrongTotals
+
+    private static let scannedColumns = """
+        id, namespace, key, stored_at, expires_at, accessed_at, size, typeof(value), length(value), blob,
+        typeof(blob), typeof(stored_at), typeof(accessed_at), typeof(size)
+        """
+
+    var sql: String {
+        switch self {
+        case .begin: return "BEGIN IMMEDIATE"
+        case .commit: return "COMMIT"
+        case .rollback: return "ROLLBACK"
+        case .readMeta: return "SELECT name, value FROM meta"
+        case .lookup:
+            return """
+                SELECT id, stored_at, expires_at, accessed_at, size, value, blob FROM entries
+                WHERE namespace = ?1 AND key = ?2
+                """
+        case .expiryOfKey: return "SELECT expires_at FROM entries WHERE namespace = ?1 AND key = ?2"
+        case .upsert:
+            return """
+                INSERT INTO entries (namespace, key, stored_at, expires_at, accessed_at, size, value, blob)
+                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+                ON CONFLICT (namespace, key) DO UPDATE SET
+                    stored_at = excluded.stored_at, expires_at = excluded.expires_at,
+                    accessed_at = excluded.accessed_at, size = excluded.size,
+                    value = excluded.value, blob = excluded.blob
+                RETURNING id
+                """
+        case .fileOfKey: return "SELECT blob FROM entries WHERE namespace = ?1 AND key = ?2"
+        case .anyFile: return "SELECT 1 FROM entries WHERE blob IS NOT NULL LIMIT 1"
+        case .touch: return "UPDATE entries SET accessed_at = max(accessed_at, ?2) WHERE id = ?1"
+        case .deleteKey: return "DELETE FROM entries WHERE namespace = ?1 AND key = ?2 RETURNING blob"
+        case .deleteNamespace: return "DELETE FROM entries WHERE namespace = ?1 RETURNING blob"
+        case .deleteEverything: return "DELETE FROM entries RETURNING blob"
+        case .deleteIfExpired: return "DELETE FROM entries WHERE id = ?1 AND expires_at <= ?2 RETURNING blob"
+        case .deleteID: return "DELETE FROM entries WHERE id = ?1 RETURNING blob"
+        case .deleteExpired: return "DELETE FROM entries WHERE expires_at <= ?1 RETURNING blob"
+        case .keys:
+            return """
+                SELECT key FROM entries WHERE namespace = ?1 AND (expires_at IS NULL OR expires_at > ?2)
+                ORDER BY key
+                """
+        case .usage: return "SELECT count, bytes FROM namespaces WHERE namespace = ?1"
+        case .totalUsage: return "SELECT total(count), total(bytes) FROM namespaces"
+        case .namespaces: return "SELECT namespace, count, bytes FROM namespaces ORDER BY namespace"
+        case .leastRecentlyAccessed: return "SELECT id, size FROM entries ORDER BY accessed_at, id LIMIT ?1"
+        case .referencedFiles: return "SELECT blob FROM entries WHERE blob IS NOT NULL"
+        case .scan: return "SELECT \(Self.scannedColumns) FROM entries WHERE id > ?1 ORDER BY id LIMIT ?2"
+        case .list:
+            return """
+                SELECT \(Self.scannedColumns) FROM entries WHERE ?1 IS NULL OR namespace = CAST(?1 AS BLOB)
+                ORDER BY namespace, key LIMIT ?2
+                """
+        case .quickCheck: return "PRAGMA quick_check"
+        case .wrongTotals:
+            return """
+                SELECT coalesce(n.namespace, e.namespace), coalesce(n.count, 0), coalesce(n.bytes, 0),
+                       coalesce(e.count, 0), coalesce(e.bytes, 0)
+                FROM (SELECT namespace, count(*) AS count, total(size) AS bytes FROM entries GROUP BY namespace) AS e
+                FULL OUTER JOIN namespaces AS n ON n.namespace = e.namespace
+                WHERE coalesce(n.count, 0) != coalesce(e.count, 0) OR coalesce(n.bytes, 0) != coalesce(e.bytes, 0)
+                """
+        }
+    }
+}

@@ -1,0 +1,164 @@
+import Foundation
+import Hoard
+import Testing
+
+extension DiskStoreSuites {
+    @Suite("DiskStore with a full disk and without permission", .timeLimit(.minutes(2)))
+    struct DiskStoreFaultTests {
+        /// Runs a command; returns its exit status and its error output.
+        static func run(_ executable: String, _ arguments: [String]) -> (Int32, String) {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: executable)
+            process.arguments = arguments
+            let errors = Pipe()
+            process.standardError = errors
+            process.standardOutput = FileHandle.nullDevice
+            do { try process.run() } catch { return (-1, "\(error)") }
+            let output = errors.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            return (process.terminationStatus, String(decoding: output, as: UTF8.self))
+        }
+
+        @Test("A really full disk (a 2 MiB tmpfs): storageFull is thrown, nothing is lost, the store works again after removals")
+        func fullDisk() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                // Given a store on a file system of 2 MiB
+                let mountPoint = url.deletingLastPathComponent().appendingPathComponent("tmpfs")
+                try FileManager.default.createDirectory(at: mountPoint, withIntermediateDirectories: true)
+                let (status, message) = Self.run("/bin/mount", ["-t", "tmpfs", "-o", "size=2m", "tmpfs", mountPoint.path])
+                guard status == 0 else {
+                    print("DiskStore full-disk test skipped: cannot mount a tmpfs here (\(message.trimmingCharacters(in: .whitespacesAndNewlines))); the RLIMIT_FSIZE test covers the same path")
+                    return
+                }
+                defer { _ = Self.run("/bin/umount", ["-l", mountPoint.path]) }
+                // Other data on the same disk, removed later to make room
+                let ballast = mountPoint.appendingPathComponent("ballast")
+                try Data(count: 300_000).write(to: ballast)
+                let storeURL = mountPoint.appendingPathComponent("store")
+                let store = try DiskStore(directory: storeURL, configuration: .init(spillThreshold: 1_000))
+                for i in 0..<10 {
+                    try store.set(DiskTest.payload(key: "small\(i)", sequence: i, size: 100), for: "small\(i)", in: "ns", storedAt: Date(), expiresAt: nil)
+                }
+
+                // When 100 KiB values are written until the disk is full
+                var stored: [String] = []
+                var failure: HoardError?
+                for i in 0..<100 {
+                    let key = "large\(i)"
+                    do {
+                        try store.set(DiskTest.payload(key: key, sequence: i, size: 100_000), for: key, in: "ns", storedAt: Date(), expiresAt: nil)
+                        stored.append(key)
+                    } catch {
+                        failure = error as? HoardError
+                        break
+                    }
+                }
+
+                // Then the error says the disk is full, and everything stored before is intact
+                #expect(failure?.code == .storageFull, "\(String(describing: failure))")
+                #expect(stored.count > 3)
+                #expect(!DiskTest.blobFiles(storeURL).contains { $0.hasSuffix(".tmp") }, "the partial file is deleted")
+                func expectIntact() throws {
+                    for i in 0..<10 {
+                        #expect(try store.entry(for: "small\(i)", in: "ns").flatMap { DiskTest.check($0.data, key: "small\(i)") } == i)
+                    }
+                    for key in stored {
+                        #expect(try store.entry(for: key, in: "ns").flatMap { DiskTest.check($0.data, key: key) } == Int(key.dropFirst(5)))
+                    }
+                }
+                try expectIntact()
+                #expect(try store.entry(for: "large\(stored.count)", in: "ns") == nil)
+                // And removing a large entry makes room for the next one
+                #expect(try store.removeValue(for: stored.removeLast(), in: "ns"))
+                try store.set(DiskTest.payload(key: "large99", sequence: 99, size: 100_000), for: "large99", in: "ns", storedAt: Date(), expiresAt: nil)
+                stored.append("large99")
+
+                // When inline values fill the index until nothing more fits
+                var indexFailure: HoardError?
+                var inline = 0
+                while inline < 2_000 {
+                    do {
+                        try store.set(DiskTest.payload(key: "inline\(inline)", sequence: inline, size: 900), for: "inline\(inline)", in: "ns", storedAt: Date(), expiresAt: nil)
+                        inline += 1
+                    } catch {
+                        indexFailure = error as? HoardError
+                        break
+                    }
+                }
+                #expect(indexFailure?.code == .storageFull, "\(String(describing: indexFailure))")
+                // Then reads still work and nothing stored is lost
+                try expectIntact()
+                for i in 0..<inline {
+                    #expect(try store.entry(for: "inline\(i)", in: "ns").flatMap { DiskTest.check($0.data, key: "inline\(i)") } == i)
+                }
+                // A write now may fail too (SQLite's log cannot grow either), but only with storageFull
+                do {
+                    try store.removeValue(for: "small0", in: "ns")
+                } catch {
+                    #expect((error as? HoardError)?.code == .storageFull)
+                }
+
+                // When room is made on the disk, the store works again
+                try FileManager.default.removeItem(at: ballast)
+                try store.set(DiskTest.payload(key: "again", sequence: 1, size: 100_000), for: "again", in: "ns", storedAt: Date(), expiresAt: nil)
+                #expect(try store.entry(for: "again", in: "ns").flatMap { DiskTest.check($0.data, key: "again") } == 1)
+                #expect(try store.removeValue(for: "small1", in: "ns"))
+                #expect(try store.verify().isHealthy)
+                let reopened = try DiskStore(directory: storeURL)
+                #expect(try reopened.entry(for: "inline0", in: "ns") != nil)
+            }
+        }
+
+        @Test("Past the process's file size limit (RLIMIT_FSIZE, in a child): storageFull, and the store stays usable")
+        func fileSizeLimit() async throws {
+            try await DiskTest.withTemporaryDirectory { url in
+                let (status, lines) = try await DiskTest.onThread { try DiskTest.runChild(["fsize", url.path]) }
+                #expect(status == 0, "\(lines)")
+                #expect(lines == [
+                    "thrown storageFull",
+                    "after huge=absent small=true large=true temporary=0",
+                    "next true",
+                    "done",
+                ])
+                let store = try DiskStore(directory: url)
+                #expect(try store.verify().isHealthy)
+                #expect(try store.keys(in: "ns") == ["large", "next", "small"])
+            }
+        }
+
+        @Test("Without write permission on blobs/ (in a child; as root it drops to nobody): permissionDenied, and the store stays usable")
+        func permissionDenied() async throws {
+            try await DiskTest.withTemporaryDirectory { url in
+                let (status, lines) = try await DiskTest.onThread { try DiskTest.runChild(["permission", url.path]) }
+                #expect(status == 0, "\(lines)")
+                #expect(lines.dropFirst() == [
+                    "thrown permissionDenied",
+                    "after large=absent small=true temporary=0",
+                    "next true",
+                    "done",
+                ])
+                let store = try DiskStore(directory: url)
+                #expect(try store.keys(in: "ns") == ["next", "small"])
+                #expect(try store.verify().isHealthy)
+            }
+        }
+
+        @Test("Opening a store the process may not read is permissionDenied (as root: in a child dropped to nobody)")
+        func openWithoutPermission() async throws {
+            try await DiskTest.withTemporaryDirectory { url in
+                _ = try DiskStore(directory: url)
+                if geteuid() == 0 {
+                    // Root ignores permission bits; a child as `nobody` does not.
+                    let (status, lines) = try await DiskTest.onThread { try DiskTest.runChild(["open-as-nobody", url.path]) }
+                    #expect(status == 0, "\(lines)")
+                    #expect(lines == ["thrown permissionDenied"])
+                } else {
+                    #expect(chmod(url.path, 0o000) == 0)
+                    defer { _ = chmod(url.path, 0o700) }
+                    let error = #expect(throws: HoardError.self) { try DiskStore(directory: url) }
+                    #expect(error?.code == .permissionDenied)
+                }
+            }
+        }
+    }
+}
