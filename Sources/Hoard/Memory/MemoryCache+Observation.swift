@@ -14,7 +14,7 @@ extension MemoryCache {
     public func updates(for key: Key) -> AsyncStream<Value?> {
         let (stream, continuation) = AsyncStream<Value?>.makeStream(bufferingPolicy: .unbounded)
         let now = clock.now().timeIntervalSinceReferenceDate
-        let id = shard(for: key).state.withLock { shard in
+        let id = shards.withLock(shard(for: key)) { shard in
             // Registered and seeded under the shard lock: no change to `key` can
             // slip between the current value and the first update.
             let id = observers.addUpdates(for: key, continuation)
