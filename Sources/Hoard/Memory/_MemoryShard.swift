@@ -14,6 +14,8 @@ import Foundation
 struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable> {
     @usableFromInline var index: [Key: Int32] = [:]
     @usableFromInline var nodes = ContiguousArray<_MemoryNode<Key, Value>>()
+    /// The list links of `nodes`, slot for slot.
+    @usableFromInline var links = _LinkTable()
     @usableFromInline var freeHead: Int32 = -1
     @usableFromInline var totalCost = 0
     /// How many entries have a finite expiry; `removeExpired` skips the scan at zero.
@@ -85,9 +87,9 @@ struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable> {
             return nil
         }
         if usesTinyLFU {
-            tinyLFU.recordAccess(i, weight: tinyLFU.weight(ofCost: nodes[n].cost), in: &nodes)
+            tinyLFU.recordAccess(i, weight: tinyLFU.weight(ofCost: nodes[n].cost), links: &links, nodes: &nodes)
         } else {
-            lru.moveToFront(i, in: &nodes)
+            lru.moveToFront(i, in: &links)
         }
         hits &+= 1
         return i
@@ -127,9 +129,9 @@ struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable> {
             nodes[n].expiresAt = expiresAt
             if usesTinyLFU {
                 if tinyLFU.weighsByCost { tinyLFU.reweigh(queue: nodes[n].queue, by: delta) }
-                tinyLFU.recordAccess(i, weight: tinyLFU.weight(ofCost: cost), in: &nodes)
+                tinyLFU.recordAccess(i, weight: tinyLFU.weight(ofCost: cost), links: &links, nodes: &nodes)
             } else {
-                lru.moveToFront(i, in: &nodes)
+                lru.moveToFront(i, in: &links)
             }
         } else {
             let hash = usesTinyLFU ? _FrequencySketch.spread(key.hashValue) : 0
@@ -137,19 +139,20 @@ struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable> {
                 key: key, value: value, cost: cost, storedAt: storedAt, expiresAt: expiresAt, hash: hash)
             if freeHead >= 0 {
                 i = freeHead
-                freeHead = nodes[Int(i)].next
+                freeHead = links[i].next
                 nodes[Int(i)] = node
             } else {
                 i = Int32(nodes.count)
                 nodes.append(node)
+                links.append()
             }
             index[key] = i
             totalCost += cost
             if expiresAt != .infinity { expiringCount += 1 }
             if usesTinyLFU {
-                tinyLFU.insert(i, weight: tinyLFU.weight(ofCost: cost), in: &nodes)
+                tinyLFU.insert(i, weight: tinyLFU.weight(ofCost: cost), links: &links, nodes: &nodes)
             } else {
-                lru.pushFront(i, weight: cost, queue: .main, in: &nodes)
+                lru.pushFront(i, weight: cost, in: &links)
             }
         }
         observers?.publish(.set(key), key: key, value: value)
@@ -203,9 +206,10 @@ struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable> {
         let n = Int(i)
         let cost = nodes[n].cost
         if usesTinyLFU {
-            tinyLFU.remove(i, weight: tinyLFU.weight(ofCost: cost), in: &nodes)
+            tinyLFU.remove(i, weight: tinyLFU.weight(ofCost: cost), links: &links, nodes: &nodes)
         } else {
-            lru.remove(i, weight: cost, in: &nodes)
+            lru.remove(i, weight: cost, in: &links)
+            nodes[n].queue = .none
         }
         index.removeValue(forKey: key)
         totalCost -= cost
@@ -213,7 +217,7 @@ struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable> {
         let value = nodes[n].value
         nodes[n].key = nil
         nodes[n].value = nil
-        nodes[n].next = freeHead
+        links[i].next = freeHead
         freeHead = i
         observers?.publish(.removed(key), key: key, value: nil)
         return value
@@ -234,6 +238,7 @@ struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable> {
         }
         index = [:]
         nodes = []
+        links = _LinkTable()
         freeHead = -1
         totalCost = 0
         expiringCount = 0
