@@ -59,11 +59,12 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         observers.finishAll()
     }
 
-    /// The index of the shard that holds `key`.
+    /// The index of the shard that holds keys with this hash (`_HashIndex.hash(of:)`).
+    ///
+    /// Takes the top bits: a shard's index uses the low ones.
     @inlinable
-    func shard(for key: Key) -> Int {
-        if shardMask == 0 { return 0 }
-        return Int(truncatingIfNeeded: _FrequencySketch.spread(key.hashValue)) & shardMask
+    func shard(for hash: UInt64) -> Int {
+        Int(truncatingIfNeeded: hash &>> 54) & shardMask
     }
 
     // MARK: Reading
@@ -82,12 +83,13 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     /// - Complexity: O(1). A hit allocates nothing.
     @inlinable
     public func value(for key: Key, maxAge: TimeInterval? = nil, newerThan: Date? = nil) -> Value? {
+        let hash = _HashIndex.hash(of: key)
         let observers = self.observers.ifActive
         let newerThanSeconds = newerThan?.timeIntervalSinceReferenceDate
-        return shards.withLock(shard(for: key)) { shard in
+        return shards.withLock(shard(for: hash)) { shard in
             guard
                 let i = shard.lookup(
-                    key, clock: clock, maxAge: maxAge, newerThan: newerThanSeconds, observers: observers)
+                    key, hash: hash, clock: clock, maxAge: maxAge, newerThan: newerThanSeconds, observers: observers)
             else { return nil }
             return shard.nodes[Int(i)].value
         }
@@ -98,12 +100,13 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     ///
     /// - Complexity: O(1).
     public func entry(for key: Key, maxAge: TimeInterval? = nil, newerThan: Date? = nil) -> CacheEntry<Value>? {
+        let hash = _HashIndex.hash(of: key)
         let observers = self.observers.ifActive
         let newerThanSeconds = newerThan?.timeIntervalSinceReferenceDate
-        return shards.withLock(shard(for: key)) { shard -> CacheEntry<Value>? in
+        return shards.withLock(shard(for: hash)) { shard -> CacheEntry<Value>? in
             guard
                 let i = shard.lookup(
-                    key, clock: clock, maxAge: maxAge, newerThan: newerThanSeconds, observers: observers),
+                    key, hash: hash, clock: clock, maxAge: maxAge, newerThan: newerThanSeconds, observers: observers),
                 let value = shard.nodes[Int(i)].value
             else { return nil }
             let node = Int(i)
@@ -148,8 +151,9 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     ///
     /// - Complexity: O(1).
     public func contains(_ key: Key) -> Bool {
+        let hash = _HashIndex.hash(of: key)
         let now = clock.now().timeIntervalSinceReferenceDate
-        return shards.withLock(shard(for: key)) { $0.peek(key, now: now) != nil }
+        return shards.withLock(shard(for: hash)) { $0.peek(key, hash: hash, now: now) != nil }
     }
 
     /// The number of entries, expired ones not yet removed included.
@@ -188,10 +192,11 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         let cost = max(0, costOf?(value) ?? 0)
         let now = clock.now()
         let expiresAt = (expires ?? defaultExpiry).date(storedAt: now)?.timeIntervalSinceReferenceDate ?? .infinity
+        let hash = _HashIndex.hash(of: key)
         let observers = self.observers.ifActive
-        return shards.withLock(shard(for: key)) { shard in
+        return shards.withLock(shard(for: hash)) { shard in
             shard.set(
-                value, for: key, cost: cost, storedAt: now.timeIntervalSinceReferenceDate,
+                value, for: key, hash: hash, cost: cost, storedAt: now.timeIntervalSinceReferenceDate,
                 expiresAt: expiresAt, observers: observers)
         }
     }
@@ -203,10 +208,11 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     @discardableResult
     public func set(_ entry: CacheEntry<Value>, for key: Key) -> Bool {
         let cost = max(0, costOf?(entry.value) ?? 0)
+        let hash = _HashIndex.hash(of: key)
         let observers = self.observers.ifActive
-        return shards.withLock(shard(for: key)) { shard in
+        return shards.withLock(shard(for: hash)) { shard in
             shard.set(
-                entry.value, for: key, cost: cost, storedAt: entry.storedAt.timeIntervalSinceReferenceDate,
+                entry.value, for: key, hash: hash, cost: cost, storedAt: entry.storedAt.timeIntervalSinceReferenceDate,
                 expiresAt: entry.expiresAt?.timeIntervalSinceReferenceDate ?? .infinity, observers: observers)
         }
     }
@@ -218,8 +224,9 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     @inlinable
     @discardableResult
     public func removeValue(for key: Key) -> Value? {
+        let hash = _HashIndex.hash(of: key)
         let observers = self.observers.ifActive
-        return shards.withLock(shard(for: key)) { $0.removeValue(for: key, observers: observers) }
+        return shards.withLock(shard(for: hash)) { $0.removeValue(for: key, hash: hash, observers: observers) }
     }
 
     /// Removes every entry. Update streams of removed keys receive `nil`; the events

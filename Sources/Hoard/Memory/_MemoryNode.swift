@@ -11,7 +11,7 @@ struct _MemoryNode<Key, Value> {
     @usableFromInline var storedAt: Double
     /// Seconds since the reference date; `.infinity` when the entry never expires.
     @usableFromInline var expiresAt: Double
-    /// Spread hash of the key, for the frequency sketch (W-TinyLFU only).
+    /// The key's hash (`_HashIndex.hash(of:)`), for the index and the frequency sketch.
     @usableFromInline var hash: UInt64
     @usableFromInline var queue: _Queue
 
