@@ -176,4 +176,43 @@ struct MemoryCacheTests {
         #expect(cache.count > 700)
         for i in 9_990..<10_000 { #expect(cache[i] == i) }
     }
+
+    @Test("Keys whose hashes collide are stored, found and removed like any others", arguments: [1, 4])
+    func collidingHashes(shards: Int) throws {
+        // Given a key type with only eight distinct hashes, so that lookups probe
+        // long runs of entries and removals shift them back
+        let cache = try MemoryCache<CollidingKey, Int>(configuration: .init(shards: shards))
+        var model: [CollidingKey: Int] = [:]
+        var rng = SplitMix64(seed: 7)
+
+        // When keys are written, overwritten, removed and read at random
+        for step in 0..<20_000 {
+            let key = CollidingKey(id: Int(rng.next() % 300))
+            switch rng.next() % 4 {
+            case 0, 1:
+                cache[key] = step
+                model[key] = step
+            case 2:
+                #expect(cache.removeValue(for: key) == model.removeValue(forKey: key))
+            default:
+                #expect(cache[key] == model[key])
+            }
+        }
+
+        // Then the cache holds exactly what a dictionary would
+        #expect(cache.count == model.count)
+        for id in 0..<300 {
+            let key = CollidingKey(id: id)
+            #expect(cache[key] == model[key], "key \(id)")
+        }
+    }
+}
+
+/// A key whose hash takes only eight values.
+struct CollidingKey: Hashable, Sendable {
+    var id: Int
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(id % 8)
+    }
 }

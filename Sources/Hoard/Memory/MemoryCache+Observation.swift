@@ -13,12 +13,13 @@ extension MemoryCache {
     /// the consuming task is cancelled or the cache is deallocated.
     public func updates(for key: Key) -> AsyncStream<Value?> {
         let (stream, continuation) = AsyncStream<Value?>.makeStream(bufferingPolicy: .unbounded)
+        let hash = _HashIndex.hash(of: key)
         let now = clock.now().timeIntervalSinceReferenceDate
-        let id = shard(for: key).state.withLock { shard in
+        let id = shards.withLock(shard(for: hash)) { shard in
             // Registered and seeded under the shard lock: no change to `key` can
             // slip between the current value and the first update.
             let id = observers.addUpdates(for: key, continuation)
-            continuation.yield(shard.peek(key, now: now))
+            continuation.yield(shard.peek(key, hash: hash, now: now))
             return id
         }
         continuation.onTermination = { [weak observers] _ in

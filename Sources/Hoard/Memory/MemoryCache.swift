@@ -23,7 +23,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     /// The configuration the cache was created with.
     public let configuration: Configuration
 
-    @usableFromInline let shards: [_MemoryShardBox<Key, Value>]
+    @usableFromInline let shards: _MemoryShards<Key, Value>
     @usableFromInline let shardMask: Int
     @usableFromInline let clock: any CacheClock
     @usableFromInline let observers = _MemoryObservers<Key, Value>()
@@ -46,13 +46,12 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         self.defaultExpiry = configuration.defaultExpiry
         self.costOf = configuration.cost ?? _defaultCost(of: Value.self)
         shardMask = shardCount - 1
-        shards = (0..<shardCount).map { _ in
-            _MemoryShardBox(
-                _MemoryShard(
-                    countLimit: configuration.countLimit.map { $0 / shardCount },
-                    costLimit: configuration.costLimit.map { $0 / shardCount },
-                    lowWaterMark: configuration.lowWaterMark,
-                    policy: configuration.policy))
+        shards = _MemoryShards(count: shardCount) { _ in
+            _MemoryShard(
+                countLimit: configuration.countLimit.map { $0 / shardCount },
+                costLimit: configuration.costLimit.map { $0 / shardCount },
+                lowWaterMark: configuration.lowWaterMark,
+                policy: configuration.policy)
         }
     }
 
@@ -60,10 +59,12 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         observers.finishAll()
     }
 
+    /// The index of the shard that holds keys with this hash (`_HashIndex.hash(of:)`).
+    ///
+    /// Takes the top bits: a shard's index uses the low ones.
     @inlinable
-    func shard(for key: Key) -> _MemoryShardBox<Key, Value> {
-        if shardMask == 0 { return shards[0] }
-        return shards[Int(truncatingIfNeeded: _FrequencySketch.spread(key.hashValue)) & shardMask]
+    func shard(for hash: UInt64) -> Int {
+        Int(truncatingIfNeeded: hash &>> 54) & shardMask
     }
 
     // MARK: Reading
@@ -82,12 +83,13 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     /// - Complexity: O(1). A hit allocates nothing.
     @inlinable
     public func value(for key: Key, maxAge: TimeInterval? = nil, newerThan: Date? = nil) -> Value? {
+        let hash = _HashIndex.hash(of: key)
         let observers = self.observers.ifActive
         let newerThanSeconds = newerThan?.timeIntervalSinceReferenceDate
-        return shard(for: key).state.withLock { shard in
+        return shards.withLock(shard(for: hash)) { shard in
             guard
                 let i = shard.lookup(
-                    key, clock: clock, maxAge: maxAge, newerThan: newerThanSeconds, observers: observers)
+                    key, hash: hash, clock: clock, maxAge: maxAge, newerThan: newerThanSeconds, observers: observers)
             else { return nil }
             return shard.nodes[Int(i)].value
         }
@@ -98,12 +100,13 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     ///
     /// - Complexity: O(1).
     public func entry(for key: Key, maxAge: TimeInterval? = nil, newerThan: Date? = nil) -> CacheEntry<Value>? {
+        let hash = _HashIndex.hash(of: key)
         let observers = self.observers.ifActive
         let newerThanSeconds = newerThan?.timeIntervalSinceReferenceDate
-        return shard(for: key).state.withLock { shard -> CacheEntry<Value>? in
+        return shards.withLock(shard(for: hash)) { shard -> CacheEntry<Value>? in
             guard
                 let i = shard.lookup(
-                    key, clock: clock, maxAge: maxAge, newerThan: newerThanSeconds, observers: observers),
+                    key, hash: hash, clock: clock, maxAge: maxAge, newerThan: newerThanSeconds, observers: observers),
                 let value = shard.nodes[Int(i)].value
             else { return nil }
             let node = Int(i)
@@ -148,22 +151,23 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     ///
     /// - Complexity: O(1).
     public func contains(_ key: Key) -> Bool {
+        let hash = _HashIndex.hash(of: key)
         let now = clock.now().timeIntervalSinceReferenceDate
-        return shard(for: key).state.withLock { $0.peek(key, now: now) != nil }
+        return shards.withLock(shard(for: hash)) { $0.peek(key, hash: hash, now: now) != nil }
     }
 
     /// The number of entries, expired ones not yet removed included.
     ///
     /// - Complexity: O(shards).
     public var count: Int {
-        shards.reduce(0) { total, box in total + box.state.withLock { $0.count } }
+        (0..<shards.count).reduce(0) { total, i in total + shards.withLock(i) { $0.count } }
     }
 
     /// The total cost of the entries.
     ///
     /// - Complexity: O(shards).
     public var totalCost: Int {
-        shards.reduce(0) { total, box in total + box.state.withLock { $0.totalCost } }
+        (0..<shards.count).reduce(0) { total, i in total + shards.withLock(i) { $0.totalCost } }
     }
 
     // MARK: Writing
@@ -188,10 +192,11 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         let cost = max(0, costOf?(value) ?? 0)
         let now = clock.now()
         let expiresAt = (expires ?? defaultExpiry).date(storedAt: now)?.timeIntervalSinceReferenceDate ?? .infinity
+        let hash = _HashIndex.hash(of: key)
         let observers = self.observers.ifActive
-        return shard(for: key).state.withLock { shard in
+        return shards.withLock(shard(for: hash)) { shard in
             shard.set(
-                value, for: key, cost: cost, storedAt: now.timeIntervalSinceReferenceDate,
+                value, for: key, hash: hash, cost: cost, storedAt: now.timeIntervalSinceReferenceDate,
                 expiresAt: expiresAt, observers: observers)
         }
     }
@@ -203,10 +208,11 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     @discardableResult
     public func set(_ entry: CacheEntry<Value>, for key: Key) -> Bool {
         let cost = max(0, costOf?(entry.value) ?? 0)
+        let hash = _HashIndex.hash(of: key)
         let observers = self.observers.ifActive
-        return shard(for: key).state.withLock { shard in
+        return shards.withLock(shard(for: hash)) { shard in
             shard.set(
-                entry.value, for: key, cost: cost, storedAt: entry.storedAt.timeIntervalSinceReferenceDate,
+                entry.value, for: key, hash: hash, cost: cost, storedAt: entry.storedAt.timeIntervalSinceReferenceDate,
                 expiresAt: entry.expiresAt?.timeIntervalSinceReferenceDate ?? .infinity, observers: observers)
         }
     }
@@ -218,8 +224,9 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     @inlinable
     @discardableResult
     public func removeValue(for key: Key) -> Value? {
+        let hash = _HashIndex.hash(of: key)
         let observers = self.observers.ifActive
-        return shard(for: key).state.withLock { $0.removeValue(for: key, observers: observers) }
+        return shards.withLock(shard(for: hash)) { $0.removeValue(for: key, hash: hash, observers: observers) }
     }
 
     /// Removes every entry. Update streams of removed keys receive `nil`; the events
@@ -229,8 +236,8 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     public func removeAll() {
         let observers = self.observers.ifActive
         var removed = 0
-        for box in shards {
-            removed += box.state.withLock { $0.removeAll(observers: observers) }
+        for i in 0..<shards.count {
+            removed += shards.withLock(i) { $0.removeAll(observers: observers) }
         }
         observers?.publish(.removedAll(count: removed))
     }
@@ -243,8 +250,8 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     public func removeExpired() -> Int {
         let now = clock.now().timeIntervalSinceReferenceDate
         let observers = self.observers.ifActive
-        return shards.reduce(0) { total, box in
-            total + box.state.withLock { $0.removeExpired(now: now, observers: observers) }
+        return (0..<shards.count).reduce(0) { total, i in
+            total + shards.withLock(i) { $0.removeExpired(now: now, observers: observers) }
         }
     }
 
@@ -265,8 +272,8 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     private func purge(count: Int, cost: Int) {
         let observers = self.observers.ifActive
         let shardCount = shards.count
-        for box in shards {
-            box.state.withLock { shard in
+        for i in 0..<shardCount {
+            shards.withLock(i) { shard in
                 shard.evict(
                     toCount: count == .max ? .max : count / shardCount,
                     toCost: cost == .max ? .max : cost / shardCount,
@@ -281,8 +288,8 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     ///
     /// - Complexity: O(shards).
     public var statistics: MemoryCacheStatistics {
-        shards.reduce(into: MemoryCacheStatistics()) { total, box in
-            box.state.withLock { shard in
+        (0..<shards.count).reduce(into: MemoryCacheStatistics()) { total, i in
+            shards.withLock(i) { shard in
                 total.hits += shard.hits
                 total.misses += shard.misses
                 total.evictions += shard.evictions
@@ -293,24 +300,14 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
 
     /// Sets every counter of ``statistics`` back to zero.
     public func resetStatistics() {
-        for box in shards {
-            box.state.withLock { shard in
+        for i in 0..<shards.count {
+            shards.withLock(i) { shard in
                 shard.hits = 0
                 shard.misses = 0
                 shard.evictions = 0
                 shard.expirations = 0
             }
         }
-    }
-}
-
-/// A shard and its lock. A class, because `Mutex` cannot live in an array.
-@usableFromInline
-final class _MemoryShardBox<Key: Hashable & Sendable, Value: Sendable>: Sendable {
-    @usableFromInline let state: Mutex<_MemoryShard<Key, Value>>
-
-    init(_ shard: sending _MemoryShard<Key, Value>) {
-        state = Mutex(shard)
     }
 }
 

@@ -1,6 +1,7 @@
 /// An intrusive doubly-linked list over the slots of a node table, most recent at
-/// the head. It owns no storage: the links live in the nodes, so moving an entry
-/// allocates nothing.
+/// the head. It owns no storage: the links live in the table's compact link array
+/// (8 bytes a slot, apart from the entries), so moving an entry allocates nothing
+/// and touches only the links of the entry, its neighbours and the head.
 ///
 /// - Complexity: Every operation is O(1).
 @usableFromInline
@@ -16,43 +17,33 @@ struct _LRUList {
     @inlinable init() {}
 
     @inlinable
-    mutating func pushFront<K, V>(_ i: Int32, weight w: Int, queue: _Queue, in nodes: inout ContiguousArray<_MemoryNode<K, V>>) {
-        let n = Int(i)
-        nodes[n].prev = -1
-        nodes[n].next = head
-        nodes[n].queue = queue
-        if head >= 0 { nodes[Int(head)].prev = i } else { tail = i }
+    mutating func pushFront(_ i: Int32, weight w: Int, in links: inout _LinkTable) {
+        links[i] = _Links(prev: -1, next: head)
+        if head >= 0 { links[head].prev = i } else { tail = i }
         head = i
         count += 1
         weight += w
     }
 
     @inlinable
-    mutating func remove<K, V>(_ i: Int32, weight w: Int, in nodes: inout ContiguousArray<_MemoryNode<K, V>>) {
-        let n = Int(i)
-        let prev = nodes[n].prev
-        let next = nodes[n].next
-        if prev >= 0 { nodes[Int(prev)].next = next } else { head = next }
-        if next >= 0 { nodes[Int(next)].prev = prev } else { tail = prev }
-        nodes[n].prev = -1
-        nodes[n].next = -1
-        nodes[n].queue = .none
+    mutating func remove(_ i: Int32, weight w: Int, in links: inout _LinkTable) {
+        let link = links[i]
+        if link.prev >= 0 { links[link.prev].next = link.next } else { head = link.next }
+        if link.next >= 0 { links[link.next].prev = link.prev } else { tail = link.prev }
+        links[i] = _Links(prev: -1, next: -1)
         count -= 1
         weight -= w
     }
 
     @inlinable
-    mutating func moveToFront<K, V>(_ i: Int32, in nodes: inout ContiguousArray<_MemoryNode<K, V>>) {
+    mutating func moveToFront(_ i: Int32, in links: inout _LinkTable) {
         guard head != i else { return }
-        let n = Int(i)
-        let prev = nodes[n].prev
-        let next = nodes[n].next
-        // i is not the head, so prev >= 0.
-        nodes[Int(prev)].next = next
-        if next >= 0 { nodes[Int(next)].prev = prev } else { tail = prev }
-        nodes[n].prev = -1
-        nodes[n].next = head
-        nodes[Int(head)].prev = i
+        let link = links[i]
+        // i is not the head, so link.prev >= 0.
+        links[link.prev].next = link.next
+        if link.next >= 0 { links[link.next].prev = link.prev } else { tail = link.prev }
+        links[i] = _Links(prev: -1, next: head)
+        links[head].prev = i
         head = i
     }
 }

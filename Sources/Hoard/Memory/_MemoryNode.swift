@@ -1,6 +1,7 @@
-/// One slot of a memory shard's node table: an entry and its links in the policy's
-/// lists. Slots are reused through a free list, so a freed slot holds `nil` key and
-/// value (releasing them) until it is taken again.
+/// One slot of a memory shard's node table: an entry and which policy list holds
+/// it (the list links themselves live in the shard's `_LinkTable`). Slots are reused
+/// through a free list, so a freed slot holds `nil` key and value (releasing them)
+/// until it is taken again.
 @usableFromInline
 struct _MemoryNode<Key, Value> {
     @usableFromInline var key: Key?
@@ -10,10 +11,8 @@ struct _MemoryNode<Key, Value> {
     @usableFromInline var storedAt: Double
     /// Seconds since the reference date; `.infinity` when the entry never expires.
     @usableFromInline var expiresAt: Double
-    /// Spread hash of the key, for the frequency sketch (W-TinyLFU only).
+    /// The key's hash (`_HashIndex.hash(of:)`), for the index and the frequency sketch.
     @usableFromInline var hash: UInt64
-    @usableFromInline var prev: Int32
-    @usableFromInline var next: Int32
     @usableFromInline var queue: _Queue
 
     @inlinable
@@ -24,8 +23,6 @@ struct _MemoryNode<Key, Value> {
         self.storedAt = storedAt
         self.expiresAt = expiresAt
         self.hash = hash
-        self.prev = -1
-        self.next = -1
         self.queue = .main
     }
 }

@@ -12,8 +12,10 @@ import Foundation
 ///   (amortised, as the hash index is).
 @usableFromInline
 struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable> {
-    @usableFromInline var index: [Key: Int32] = [:]
+    @usableFromInline var index = _HashIndex()
     @usableFromInline var nodes = ContiguousArray<_MemoryNode<Key, Value>>()
+    /// The list links of `nodes`, slot for slot.
+    @usableFromInline var links = _LinkTable()
     @usableFromInline var freeHead: Int32 = -1
     @usableFromInline var totalCost = 0
     /// How many entries have a finite expiry; `removeExpired` skips the scan at zero.
@@ -51,6 +53,12 @@ struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable> {
 
     @inlinable var count: Int { index.count }
 
+    /// The slot of `key`, whose hash is `hash` (`_HashIndex.hash(of:)`), or `nil`.
+    @inlinable
+    func slot(of key: Key, hash: UInt64) -> Int32? {
+        index.find(key, hash: hash, in: nodes)
+    }
+
     // MARK: Reads
 
     /// Finds a live entry for `key` that passes the freshness filters, counts a hit
@@ -60,10 +68,10 @@ struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable> {
     /// `newerThan` allows is a miss but stays.
     @inlinable
     mutating func lookup(
-        _ key: Key, clock: any CacheClock, maxAge: Double?, newerThan: Double?,
+        _ key: Key, hash: UInt64, clock: any CacheClock, maxAge: Double?, newerThan: Double?,
         observers: _MemoryObservers<Key, Value>?
     ) -> Int32? {
-        guard let i = index[key] else {
+        guard let i = slot(of: key, hash: hash) else {
             misses &+= 1
             return nil
         }
@@ -85,9 +93,9 @@ struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable> {
             return nil
         }
         if usesTinyLFU {
-            tinyLFU.recordAccess(i, weight: tinyLFU.weight(ofCost: nodes[n].cost), in: &nodes)
+            tinyLFU.recordAccess(i, weight: tinyLFU.weight(ofCost: nodes[n].cost), links: &links, nodes: &nodes)
         } else {
-            lru.moveToFront(i, in: &nodes)
+            lru.moveToFront(i, in: &links)
         }
         hits &+= 1
         return i
@@ -95,8 +103,8 @@ struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable> {
 
     /// The live value for `key`, without counting a hit or touching recency.
     @inlinable
-    func peek(_ key: Key, now: Double) -> Value? {
-        guard let i = index[key], now < nodes[Int(i)].expiresAt else { return nil }
+    func peek(_ key: Key, hash: UInt64, now: Double) -> Value? {
+        guard let i = slot(of: key, hash: hash), now < nodes[Int(i)].expiresAt else { return nil }
         return nodes[Int(i)].value
     }
 
@@ -106,15 +114,16 @@ struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable> {
     /// when its cost alone exceeds the cost limit.
     @inlinable
     mutating func set(
-        _ value: Value, for key: Key, cost: Int, storedAt: Double, expiresAt: Double,
+        _ value: Value, for key: Key, hash: UInt64, cost: Int, storedAt: Double, expiresAt: Double,
         observers: _MemoryObservers<Key, Value>?
     ) -> Bool {
+        let existing = slot(of: key, hash: hash)
         guard cost <= costLimit else {
-            if let i = index[key] { removeNode(i, key: key, observers: observers) }
+            if let existing { removeNode(existing, key: key, observers: observers) }
             return false
         }
         let i: Int32
-        if let existing = index[key] {
+        if let existing {
             i = existing
             let n = Int(i)
             let delta = cost - nodes[n].cost
@@ -127,29 +136,29 @@ struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable> {
             nodes[n].expiresAt = expiresAt
             if usesTinyLFU {
                 if tinyLFU.weighsByCost { tinyLFU.reweigh(queue: nodes[n].queue, by: delta) }
-                tinyLFU.recordAccess(i, weight: tinyLFU.weight(ofCost: cost), in: &nodes)
+                tinyLFU.recordAccess(i, weight: tinyLFU.weight(ofCost: cost), links: &links, nodes: &nodes)
             } else {
-                lru.moveToFront(i, in: &nodes)
+                lru.moveToFront(i, in: &links)
             }
         } else {
-            let hash = usesTinyLFU ? _FrequencySketch.spread(key.hashValue) : 0
             let node = _MemoryNode(
                 key: key, value: value, cost: cost, storedAt: storedAt, expiresAt: expiresAt, hash: hash)
             if freeHead >= 0 {
                 i = freeHead
-                freeHead = nodes[Int(i)].next
+                freeHead = links[i].next
                 nodes[Int(i)] = node
             } else {
                 i = Int32(nodes.count)
                 nodes.append(node)
+                links.append()
             }
-            index[key] = i
+            index.insert(i, hash: hash)
             totalCost += cost
             if expiresAt != .infinity { expiringCount += 1 }
             if usesTinyLFU {
-                tinyLFU.insert(i, weight: tinyLFU.weight(ofCost: cost), in: &nodes)
+                tinyLFU.insert(i, weight: tinyLFU.weight(ofCost: cost), links: &links, nodes: &nodes)
             } else {
-                lru.pushFront(i, weight: cost, queue: .main, in: &nodes)
+                lru.pushFront(i, weight: cost, in: &links)
             }
         }
         observers?.publish(.set(key), key: key, value: value)
@@ -203,25 +212,26 @@ struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable> {
         let n = Int(i)
         let cost = nodes[n].cost
         if usesTinyLFU {
-            tinyLFU.remove(i, weight: tinyLFU.weight(ofCost: cost), in: &nodes)
+            tinyLFU.remove(i, weight: tinyLFU.weight(ofCost: cost), links: &links, nodes: &nodes)
         } else {
-            lru.remove(i, weight: cost, in: &nodes)
+            lru.remove(i, weight: cost, in: &links)
+            nodes[n].queue = .none
         }
-        index.removeValue(forKey: key)
+        index.remove(i, hash: nodes[n].hash)
         totalCost -= cost
         if nodes[n].expiresAt != .infinity { expiringCount -= 1 }
         let value = nodes[n].value
         nodes[n].key = nil
         nodes[n].value = nil
-        nodes[n].next = freeHead
+        links[i].next = freeHead
         freeHead = i
         observers?.publish(.removed(key), key: key, value: nil)
         return value
     }
 
     @usableFromInline
-    mutating func removeValue(for key: Key, observers: _MemoryObservers<Key, Value>?) -> Value? {
-        guard let i = index[key] else { return nil }
+    mutating func removeValue(for key: Key, hash: UInt64, observers: _MemoryObservers<Key, Value>?) -> Value? {
+        guard let i = slot(of: key, hash: hash) else { return nil }
         return removeNode(i, key: key, observers: observers)
     }
 
@@ -230,10 +240,13 @@ struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable> {
     mutating func removeAll(observers: _MemoryObservers<Key, Value>?) -> Int {
         let removed = index.count
         if let observers {
-            for key in index.keys { observers.publishUpdate(key: key, value: nil) }
+            for node in nodes {
+                if let key = node.key { observers.publishUpdate(key: key, value: nil) }
+            }
         }
-        index = [:]
+        index = _HashIndex()
         nodes = []
+        links = _LinkTable()
         freeHead = -1
         totalCost = 0
         expiringCount = 0

@@ -35,36 +35,40 @@ struct _TinyLFUPolicy {
     func weight(ofCost cost: Int) -> Int { weighsByCost ? cost : 1 }
 
     @inlinable
-    mutating func insert<K, V>(_ i: Int32, weight: Int, in nodes: inout ContiguousArray<_MemoryNode<K, V>>) {
+    mutating func insert<K, V>(_ i: Int32, weight: Int, links: inout _LinkTable, nodes: inout ContiguousArray<_MemoryNode<K, V>>) {
         sketch.increment(nodes[Int(i)].hash)
-        window.pushFront(i, weight: weight, queue: .window, in: &nodes)
+        window.pushFront(i, weight: weight, in: &links)
+        nodes[Int(i)].queue = .window
         // Keep the window within its share: the oldest window entries become
         // candidates for the main space (the newest entry always stays).
         while window.weight > windowCapacity && window.count > 1 {
             let oldest = window.tail
             let w = self.weight(ofCost: nodes[Int(oldest)].cost)
-            window.remove(oldest, weight: w, in: &nodes)
-            probation.pushFront(oldest, weight: w, queue: .probation, in: &nodes)
+            window.remove(oldest, weight: w, in: &links)
+            probation.pushFront(oldest, weight: w, in: &links)
+            nodes[Int(oldest)].queue = .probation
             candidates += 1
         }
     }
 
     @inlinable
-    mutating func recordAccess<K, V>(_ i: Int32, weight: Int, in nodes: inout ContiguousArray<_MemoryNode<K, V>>) {
+    mutating func recordAccess<K, V>(_ i: Int32, weight: Int, links: inout _LinkTable, nodes: inout ContiguousArray<_MemoryNode<K, V>>) {
         sketch.increment(nodes[Int(i)].hash)
         switch nodes[Int(i)].queue {
         case .window:
-            window.moveToFront(i, in: &nodes)
+            window.moveToFront(i, in: &links)
         case .main:
-            protected.moveToFront(i, in: &nodes)
+            protected.moveToFront(i, in: &links)
         case .probation:
-            probation.remove(i, weight: weight, in: &nodes)
-            protected.pushFront(i, weight: weight, queue: .main, in: &nodes)
+            probation.remove(i, weight: weight, in: &links)
+            protected.pushFront(i, weight: weight, in: &links)
+            nodes[Int(i)].queue = .main
             while protected.weight > protectedCapacity && protected.count > 1 {
                 let demoted = protected.tail
                 let w = self.weight(ofCost: nodes[Int(demoted)].cost)
-                protected.remove(demoted, weight: w, in: &nodes)
-                probation.pushFront(demoted, weight: w, queue: .probation, in: &nodes)
+                protected.remove(demoted, weight: w, in: &links)
+                probation.pushFront(demoted, weight: w, in: &links)
+                nodes[Int(demoted)].queue = .probation
             }
         case .none:
             break
@@ -83,13 +87,14 @@ struct _TinyLFUPolicy {
     }
 
     @inlinable
-    mutating func remove<K, V>(_ i: Int32, weight: Int, in nodes: inout ContiguousArray<_MemoryNode<K, V>>) {
+    mutating func remove<K, V>(_ i: Int32, weight: Int, links: inout _LinkTable, nodes: inout ContiguousArray<_MemoryNode<K, V>>) {
         switch nodes[Int(i)].queue {
-        case .window: window.remove(i, weight: weight, in: &nodes)
-        case .probation: probation.remove(i, weight: weight, in: &nodes)
-        case .main: protected.remove(i, weight: weight, in: &nodes)
+        case .window: window.remove(i, weight: weight, in: &links)
+        case .probation: probation.remove(i, weight: weight, in: &links)
+        case .main: protected.remove(i, weight: weight, in: &links)
         case .none: break
         }
+        nodes[Int(i)].queue = .none
     }
 
     /// The entry to evict next: the loser of the duel between the newest candidate
