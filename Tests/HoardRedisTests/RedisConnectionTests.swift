@@ -1,0 +1,138 @@
+import Foundation
+import NIOCore
+import NIOPosix
+import Testing
+
+@testable import HoardRedis
+
+@Suite("Redis connections: pipelining, timeouts, errors")
+struct RedisConnectionTests {
+    private func settings(port: Int, commandTimeout: Duration = .seconds(5), password: String? = nil) -> _RedisConnection.Settings {
+        var configuration = RedisStore.Configuration(port: port, password: password, commandTimeout: commandTimeout)
+        configuration.connectTimeout = .seconds(2)
+        return configuration.connectionSettings
+    }
+
+    @Test("A server that accepts and never answers: the command times out and the connection closes", .timeLimit(.minutes(1)))
+    func timeoutAgainstSilentServer() async throws {
+        let server = try await SilentServer()
+        defer { Task { await server.close() } }
+        let connection = try await _RedisConnection.connect(
+            settings: settings(port: server.port, commandTimeout: .milliseconds(200)), group: MultiThreadedEventLoopGroup.singleton)
+
+        let started = ContinuousClock.now
+        async let first = outcome { () async throws(RedisError) in try await connection.send(_RedisCommand("GET", "a")) }
+        async let second = outcome { () async throws(RedisError) in
+            try await connection.send(_RedisCommand("GET", "b"), timeout: .seconds(30))
+        }
+        let (firstResult, secondResult) = await (first, second)
+        let elapsed = ContinuousClock.now - started
+
+        #expect(throws: RedisError.self) { try firstResult.get() }
+        if case .failure(let error) = firstResult {
+            #expect(error.code == .timeout)
+            #expect(error.command == "GET")
+            #expect(error.description.contains("did not answer GET within 200 ms"))
+        }
+        // The command behind it fails too, at once, instead of waiting its own 30 s.
+        if case .failure(let error) = secondResult {
+            #expect(error.code == .connectionClosed)
+            #expect(error.description.contains("timed out"))
+        } else {
+            Issue.record("the second command should have failed")
+        }
+        #expect(elapsed < .seconds(5))
+        #expect(await eventually { !connection.isActive })
+        // Later commands fail at once.
+        await #expect(throws: RedisError.self) { try await connection.send(_RedisCommand("PING")) }
+    }
+
+    @Test("AUTH against a server that never answers times out while connecting", .timeLimit(.minutes(1)))
+    func handshakeTimeout() async throws {
+        let server = try await SilentServer()
+        defer { Task { await server.close() } }
+        do {
+            _ = try await _RedisConnection.connect(
+                settings: settings(port: server.port, commandTimeout: .milliseconds(200), password: "pw"),
+                group: MultiThreadedEventLoopGroup.singleton)
+            Issue.record("connect should have failed")
+        } catch {
+            #expect(error.code == .timeout)
+            #expect(error.command == "AUTH")
+        }
+    }
+
+    @Test("Nothing listening: connectionFailed naming the address", .timeLimit(.minutes(1)))
+    func connectionRefused() async throws {
+        let port = try await freePort()
+        do {
+            _ = try await _RedisConnection.connect(settings: settings(port: port), group: MultiThreadedEventLoopGroup.singleton)
+            Issue.record("connect should have failed")
+        } catch {
+            #expect(error.code == .connectionFailed)
+            #expect(error.description.contains("127.0.0.1:\(port)"))
+            #expect(error.underlying != nil)
+        }
+    }
+
+    @Test("A store against a silent server: timeout naming the key; a full pool makes the next caller wait, then poolExhausted", .timeLimit(.minutes(1)))
+    func storeTimeoutAndPoolExhaustion() async throws {
+        let server = try await SilentServer()
+        defer { Task { await server.close() } }
+        let store = try RedisStore(configuration: .init(
+            port: server.port, maximumConnections: 1, pipeliningLimit: 1, commandTimeout: .seconds(2),
+            connectionWaitTimeout: .milliseconds(200)))
+        defer { Task { await store.shutdown() } }
+
+        async let slow = outcome { () async throws(RedisError) in try await store.entry(for: "slow", in: "ns") }
+        // Let the first operation take the only connection.
+        #expect(await eventually { await store.pool.load.operations == 1 })
+        let started = ContinuousClock.now
+        do {
+            _ = try await store.entry(for: "waiting", in: "ns")
+            Issue.record("the second operation should not have found room")
+        } catch {
+            #expect(error.code == .poolExhausted)
+            #expect(error.key == "waiting")
+        }
+        let waited = ContinuousClock.now - started
+        #expect(waited >= .milliseconds(150) && waited < .seconds(2))
+
+        if case .failure(let error) = await slow {
+            #expect(error.code == .timeout)
+            #expect(error.key == "slow")
+            #expect(error.command == "GET")
+        } else {
+            Issue.record("the first operation should have timed out")
+        }
+    }
+
+    @Test(
+        "1,000 concurrent commands pipelined on one connection each get their own reply",
+        .enabled(if: RedisTestServer.isAvailable, "needs a Redis server: set HOARD_REDIS_URL=redis://127.0.0.1:PORT/0 (scripts/test starts one)"),
+        .timeLimit(.minutes(1)))
+    func pipelining() async throws {
+        let configuration = try RedisTestServer.configuration()
+        let marker = "pipeline-\(UUID().uuidString)"
+        let monitor = try await CommandMonitor(configuration: configuration, marker: marker)
+        defer { monitor.close() }
+        let connection = try await _RedisConnection.connect(
+            settings: configuration.connectionSettings, group: MultiThreadedEventLoopGroup.singleton)
+        defer { connection.close() }
+
+        let mismatches = try await withThrowingTaskGroup(of: Bool.self) { group in
+            for index in 0..<1_000 {
+                group.addTask {
+                    let reply = try await connection.send(_RedisCommand("ECHO", .string("\(marker)-\(index)")))
+                    return reply.string == "\(marker)-\(index)"
+                }
+            }
+            return try await group.reduce(0) { $0 + ($1 ? 0 : 1) }
+        }
+        #expect(mismatches == 0)
+        // The server saw all of them, from one client address.
+        #expect(await eventually { monitor.seen.count >= 1_000 })
+        let clients = Set(monitor.seen.compactMap { line in line.split(separator: "]").first?.split(separator: " ").last })
+        #expect(clients.count == 1)
+    }
+}
