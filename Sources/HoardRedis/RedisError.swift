@@ -47,6 +47,9 @@ public struct RedisError: Error, Sendable, CustomStringConvertible {
         public static let poolExhausted = Code("poolExhausted")
         /// The store has been shut down.
         public static let shutdown = Code("shutdown")
+        /// The calling task was cancelled while the operation waited for room on a
+        /// connection; nothing was sent.
+        public static let cancelled = Code("cancelled")
     }
 
     /// What kind of failure this is.

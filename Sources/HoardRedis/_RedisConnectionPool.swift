@@ -214,7 +214,8 @@ actor _RedisConnectionPool {
         } catch let error as RedisError {
             throw error
         } catch {
-            throw RedisError(.connectionFailed, "The operation was cancelled while it waited for a connection.",
+            throw RedisError(
+                .cancelled, "The operation was cancelled while it waited for a connection; nothing was sent.",
                 underlying: error)
         }
     }

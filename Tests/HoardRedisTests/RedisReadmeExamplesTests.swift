@@ -7,7 +7,7 @@ import Testing
 @Suite(
     "README Redis example",
     .enabled(if: RedisTestServer.isAvailable, "needs a Redis server: set HOARD_REDIS_URL=redis://127.0.0.1:PORT/0 (scripts/test starts one)"),
-    .timeLimit(.minutes(1)))
+    .timeLimit(.minutes(10)))
 struct RedisReadmeExamplesTests {
     @Test("RedisStore: configure from a URL, set, get, MGET, remove, clear, watch invalidations")
     func redisExample() async throws {

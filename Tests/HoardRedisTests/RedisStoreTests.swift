@@ -9,7 +9,7 @@ import Testing
 @Suite(
     "RedisStore against a server",
     .enabled(if: RedisTestServer.isAvailable, "needs a Redis server: set HOARD_REDIS_URL=redis://127.0.0.1:PORT/0 (scripts/test starts one)"),
-    .timeLimit(.minutes(1)))
+    .timeLimit(.minutes(10)))
 struct RedisStoreTests {
     private func makeStore(clock: any CacheClock = SystemClock()) throws -> RedisStore {
         try RedisStore(configuration: RedisTestServer.configuration(), clock: clock)
@@ -90,7 +90,7 @@ struct RedisStoreTests {
 
         try await store.set(Data([1]), for: "minute", in: "ttl", storedAt: .now, expiresAt: .now + 60)
         let minute = try await pttl(store, "minute", in: "ttl")
-        #expect(minute > 58_000 && minute <= 60_000)
+        #expect(minute > 50_000 && minute <= 60_000)
         #expect(try await store.entry(for: "minute", in: "ttl")?.expiresAt != nil)
 
         try await store.set(Data([2]), for: "forever", in: "ttl", storedAt: .now, expiresAt: nil)
@@ -99,7 +99,8 @@ struct RedisStoreTests {
         // A short lifetime: poll the server until the key is gone, no fixed sleep.
         try await store.set(Data([3]), for: "short", in: "ttl", storedAt: .now, expiresAt: .now + 0.3)
         let short = try await pttl(store, "short", in: "ttl")
-        #expect(short > 0 && short <= 300)
+        // Positive and at most 300 ms, or already gone (-2) on a very busy machine; never -1 (no lifetime).
+        #expect((short > 0 && short <= 300) || short == -2)
         #expect(try await eventually { try await pttl(store, "short", in: "ttl") == -2 })
         #expect(try await store.entry(for: "short", in: "ttl") == nil)
     }

@@ -72,7 +72,7 @@ final class RedisChildServer: Sendable {
         process.standardError = FileHandle.nullDevice
         try process.run()
         self.process.withLock { $0 = process }
-        let deadline = ContinuousClock.now + .seconds(10)
+        let deadline = ContinuousClock.now + .seconds(60)
         while ContinuousClock.now < deadline {
             if let channel = try? await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
                 .connect(host: "127.0.0.1", port: port).get()
@@ -90,7 +90,7 @@ final class RedisChildServer: Sendable {
     func stop() async throws {
         guard let process = self.process.withLock({ $0 }) else { return }
         kill(process.processIdentifier, SIGKILL)
-        let deadline = ContinuousClock.now + .seconds(10)
+        let deadline = ContinuousClock.now + .seconds(60)
         while process.isRunning, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
         self.process.withLock { $0 = nil }
     }
@@ -173,7 +173,7 @@ final class CommandMonitor: Sendable {
 
 /// Polls `condition` until it holds or `timeout` passes.
 func eventually(
-    timeout: Duration = .seconds(10), every interval: Duration = .milliseconds(20),
+    timeout: Duration = .seconds(30), every interval: Duration = .milliseconds(20),
     _ condition: () async throws -> Bool
 ) async rethrows -> Bool {
     let deadline = ContinuousClock.now + timeout
@@ -200,7 +200,7 @@ final class InvalidationRecorder: Sendable {
     var all: [RemoteInvalidation] { received.withLock { $0 } }
 
     /// Waits until at least `count` invalidations arrived; returns them all.
-    func wait(forCount count: Int, timeout: Duration = .seconds(10)) async -> [RemoteInvalidation] {
+    func wait(forCount count: Int, timeout: Duration = .seconds(30)) async -> [RemoteInvalidation] {
         _ = await eventually(timeout: timeout) { self.all.count >= count }
         return all
     }
