@@ -13,7 +13,7 @@ struct RedisReadmeExamplesTests {
     func redisExample() async throws {
         var configuration = try RedisStore.Configuration(url: RedisTestServer.url!)
         configuration.keyPrefix = "shop-\(UUID().uuidString.prefix(8))"
-        configuration.commandTimeout = .milliseconds(500)
+        configuration.commandTimeout = .seconds(2)
         let store = try RedisStore(configuration: configuration)
         let otherInstance = try RedisStore(configuration: configuration)
         let memory = try MemoryCache<String, Data>()

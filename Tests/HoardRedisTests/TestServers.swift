@@ -72,17 +72,18 @@ final class RedisChildServer: Sendable {
         process.standardError = FileHandle.nullDevice
         try process.run()
         self.process.withLock { $0 = process }
-        let deadline = ContinuousClock.now + .seconds(60)
-        while ContinuousClock.now < deadline {
-            if let channel = try? await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        let started = await eventually(timeout: .seconds(60)) {
+            guard let channel = try? await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
                 .connect(host: "127.0.0.1", port: port).get()
-            {
-                channel.close(promise: nil)
-                return
-            }
-            try await Task.sleep(for: .milliseconds(20))
+            else { return false }
+            channel.close(promise: nil)
+            return true
         }
-        throw RedisError(.connectionFailed, "redis-server did not start on port \(port)")
+        guard started else {
+            // Never leave a server behind, also when the test was cancelled.
+            try? await stop()
+            throw RedisError(.connectionFailed, "redis-server did not start on port \(port)")
+        }
     }
 
     /// Kills the server (SIGKILL: the test process blocks SIGTERM, and its children
@@ -90,9 +91,8 @@ final class RedisChildServer: Sendable {
     func stop() async throws {
         guard let process = self.process.withLock({ $0 }) else { return }
         kill(process.processIdentifier, SIGKILL)
-        let deadline = ContinuousClock.now + .seconds(60)
-        while process.isRunning, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
         self.process.withLock { $0 = nil }
+        _ = await eventually(timeout: .seconds(60), every: .milliseconds(10)) { !process.isRunning }
     }
 
     /// Stops the server and removes its directory.
@@ -171,17 +171,26 @@ final class CommandMonitor: Sendable {
     func close() { connection.close() }
 }
 
-/// Polls `condition` until it holds or `timeout` passes.
+/// Polls `condition` until it holds, or until `timeout` has passed and it has been
+/// polled `timeout / interval` times.
+///
+/// Counting polls as well as time keeps a test from failing on a machine so busy that
+/// its tasks do not run for a while (a long synchronous test can hold every thread of
+/// the concurrency pool): the time runs out only while the polls get to run.
 func eventually(
     timeout: Duration = .seconds(30), every interval: Duration = .milliseconds(20),
     _ condition: () async throws -> Bool
 ) async rethrows -> Bool {
     let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
+    let minimumPolls = Int(timeout / interval)
+    var polls = 0
+    while ContinuousClock.now < deadline || polls < minimumPolls {
         if try await condition() { return true }
+        polls += 1
+        if Task.isCancelled { return false }
         try? await Task.sleep(for: interval)
     }
-    return try await condition()
+    return false
 }
 
 /// Collects what an invalidation stream yields, so tests can poll it.
