@@ -13,9 +13,9 @@ import Synchronization
 final class _InvalidationHub: Sendable {
     private struct Subscription {
         var streams: [UInt64: AsyncStream<RemoteInvalidation>.Continuation] = [:]
-        /// Whether the server has confirmed this channel before, so that the next
-        /// confirmation is a resubscription after a lost connection.
-        var confirmed = false
+        /// Whether the channel is being subscribed again on a new connection after a
+        /// lost one: its confirmation tells the streams that changes may have been missed.
+        var resubscribing = false
     }
 
     private struct State {
@@ -76,6 +76,14 @@ final class _InvalidationHub: Sendable {
         state.withLock { Set($0.subscriptions.keys) }
     }
 
+    /// Marks `channels` as subscribed again on a new connection; when the server
+    /// confirms one, its streams receive ``Hoard/RemoteInvalidation/all``.
+    func markResubscribing(_ channels: Set<ByteBuffer>) {
+        state.withLock { state in
+            for channel in channels { state.subscriptions[channel]?.resubscribing = true }
+        }
+    }
+
     /// Finishes every stream; later ``add(_:channel:)`` calls finish theirs at once.
     func finishAll() {
         let streams = state.withLock { state in
@@ -100,10 +108,9 @@ final class _InvalidationHub: Sendable {
         case "subscribe":
             // A resubscription after a lost connection: changes may have been missed.
             let streams = state.withLock { state -> [AsyncStream<RemoteInvalidation>.Continuation] in
-                guard let subscription = state.subscriptions[channel] else { return [] }
-                let wasConfirmed = subscription.confirmed
-                state.subscriptions[channel]?.confirmed = true
-                return wasConfirmed ? Array(subscription.streams.values) : []
+                guard let subscription = state.subscriptions[channel], subscription.resubscribing else { return [] }
+                state.subscriptions[channel]?.resubscribing = false
+                return Array(subscription.streams.values)
             }
             for stream in streams { stream.yield(.all) }
         default:

@@ -7,8 +7,11 @@ import NIOCore
 /// The connection opens when the first stream starts. When it closes, the subscriber
 /// reconnects at once, then after `initialReconnectDelay`, doubling up to
 /// `maximumReconnectDelay`, for as long as some stream is watching. Once the server
-/// confirms a resubscription, every stream of that namespace receives
-/// ``Hoard/RemoteInvalidation/all``, since changes made while it was away were missed.
+/// confirms a subscription made on a reconnected connection, every stream of that
+/// namespace receives ``Hoard/RemoteInvalidation/all``, since changes made while it was
+/// away were missed. (The mark is set by the subscriber, not inferred from counting
+/// confirmations: a late confirmation of an earlier subscription must not look like
+/// a resubscription.)
 actor _RedisSubscriber {
     private let settings: _RedisConnection.Settings
     private let group: any EventLoopGroup
@@ -19,6 +22,10 @@ actor _RedisSubscriber {
     private var subscribed: Set<ByteBuffer> = []
     private var connectTask: Task<Void, Never>?
     private var isShutdown = false
+    /// Connections opened so far; every one after the first is a reconnection.
+    private var connectionsOpened = 0
+    /// Whether the next subscriptions are resubscriptions on a new connection.
+    private var resubscribing = false
 
     init(
         settings: _RedisConnection.Settings, group: any EventLoopGroup, hub: _InvalidationHub,
@@ -46,6 +53,11 @@ actor _RedisSubscriber {
         let toUnsubscribe = subscribed.subtracting(wanted)
         guard !toSubscribe.isEmpty || !toUnsubscribe.isEmpty else { return }
         subscribed = wanted
+        if resubscribing {
+            // Marked before SUBSCRIBE goes out, so that its confirmation finds the mark.
+            hub.markResubscribing(toSubscribe)
+            resubscribing = false
+        }
         var commands: [_RedisCommand] = []
         if !toSubscribe.isEmpty {
             commands.append(_RedisCommand("SUBSCRIBE", arguments: toSubscribe.map { .bytes($0) }))
@@ -80,6 +92,8 @@ actor _RedisSubscriber {
                 }
                 self.connection = connection
                 subscribed = []
+                connectionsOpened += 1
+                resubscribing = connectionsOpened > 1
                 connection.closeFuture.whenComplete { _ in
                     Task { await self.connectionClosed(connection) }
                 }
