@@ -12,10 +12,12 @@ let package = Package(
     platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
     products: [
         .library(name: "Hoard", targets: ["Hoard"]),
+        .library(name: "HoardRedis", targets: ["HoardRedis"]),
         .executable(name: "hoard", targets: ["hoard"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
         .systemLibrary(
@@ -26,6 +28,15 @@ let package = Package(
             name: "Hoard",
             dependencies: [
                 .target(name: "CSQLite", condition: .when(platforms: [.linux, .android, .windows])),
+            ],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "HoardRedis",
+            dependencies: [
+                "Hoard",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: strict
         ),
@@ -50,6 +61,16 @@ let package = Package(
         .testTarget(
             name: "HoardTests",
             dependencies: ["Hoard", "HoardCrashWriter", "hoard"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "HoardRedisTests",
+            dependencies: [
+                "HoardRedis",
+                "Hoard",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
             swiftSettings: strict
         ),
     ],

@@ -4,7 +4,7 @@ import Testing
 
 extension DiskStoreSuites {
     /// The `hoard` store commands, run as the built executable on real stores.
-    @Suite("DiskStore through the hoard command-line tool", .timeLimit(.minutes(1)))
+    @Suite("DiskStore through the hoard command-line tool", .timeLimit(.minutes(3)))
     struct DiskStoreCLITests {
         static func hoard(_ arguments: String...) throws -> (status: Int32, output: String, errors: String) {
             try DiskTest.run(DiskTest.executable(named: "hoard"), arguments)

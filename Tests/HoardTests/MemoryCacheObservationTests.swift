@@ -2,7 +2,7 @@ import Foundation
 import Hoard
 import Testing
 
-@Suite("MemoryCache observation", .timeLimit(.minutes(1)))
+@Suite("MemoryCache observation", .timeLimit(.minutes(3)))
 struct MemoryCacheObservationTests {
     @Test("updates(for:) yields the current value, then set, overwrite and removal in order")
     func updatesInOrder() async throws {

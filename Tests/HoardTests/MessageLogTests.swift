@@ -2,7 +2,7 @@ import Foundation
 import Hoard
 import Testing
 
-@Suite("MessageLog basics", .timeLimit(.minutes(1)))
+@Suite("MessageLog basics", .timeLimit(.minutes(3)))
 struct MessageLogTests {
     struct Event: Codable, Sendable, Equatable {
         var name: String

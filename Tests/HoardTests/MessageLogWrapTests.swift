@@ -2,7 +2,7 @@ import Foundation
 import Hoard
 import Testing
 
-@Suite("MessageLog wrap-around", .timeLimit(.minutes(1)))
+@Suite("MessageLog wrap-around", .timeLimit(.minutes(3)))
 struct MessageLogWrapTests {
     @Test("Wrapping many times keeps exactly the newest messages the model predicts, in order, never none",
           arguments: [(64 + 1_000, 0...200), (64 + 333, 0...60), (64 + 4_096, 100...900), (64 + 72, 0...20)])

@@ -1,39 +1,83 @@
 import Foundation
 
-/// A store reached over the network, shared by many cache instances: the remote
-/// tier of a ``Cache``.
+/// A cache tier on a server that several processes share, such as Redis or PostgreSQL.
 ///
-/// Requirements take bytes plus metadata, keyed by a namespace and a key's
-/// ``CacheKey/cacheKeyString``. Every method may suspend and may throw the store's
-/// own error type; the ``Cache`` reports such errors and keeps serving its other
-/// tiers.
+/// A remote store holds bytes (``StoredEntry``) under a string key inside a
+/// namespace; namespaces isolate caches that share one server, and one namespace can
+/// be cleared without touching the others. Every method may wait on the network, and
+/// every method but ``invalidations(in:)`` throws the store's own error type when the
+/// server cannot be reached, answers with an error, or does not answer in time. A
+/// cache treats such a failure on a read as a miss.
+///
+/// An expired entry is never returned: the server drops it, and a store also checks
+/// the entry's ``StoredEntry/expiresAt`` against its own clock.
+///
+/// ```swift
+/// let store: any RemoteCacheStore = try RedisStore(configuration: .init(host: "cache.internal"))
+/// try await store.set(bytes, for: "user:42", in: "profiles", storedAt: .now, expiresAt: .now + 300)
+/// let entry = try await store.entry(for: "user:42", in: "profiles")
+/// for await change in store.invalidations(in: "profiles") { memory.drop(change) }
+/// ```
 public protocol RemoteCacheStore: Sendable {
-    /// The live entry for `key` in `namespace`, or `nil`.
+    /// The entry stored for `key` in `namespace`, if there is a live one.
+    ///
+    /// - Parameters:
+    ///   - key: The key, any string.
+    ///   - namespace: The namespace, any string.
+    /// - Returns: The entry, or `nil` when there is none, it has expired, or its bytes
+    ///   are not in a format this store understands.
+    /// - Throws: The store's error when the server cannot answer.
     func entry(for key: String, in namespace: String) async throws -> StoredEntry?
 
-    /// The live entries for `keys` in `namespace`, in one round trip; absent keys
-    /// are missing from the result.
+    /// The live entries for many keys of one namespace, read in one round trip.
+    ///
+    /// - Parameters:
+    ///   - keys: The keys; duplicates are allowed, an empty array costs nothing.
+    ///   - namespace: The namespace of every key.
+    /// - Returns: The entries found, by key; a key with no live entry is absent.
+    /// - Throws: The store's error when the server cannot answer.
     func entries(for keys: [String], in namespace: String) async throws -> [String: StoredEntry]
 
-    /// Stores `data` for `key`. An entry whose `expiresAt` has already passed is not
-    /// stored, and any older value for the key is removed.
+    /// Stores `data` for `key` in `namespace`, replacing any older value.
+    ///
+    /// The server drops the entry by itself at `expiresAt`. An entry that has already
+    /// expired is not stored, and any older value for the key is removed, so a read
+    /// never returns the outdated value. Other instances are told through
+    /// ``invalidations(in:)``.
+    ///
+    /// - Parameters:
+    ///   - data: The bytes to store.
+    ///   - key: The key.
+    ///   - namespace: The namespace.
+    ///   - storedAt: When the value was stored, returned by later reads.
+    ///   - expiresAt: When the entry expires, or `nil` for never.
+    /// - Throws: The store's error when the server cannot answer; the value may or may
+    ///   not have been stored.
     func set(_ data: Data, for key: String, in namespace: String, storedAt: Date, expiresAt: Date?) async throws
 
-    /// Removes the entry for `key`, if any.
+    /// Removes the entry for `key` in `namespace`, if there is one, and tells other
+    /// instances through ``invalidations(in:)``.
+    ///
+    /// - Throws: The store's error when the server cannot answer.
     func removeValue(for key: String, in namespace: String) async throws
 
-    /// Removes every entry of `namespace`, leaving other namespaces untouched.
+    /// Removes every entry of `namespace` and no other, and tells other instances
+    /// through ``invalidations(in:)`` with ``RemoteInvalidation/all``.
+    ///
+    /// - Throws: The store's error when the server cannot answer; some entries may
+    ///   have been removed.
     func removeAll(in namespace: String) async throws
 
-    /// Keys that other instances changed or removed in `namespace` (never this
-    /// instance's own writes), for cross-instance invalidation of memory tiers.
+    /// Keys other instances changed or removed in `namespace` (never this instance's own writes), for cross-instance invalidation.
+    ///
+    /// The stream yields ``RemoteInvalidation/key(_:)`` for each key another
+    /// instance set or removed, and ``RemoteInvalidation/all`` when another instance
+    /// cleared the namespace or when the store may have missed changes (after it lost
+    /// and regained its connection). It keeps going across reconnects and ends when
+    /// the consumer stops iterating or the store shuts down. Delivery is best effort:
+    /// a change made while the subscription is not yet established is not reported.
+    ///
+    /// - Parameter namespace: The namespace to watch.
+    /// - Returns: A stream of invalidations, as they arrive.
     func invalidations(in namespace: String) -> AsyncStream<RemoteInvalidation>
-}
-
-/// A change another instance made to a remote store.
-public enum RemoteInvalidation: Sendable, Hashable {
-    /// The entry for this key (its `cacheKeyString`) changed or was removed.
-    case key(String)
-    /// Every entry of the namespace was removed.
-    case all
 }

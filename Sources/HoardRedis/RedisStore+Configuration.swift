@@ -1,0 +1,174 @@
+import Foundation
+
+extension RedisStore {
+    /// Where a ``RedisStore`` finds its server, how it names its keys, and how long
+    /// it waits.
+    ///
+    /// ```swift
+    /// var configuration = try RedisStore.Configuration(url: "redis://:secret@cache.internal:6379/2")
+    /// configuration.keyPrefix = "shop"
+    /// configuration.commandTimeout = .milliseconds(250)
+    /// let store = try RedisStore(configuration: configuration)
+    /// ```
+    public struct Configuration: Sendable, Hashable {
+        /// The server's host name or IP address. Defaults to `"127.0.0.1"`.
+        public var host: String
+
+        /// The server's TCP port. Defaults to 6379.
+        public var port: Int
+
+        /// The ACL user to authenticate as, with ``password``. Defaults to `nil`:
+        /// `AUTH <password>` authenticates as the `default` user.
+        public var username: String?
+
+        /// The password sent with `AUTH` on every new connection. Defaults to `nil`:
+        /// no `AUTH`.
+        public var password: String?
+
+        /// The database number selected with `SELECT` on every new connection.
+        /// Defaults to 0.
+        public var database: Int
+
+        /// The first part of every key and channel name the store uses, so that
+        /// several applications can share a database. Defaults to `"hoard"`. Stores
+        /// sharing a database must use prefixes of which neither is the other followed
+        /// by `:`.
+        public var keyPrefix: String
+
+        /// The most connections the store opens for its commands (the pub/sub
+        /// connection of ``RedisStore/invalidations(in:)`` comes on top). Defaults to 4.
+        public var maximumConnections: Int
+
+        /// The most operations that share one connection at once, their commands
+        /// pipelined. Defaults to 64.
+        public var pipeliningLimit: Int
+
+        /// How long opening a connection may take. Defaults to 5 seconds.
+        public var connectTimeout: Duration
+
+        /// How long the server may take to answer a command. A command that times out
+        /// fails with ``RedisError/Code/timeout`` and its connection is closed.
+        /// Defaults to 5 seconds.
+        public var commandTimeout: Duration
+
+        /// How long an operation waits for room on a connection when every connection
+        /// is full, before it fails with ``RedisError/Code/poolExhausted``. Defaults
+        /// to 5 seconds.
+        public var connectionWaitTimeout: Duration
+
+        /// How long the store waits after a failed connection attempt before it tries
+        /// again; the delay doubles with each further failure. Defaults to 100 ms.
+        public var initialReconnectDelay: Duration
+
+        /// The longest delay between two connection attempts. Defaults to 10 seconds.
+        public var maximumReconnectDelay: Duration
+
+        /// The longest string reply the store accepts; a longer one is a
+        /// ``RedisError/Code/protocolError`` and closes the connection. Defaults to
+        /// 512 MiB, the server's own limit.
+        public var maximumReplyBulkLength: Int
+
+        /// The deepest nesting of aggregates (arrays, maps, sets) the store accepts in
+        /// a reply. Defaults to 32.
+        public var maximumReplyDepth: Int
+
+        /// Creates a configuration; every parameter defaults as its property says.
+        public init(
+            host: String = "127.0.0.1",
+            port: Int = 6379,
+            username: String? = nil,
+            password: String? = nil,
+            database: Int = 0,
+            keyPrefix: String = "hoard",
+            maximumConnections: Int = 4,
+            pipeliningLimit: Int = 64,
+            connectTimeout: Duration = .seconds(5),
+            commandTimeout: Duration = .seconds(5),
+            connectionWaitTimeout: Duration = .seconds(5),
+            initialReconnectDelay: Duration = .milliseconds(100),
+            maximumReconnectDelay: Duration = .seconds(10),
+            maximumReplyBulkLength: Int = 512 << 20,
+            maximumReplyDepth: Int = 32
+        ) {
+            self.host = host
+            self.port = port
+            self.username = username
+            self.password = password
+            self.database = database
+            self.keyPrefix = keyPrefix
+            self.maximumConnections = maximumConnections
+            self.pipeliningLimit = pipeliningLimit
+            self.connectTimeout = connectTimeout
+            self.commandTimeout = commandTimeout
+            self.connectionWaitTimeout = connectionWaitTimeout
+            self.initialReconnectDelay = initialReconnectDelay
+            self.maximumReconnectDelay = maximumReconnectDelay
+            self.maximumReplyBulkLength = maximumReplyBulkLength
+            self.maximumReplyDepth = maximumReplyDepth
+        }
+
+        /// Creates a configuration from a URL of the form
+        /// `redis://[[username]:password@]host[:port][/database]`; every other setting
+        /// has its default.
+        ///
+        /// User and password are percent-decoded. `rediss://` (TLS) is not supported.
+        ///
+        /// - Throws: ``RedisError/Code/invalidConfiguration`` when the URL is not of
+        ///   that form.
+        public init(url: String) throws(RedisError) {
+            guard let components = URLComponents(string: url) else {
+                throw RedisError(.invalidConfiguration, "\"\(url)\" is not a URL.")
+            }
+            guard components.scheme?.lowercased() == "redis" else {
+                throw RedisError(
+                    .invalidConfiguration,
+                    "\"\(url)\" does not start with redis:// (rediss://, Redis over TLS, is not supported).")
+            }
+            guard let host = components.host, !host.isEmpty else {
+                throw RedisError(.invalidConfiguration, "\"\(url)\" names no host.")
+            }
+            self.init(host: host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host)
+            if let port = components.port { self.port = port }
+            if let user = components.percentEncodedUser, !user.isEmpty { username = user.removingPercentEncoding ?? user }
+            if let password = components.percentEncodedPassword { self.password = password.removingPercentEncoding ?? password }
+            let path = components.path.drop { $0 == "/" }
+            if !path.isEmpty {
+                guard let database = Int(path) else {
+                    throw RedisError(.invalidConfiguration, "\"\(url)\": the path must be a database number.")
+                }
+                self.database = database
+            }
+        }
+
+        /// Checks every setting.
+        func validate() throws(RedisError) {
+            func check(_ condition: Bool, _ message: String) throws(RedisError) {
+                if !condition { throw RedisError(.invalidConfiguration, message) }
+            }
+            try check(!host.isEmpty, "host must not be empty")
+            try check((1...65535).contains(port), "port must be between 1 and 65535, not \(port)")
+            try check(database >= 0, "database must not be negative, not \(database)")
+            try check(username == nil || password != nil, "a username needs a password")
+            try check(maximumConnections >= 1, "maximumConnections must be at least 1, not \(maximumConnections)")
+            try check(pipeliningLimit >= 1, "pipeliningLimit must be at least 1, not \(pipeliningLimit)")
+            try check(connectTimeout > .zero, "connectTimeout must be positive")
+            try check(commandTimeout > .zero, "commandTimeout must be positive")
+            try check(connectionWaitTimeout >= .zero, "connectionWaitTimeout must not be negative")
+            try check(initialReconnectDelay > .zero, "initialReconnectDelay must be positive")
+            try check(
+                maximumReconnectDelay >= initialReconnectDelay,
+                "maximumReconnectDelay must be at least initialReconnectDelay")
+            try check(maximumReplyBulkLength >= 1, "maximumReplyBulkLength must be at least 1")
+            try check(maximumReplyDepth >= 1, "maximumReplyDepth must be at least 1")
+        }
+
+        var connectionSettings: _RedisConnection.Settings {
+            var limits = _RESPParser.Limits()
+            limits.maximumBulkLength = maximumReplyBulkLength
+            limits.maximumDepth = maximumReplyDepth
+            return _RedisConnection.Settings(
+                host: host, port: port, username: username, password: password, database: database,
+                connectTimeout: connectTimeout, commandTimeout: commandTimeout, limits: limits)
+        }
+    }
+}

@@ -1,0 +1,138 @@
+import Hoard
+import NIOCore
+import Synchronization
+
+/// The streams returned by ``RedisStore/invalidations(in:)``, by channel, and the
+/// decoding of the messages that arrive for them.
+///
+/// A message is the publishing instance's id, a space, then `k` and the key's UTF-8
+/// bytes (one key changed) or `a` (the whole namespace was cleared). Messages this
+/// instance published are dropped here.
+///
+/// State is behind a `Mutex`; streams are fed after the lock is released.
+final class _InvalidationHub: Sendable {
+    private struct Subscription {
+        var streams: [UInt64: AsyncStream<RemoteInvalidation>.Continuation] = [:]
+        /// Whether the channel is being subscribed again on a new connection after a
+        /// lost one: its confirmation tells the streams that changes may have been missed.
+        var resubscribing = false
+    }
+
+    private struct State {
+        var subscriptions: [ByteBuffer: Subscription] = [:]
+        var nextID: UInt64 = 0
+        var isFinished = false
+    }
+
+    /// This instance's id, as it appears in the messages it publishes.
+    let instanceID: String
+    private let state = Mutex(State())
+
+    init(instanceID: String) {
+        self.instanceID = instanceID
+    }
+
+    /// The message announcing that `key` changed.
+    func message(key: String) -> ByteBuffer {
+        var buffer = ByteBuffer(string: instanceID)
+        buffer.writeStaticString(" k")
+        buffer.writeString(key)
+        return buffer
+    }
+
+    /// The message announcing that the whole namespace was cleared.
+    func messageAll() -> ByteBuffer {
+        var buffer = ByteBuffer(string: instanceID)
+        buffer.writeStaticString(" a")
+        return buffer
+    }
+
+    /// Registers a stream for `channel`; returns its id, or `nil` when the hub has
+    /// finished (the stream is finished at once then).
+    func add(_ continuation: AsyncStream<RemoteInvalidation>.Continuation, channel: ByteBuffer) -> UInt64? {
+        let id = state.withLock { state -> UInt64? in
+            guard !state.isFinished else { return nil }
+            let id = state.nextID
+            state.nextID += 1
+            state.subscriptions[channel, default: Subscription()].streams[id] = continuation
+            return id
+        }
+        if id == nil { continuation.finish() }
+        return id
+    }
+
+    /// Forgets a stream; the channel is no longer wanted once it has no stream.
+    func remove(id: UInt64, channel: ByteBuffer) {
+        state.withLock { state in
+            state.subscriptions[channel]?.streams[id] = nil
+            if state.subscriptions[channel]?.streams.isEmpty == true {
+                state.subscriptions[channel] = nil
+            }
+        }
+    }
+
+    /// The channels some stream is waiting on.
+    var wantedChannels: Set<ByteBuffer> {
+        state.withLock { Set($0.subscriptions.keys) }
+    }
+
+    /// Marks `channels` as subscribed again on a new connection; when the server
+    /// confirms one, its streams receive ``Hoard/RemoteInvalidation/all``.
+    func markResubscribing(_ channels: Set<ByteBuffer>) {
+        state.withLock { state in
+            for channel in channels { state.subscriptions[channel]?.resubscribing = true }
+        }
+    }
+
+    /// Finishes every stream; later ``add(_:channel:)`` calls finish theirs at once.
+    func finishAll() {
+        let streams = state.withLock { state in
+            state.isFinished = true
+            defer { state.subscriptions.removeAll() }
+            return state.subscriptions.values.flatMap { $0.streams.values }
+        }
+        for stream in streams { stream.finish() }
+    }
+
+    /// Handles a message from the subscriber connection: a RESP2 array or a RESP3
+    /// push of `message`, `subscribe` or `unsubscribe`. Anything else is ignored.
+    func handle(_ value: _RESPValue) {
+        guard let elements = value.elements, elements.count >= 3,
+            let kind = elements[0].string?.lowercased(), let channel = elements[1].bytes
+        else { return }
+        switch kind {
+        case "message":
+            guard let payload = elements[2].bytes, let invalidation = decode(payload) else { return }
+            let streams = state.withLock { Array(($0.subscriptions[channel]?.streams ?? [:]).values) }
+            for stream in streams { stream.yield(invalidation) }
+        case "subscribe":
+            // A resubscription after a lost connection: changes may have been missed.
+            let streams = state.withLock { state -> [AsyncStream<RemoteInvalidation>.Continuation] in
+                guard let subscription = state.subscriptions[channel], subscription.resubscribing else { return [] }
+                state.subscriptions[channel]?.resubscribing = false
+                return Array(subscription.streams.values)
+            }
+            for stream in streams { stream.yield(.all) }
+        default:
+            return
+        }
+    }
+
+    /// The invalidation a message announces, or `nil` for this instance's own
+    /// messages and for messages that are not in the format.
+    private func decode(_ payload: ByteBuffer) -> RemoteInvalidation? {
+        let bytes = payload.readableBytesView
+        guard let space = bytes.firstIndex(of: UInt8(ascii: " ")) else { return nil }
+        let sender = String(decoding: bytes[bytes.startIndex..<space], as: UTF8.self)
+        guard sender != instanceID, space + 1 < bytes.endIndex else { return nil }
+        switch bytes[space + 1] {
+        case UInt8(ascii: "a"):
+            return .all
+        case UInt8(ascii: "k"):
+            guard let key = String(validating: bytes[(space + 2)...], as: UTF8.self) else { return nil }
+            return .key(key)
+        default:
+            return nil
+        }
+    }
+}

@@ -1,0 +1,95 @@
+import NIOCore
+
+/// How a ``RedisStore`` names its keys and channels on the server.
+///
+/// - Entry key: `<prefix>:<n>:<namespace>:<key>`, where `<n>` is the decimal length
+///   in UTF-8 bytes of `<namespace>`.
+/// - Invalidation channel: `<prefix>:invalidate:<n>:<namespace>`.
+///
+/// Namespaces and keys may contain `:` and any other character. Because the
+/// namespace is length-prefixed, the mapping is injective for a given prefix: reading
+/// the digits up to the first `:` after the prefix gives the namespace's length, the
+/// namespace follows, and everything after the next `:` is the key
+/// (``parse(_:)`` does exactly that). Two different (namespace, key) pairs never share
+/// a Redis key, and ``namespacePattern(_:)`` matches the keys of one namespace and
+/// no other.
+///
+/// Different stores sharing one database must use prefixes of which neither is the
+/// other followed by `:` (`app` and `app:x` could collide; `app` and `app2` cannot).
+struct _RedisKeyspace: Sendable, Hashable {
+    /// The configured prefix, as given.
+    let prefix: String
+
+    /// The Redis key of `key` in `namespace`.
+    func key(_ key: String, in namespace: String) -> ByteBuffer {
+        var buffer = namespaceStart(namespace)
+        buffer.writeString(key)
+        return buffer
+    }
+
+    /// A `SCAN … MATCH` pattern that matches every key of `namespace` and no other key:
+    /// the namespace's key start with glob characters escaped, then `*`.
+    func namespacePattern(_ namespace: String) -> ByteBuffer {
+        let start = namespaceStart(namespace)
+        var pattern = ByteBuffer()
+        pattern.reserveCapacity(start.readableBytes * 2 + 1)
+        for byte in start.readableBytesView {
+            switch byte {
+            case UInt8(ascii: "*"), UInt8(ascii: "?"), UInt8(ascii: "["), UInt8(ascii: "]"), UInt8(ascii: "\\"):
+                pattern.writeInteger(UInt8(ascii: "\\"))
+            default:
+                break
+            }
+            pattern.writeInteger(byte)
+        }
+        pattern.writeInteger(UInt8(ascii: "*"))
+        return pattern
+    }
+
+    /// The pub/sub channel on which changes to `namespace` are announced.
+    func channel(for namespace: String) -> ByteBuffer {
+        var buffer = ByteBuffer()
+        buffer.writeString(prefix)
+        buffer.writeString(":invalidate:")
+        buffer.writeString(String(namespace.utf8.count))
+        buffer.writeInteger(UInt8(ascii: ":"))
+        buffer.writeString(namespace)
+        return buffer
+    }
+
+    /// The namespace and key a Redis key of this keyspace stands for, or `nil` when
+    /// it is not one: the inverse of ``key(_:in:)``.
+    func parse(_ redisKey: ByteBuffer) -> (namespace: String, key: String)? {
+        let bytes = Array(redisKey.readableBytesView)
+        let prefixBytes = Array(prefix.utf8)
+        guard bytes.count > prefixBytes.count, bytes.starts(with: prefixBytes), bytes[prefixBytes.count] == 0x3A
+        else { return nil }
+        var index = prefixBytes.count + 1
+        var length = 0
+        let digitsStart = index
+        while index < bytes.count, bytes[index] >= 0x30, bytes[index] <= 0x39, index - digitsStart < 10 {
+            length = length * 10 + Int(bytes[index] - 0x30)
+            index += 1
+        }
+        guard index > digitsStart, index < bytes.count, bytes[index] == 0x3A else { return nil }
+        let namespaceStart = index + 1
+        let namespaceEnd = namespaceStart + length
+        guard namespaceEnd < bytes.count, bytes[namespaceEnd] == 0x3A,
+            let namespace = String(validating: bytes[namespaceStart..<namespaceEnd], as: UTF8.self),
+            let key = String(validating: bytes[(namespaceEnd + 1)...], as: UTF8.self)
+        else { return nil }
+        return (namespace, key)
+    }
+
+    private func namespaceStart(_ namespace: String) -> ByteBuffer {
+        var buffer = ByteBuffer()
+        buffer.reserveCapacity(prefix.utf8.count + namespace.utf8.count + 32)
+        buffer.writeString(prefix)
+        buffer.writeInteger(UInt8(ascii: ":"))
+        buffer.writeString(String(namespace.utf8.count))
+        buffer.writeInteger(UInt8(ascii: ":"))
+        buffer.writeString(namespace)
+        buffer.writeInteger(UInt8(ascii: ":"))
+        return buffer
+    }
+}

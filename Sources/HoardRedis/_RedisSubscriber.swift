@@ -1,0 +1,128 @@
+import NIOCore
+
+/// The dedicated pub/sub connection of a ``RedisStore``: keeps one `SUBSCRIBE` per
+/// namespace that some ``RedisStore/invalidations(in:)`` stream watches, and
+/// reconnects and resubscribes when the connection is lost.
+///
+/// The connection opens when the first stream starts. When it closes, the subscriber
+/// reconnects at once, then after `initialReconnectDelay`, doubling up to
+/// `maximumReconnectDelay`, for as long as some stream is watching. Once the server
+/// confirms a subscription made on a reconnected connection, every stream of that
+/// namespace receives ``Hoard/RemoteInvalidation/all``, since changes made while it was
+/// away were missed. (The mark is set by the subscriber, not inferred from counting
+/// confirmations: a late confirmation of an earlier subscription must not look like
+/// a resubscription.)
+actor _RedisSubscriber {
+    private let settings: _RedisConnection.Settings
+    private let group: any EventLoopGroup
+    private let hub: _InvalidationHub
+    private let initialReconnectDelay: Duration
+    private let maximumReconnectDelay: Duration
+    private var connection: _RedisConnection?
+    private var subscribed: Set<ByteBuffer> = []
+    private var connectTask: Task<Void, Never>?
+    private var isShutdown = false
+    /// Connections opened so far; every one after the first is a reconnection.
+    private var connectionsOpened = 0
+    /// Whether the next subscriptions are resubscriptions on a new connection.
+    private var resubscribing = false
+
+    init(
+        settings: _RedisConnection.Settings, group: any EventLoopGroup, hub: _InvalidationHub,
+        initialReconnectDelay: Duration, maximumReconnectDelay: Duration
+    ) {
+        self.settings = settings
+        self.group = group
+        self.hub = hub
+        self.initialReconnectDelay = initialReconnectDelay
+        self.maximumReconnectDelay = maximumReconnectDelay
+    }
+
+    /// Subscribes to the channels the hub wants and unsubscribes from the others,
+    /// connecting first when needed.
+    func sync() async {
+        guard !isShutdown else { return }
+        let wanted = hub.wantedChannels
+        guard let connection, connection.isActive else {
+            if !wanted.isEmpty, connectTask == nil {
+                connectTask = Task { await self.connectLoop() }
+            }
+            return
+        }
+        let toSubscribe = wanted.subtracting(subscribed)
+        let toUnsubscribe = subscribed.subtracting(wanted)
+        guard !toSubscribe.isEmpty || !toUnsubscribe.isEmpty else { return }
+        subscribed = wanted
+        if resubscribing {
+            // Marked before SUBSCRIBE goes out, so that its confirmation finds the mark.
+            hub.markResubscribing(toSubscribe)
+            resubscribing = false
+        }
+        var commands: [_RedisCommand] = []
+        if !toSubscribe.isEmpty {
+            commands.append(_RedisCommand("SUBSCRIBE", arguments: toSubscribe.map { .bytes($0) }))
+        }
+        if !toUnsubscribe.isEmpty {
+            commands.append(_RedisCommand("UNSUBSCRIBE", arguments: toUnsubscribe.map { .bytes($0) }))
+        }
+        // A failed write means the connection is closing; its close handler reconnects.
+        try? await connection.sendWithoutReply(commands)
+    }
+
+    /// Closes the connection, stops reconnecting and finishes every stream.
+    func shutdown() {
+        isShutdown = true
+        connectTask?.cancel()
+        connectTask = nil
+        connection?.close()
+        connection = nil
+        hub.finishAll()
+    }
+
+    private func connectLoop() async {
+        var failures = 0
+        while !isShutdown, !Task.isCancelled, !hub.wantedChannels.isEmpty {
+            do {
+                let hub = self.hub
+                let connection = try await _RedisConnection.connect(
+                    settings: settings, group: group, onPush: { hub.handle($0) })
+                guard !isShutdown else {
+                    connection.close()
+                    break
+                }
+                self.connection = connection
+                subscribed = []
+                connectionsOpened += 1
+                resubscribing = connectionsOpened > 1
+                connection.closeFuture.whenComplete { _ in
+                    Task { await self.connectionClosed(connection) }
+                }
+                connectTask = nil
+                await sync()
+                return
+            } catch {
+                failures += 1
+                try? await Task.sleep(for: reconnectDelay(afterFailures: failures))
+            }
+        }
+        connectTask = nil
+    }
+
+    private func connectionClosed(_ closed: _RedisConnection) {
+        guard connection === closed else { return }
+        connection = nil
+        subscribed = []
+        if !isShutdown, connectTask == nil, !hub.wantedChannels.isEmpty {
+            connectTask = Task { await self.connectLoop() }
+        }
+    }
+
+    private func reconnectDelay(afterFailures failures: Int) -> Duration {
+        var delay = initialReconnectDelay
+        for _ in 1..<max(1, min(failures, 40)) {
+            delay *= 2
+            if delay >= maximumReconnectDelay { return maximumReconnectDelay }
+        }
+        return min(delay, maximumReconnectDelay)
+    }
+}

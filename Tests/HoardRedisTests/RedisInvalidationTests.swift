@@ -1,0 +1,72 @@
+import Foundation
+import Hoard
+import Testing
+
+@testable import HoardRedis
+
+@Suite(
+    "RedisStore invalidations across instances",
+    .enabled(if: RedisTestServer.isAvailable, "needs a Redis server: set HOARD_REDIS_URL=redis://127.0.0.1:PORT/0 (scripts/test starts one)"),
+    .timeLimit(.minutes(10)))
+struct RedisInvalidationTests {
+    /// Waits until the server counts `count` subscribers on the namespace's channel.
+    private func waitForSubscribers(_ count: Int, store: RedisStore, namespace: String) async throws -> Bool {
+        let channel = String(buffer: store.keyspace.channel(for: namespace))
+        return try await eventually {
+            let reply = try await store.command("PUBSUB", "NUMSUB", channel)
+            return reply.elements?.last == .integer(Int64(count))
+        }
+    }
+
+    @Test("Another instance sees sets, removals and removeAll; the writer never sees its own")
+    func seenByOthersNotByWriter() async throws {
+        let configuration = try RedisTestServer.configuration()
+        let writer = try RedisStore(configuration: configuration)
+        let reader = try RedisStore(configuration: configuration)
+        defer { Task { await writer.shutdown(); await reader.shutdown() } }
+
+        let seenByReader = InvalidationRecorder(reader.invalidations(in: "users"))
+        let seenByWriter = InvalidationRecorder(writer.invalidations(in: "users"))
+        let otherNamespace = InvalidationRecorder(reader.invalidations(in: "orders"))
+        defer { seenByReader.cancel(); seenByWriter.cancel(); otherNamespace.cancel() }
+        #expect(try await waitForSubscribers(2, store: writer, namespace: "users"))
+        #expect(try await waitForSubscribers(1, store: writer, namespace: "orders"))
+
+        try await writer.set(Data([1]), for: "alice", in: "users", storedAt: .now, expiresAt: nil)
+        try await writer.removeValue(for: "bob:1", in: "users")
+        try await writer.removeAll(in: "users")
+        #expect(await seenByReader.wait(forCount: 3) == [.key("alice"), .key("bob:1"), .all])
+
+        // The reader writes last: the writer's first invalidation must be the reader's,
+        // so none of its own three (published earlier on the same channel) reached it.
+        try await reader.set(Data([2]), for: "from-reader", in: "users", storedAt: .now, expiresAt: nil)
+        #expect(await seenByWriter.wait(forCount: 1) == [.key("from-reader")])
+        #expect(seenByReader.all.count == 3)
+        // Nothing crossed into the other namespace.
+        try await writer.set(Data([3]), for: "o1", in: "orders", storedAt: .now, expiresAt: nil)
+        #expect(await otherNamespace.wait(forCount: 1) == [.key("o1")])
+    }
+
+    @Test("When its last stream ends, the store unsubscribes; shutdown finishes the streams")
+    func unsubscribeAndShutdown() async throws {
+        let configuration = try RedisTestServer.configuration()
+        let store = try RedisStore(configuration: configuration)
+        let observer = try RedisStore(configuration: configuration)
+        defer { Task { await observer.shutdown() } }
+
+        let first = InvalidationRecorder(store.invalidations(in: "ns"))
+        #expect(try await waitForSubscribers(1, store: observer, namespace: "ns"))
+        first.cancel()
+        #expect(try await waitForSubscribers(0, store: observer, namespace: "ns"))
+
+        let stream = store.invalidations(in: "ns")
+        #expect(try await waitForSubscribers(1, store: observer, namespace: "ns"))
+        await store.shutdown()
+        // The stream ends, and nothing reached it: nobody wrote, and no reconnection happened.
+        var buffered: [RemoteInvalidation] = []
+        for await invalidation in stream { buffered.append(invalidation) }
+        #expect(buffered.isEmpty)
+        #expect(try await waitForSubscribers(0, store: observer, namespace: "ns"))
+        await #expect(throws: RedisError.self) { try await store.entry(for: "k", in: "ns") }
+    }
+}

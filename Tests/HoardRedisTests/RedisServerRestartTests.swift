@@ -1,0 +1,111 @@
+import Foundation
+import Hoard
+import Testing
+
+@testable import HoardRedis
+
+/// Tests that run their own redis-server child process, to stop it or to configure
+/// credentials.
+@Suite(
+    "RedisStore with its own redis-server: restarts and authentication",
+    .enabled(if: RedisChildServer.isAvailable, "needs redis-server on PATH or HOARD_REDIS_SERVER (scripts/test installs it)"),
+    .timeLimit(.minutes(10)))
+struct RedisServerRestartTests {
+    @Test("Server stopped and restarted: operations fail with a RedisError, then the pool and the subscription come back")
+    func reconnectsAfterRestart() async throws {
+        try await RedisChildServer.with { server in try await reconnectsAfterRestart(server) }
+    }
+
+    private func reconnectsAfterRestart(_ server: RedisChildServer) async throws {
+        var configuration = server.configuration()
+        configuration.initialReconnectDelay = .milliseconds(50)
+        configuration.maximumReconnectDelay = .milliseconds(400)
+        configuration.commandTimeout = .seconds(30)
+        let store = try RedisStore(configuration: configuration)
+        let other = try RedisStore(configuration: configuration)
+        let seen = InvalidationRecorder(store.invalidations(in: "ns"))
+        defer { Task { seen.cancel(); await store.shutdown(); await other.shutdown() } }
+
+        try await store.set(Data([1]), for: "k", in: "ns", storedAt: .now, expiresAt: nil)
+        #expect(try await store.entry(for: "k", in: "ns")?.data == Data([1]))
+        try await other.set(Data([2]), for: "before", in: "ns", storedAt: .now, expiresAt: nil)
+        // Publishing may race the first subscription; retry until it is seen.
+        #expect(await eventually {
+            try? await other.set(Data([2]), for: "before", in: "ns", storedAt: .now, expiresAt: nil)
+            return seen.all.contains(.key("before"))
+        })
+
+        try await server.stop()
+        do {
+            _ = try await store.entry(for: "k", in: "ns")
+            Issue.record("a read with the server stopped should fail")
+        } catch {
+            #expect([.connectionClosed, .connectionFailed].contains(error.code))
+        }
+        // While it is down, operations fail at once with connectionFailed (refused, or
+        // waiting out the backoff), never by running into the 30 s command timeout.
+        for _ in 0..<5 {
+            let result = await outcome { () async throws(RedisError) in try await store.entry(for: "k", in: "ns") }
+            if case .failure(let error) = result {
+                #expect(error.code == .connectionFailed, "\(error)")
+            } else {
+                Issue.record("a read with the server stopped should fail")
+            }
+        }
+
+        try await server.start()  // same port, empty (no persistence)
+        let recovered = await eventually {
+            (try? await store.set(Data([3]), for: "k", in: "ns", storedAt: .now, expiresAt: nil)) != nil
+        }
+        #expect(recovered)
+        #expect(try await store.entry(for: "k", in: "ns")?.data == Data([3]))
+
+        // The subscription is back: `.all` first (changes may have been missed), then keys again.
+        #expect(await eventually { seen.all.contains(.all) })
+        try await other.set(Data([4]), for: "after", in: "ns", storedAt: .now, expiresAt: nil)
+        #expect(await eventually { seen.all.last == .key("after") })
+    }
+
+    @Test("AUTH with a password, with a username and password, SELECT; wrong ones are authenticationFailed")
+    func authentication() async throws {
+        let arguments = ["--requirepass", "s3cret", "--user", "alice", "on", ">wonderland", "~*", "&*", "+@all"]
+        try await RedisChildServer.with(arguments: arguments) { server in try await authentication(server) }
+    }
+
+    private func authentication(_ server: RedisChildServer) async throws {
+
+        var password = server.configuration()
+        password.password = "s3cret"
+        password.database = 3
+        let store = try RedisStore(configuration: password)
+        defer { Task { await store.shutdown() } }
+        try await store.set(Data([1]), for: "k", in: "ns", storedAt: .now, expiresAt: nil)
+        #expect(try await store.entry(for: "k", in: "ns")?.data == Data([1]))
+        #expect(try await store.command("CLIENT", "INFO").string?.contains("db=3") == true)
+
+        var user = try RedisStore.Configuration(url: "redis://alice:wonderland@127.0.0.1:\(server.port)/3")
+        user.keyPrefix = server.configuration().keyPrefix
+        let aliceStore = try RedisStore(configuration: user)
+        defer { Task { await aliceStore.shutdown() } }
+        #expect(try await aliceStore.entry(for: "k", in: "ns")?.data == Data([1]))
+        #expect(try await aliceStore.command("ACL", "WHOAMI").string == "alice")
+
+        for (configuration, what) in [
+            (RedisStore.Configuration(port: server.port, password: "wrong"), "wrong password"),
+            (RedisStore.Configuration(port: server.port, username: "alice", password: "wrong"), "wrong user password"),
+            (RedisStore.Configuration(port: server.port, password: "s3cret", database: 99), "no such database"),
+            (RedisStore.Configuration(port: server.port), "no password"),
+        ] {
+            let refused = try RedisStore(configuration: configuration)
+            do {
+                _ = try await refused.entry(for: "k", in: "ns")
+                Issue.record("\(what): should have failed")
+            } catch {
+                // Without AUTH the connection opens and the first command is refused instead.
+                #expect(error.code == (what == "no password" ? .serverError : .authenticationFailed), "\(what): \(error)")
+                #expect(error.serverMessage != nil, "\(what)")
+            }
+            await refused.shutdown()
+        }
+    }
+}
