@@ -91,7 +91,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
                 let i = shard.lookup(
                     key, hash: hash, clock: clock, maxAge: maxAge, newerThan: newerThanSeconds, observers: observers)
             else { return nil }
-            return shard.nodes[Int(i)].value
+            return shard.nodes[Int(i)].entry?.value
         }
     }
 
@@ -107,13 +107,13 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
             guard
                 let i = shard.lookup(
                     key, hash: hash, clock: clock, maxAge: maxAge, newerThan: newerThanSeconds, observers: observers),
-                let value = shard.nodes[Int(i)].value
+                let value = shard.nodes[Int(i)].entry?.value
             else { return nil }
             let node = Int(i)
             let expiresAt = shard.nodes[node].expiresAt
             return CacheEntry(
                 value: value,
-                storedAt: Date(timeIntervalSinceReferenceDate: shard.nodes[node].storedAt),
+                storedAt: Date(timeIntervalSinceReferenceDate: shard.info[node].storedAt),
                 expiresAt: expiresAt == .infinity ? nil : Date(timeIntervalSinceReferenceDate: expiresAt))
         }
     }

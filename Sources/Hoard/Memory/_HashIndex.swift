@@ -16,7 +16,7 @@
 /// - Complexity: `find`, `insert` and `remove` are O(1) on average (amortised for
 ///   `insert`, which may grow the table).
 @usableFromInline
-struct _HashIndex {
+struct _HashIndex: ~Copyable {
     @usableFromInline
     struct Bucket {
         /// The node-table slot, or -1 when the bucket is empty.
@@ -35,7 +35,7 @@ struct _HashIndex {
 
     @usableFromInline static let initialCapacity = 16
 
-    @usableFromInline var buckets: ContiguousArray<Bucket>
+    @usableFromInline var buckets: _SlotArray<Bucket>
     /// `buckets.count - 1`; the bucket count is a power of two, at most 2^32.
     @usableFromInline var mask: Int
     /// How many keys the index holds.
@@ -43,7 +43,7 @@ struct _HashIndex {
 
     @inlinable
     init() {
-        buckets = ContiguousArray(repeating: .empty, count: Self.initialCapacity)
+        buckets = _SlotArray(repeating: .empty, count: Self.initialCapacity)
         mask = Self.initialCapacity - 1
     }
 
@@ -57,14 +57,14 @@ struct _HashIndex {
     /// The slot of the entry whose key is `key`, or `nil`.
     @inlinable
     func find<Key: Equatable, Value>(
-        _ key: Key, hash: UInt64, in nodes: ContiguousArray<_MemoryNode<Key, Value>>
+        _ key: Key, hash: UInt64, in nodes: borrowing _SlotArray<_MemoryNode<Key, Value>>
     ) -> Int32? {
         let bits = UInt32(truncatingIfNeeded: hash)
         var b = Int(bits) & mask
         while true {
             let bucket = buckets[b]
             if bucket.slot < 0 { return nil }
-            if bucket.hash == bits, nodes[Int(bucket.slot)].key == key { return bucket.slot }
+            if bucket.hash == bits, nodes[Int(bucket.slot)].entry?.key == key { return bucket.slot }
             b = (b &+ 1) & mask
         }
     }
@@ -88,11 +88,11 @@ struct _HashIndex {
     /// Doubles the bucket count and rehashes every entry from its stored bits.
     @usableFromInline
     mutating func grow() {
-        let old = buckets
-        precondition(old.count <= Int(UInt32.max) / 2 + 1, "hash index full")
-        buckets = ContiguousArray(repeating: .empty, count: old.count * 2)
+        precondition(buckets.count <= Int(UInt32.max) / 2 + 1, "hash index full")
+        var old = _SlotArray(repeating: Bucket.empty, count: buckets.count * 2)
+        swap(&old, &buckets)
         mask = buckets.count - 1
-        for bucket in old where bucket.slot >= 0 { place(bucket) }
+        for b in 0..<old.count where old[b].slot >= 0 { place(old[b]) }
     }
 
     /// Removes `slot`, which is in the index under `hash`.

@@ -1,29 +1,59 @@
-/// One slot of a memory shard's node table: an entry and which policy list holds
-/// it (the list links themselves live in the shard's `_LinkTable`). Slots are reused
-/// through a free list, so a freed slot holds `nil` key and value (releasing them)
-/// until it is taken again.
+/// What a read needs of one slot of a memory shard's node table: the entry and when
+/// it expires.
+///
+/// The rest of the slot lives apart, in `_NodeInfo` (what writes, evictions,
+/// `maxAge` reads and W-TinyLFU need) and `_Links` (list links), so that a read of a
+/// cold key misses the cache on this one small record: 32 bytes for an `Int` key and
+/// value, two to a cache line, instead of the 80 bytes the whole slot took.
+///
+/// Slots are reused through a free list, so a freed slot holds a `nil` entry
+/// (releasing the key and value) until it is taken again.
 @usableFromInline
 struct _MemoryNode<Key, Value> {
-    @usableFromInline var key: Key?
-    @usableFromInline var value: Value?
-    @usableFromInline var cost: Int
-    /// Seconds since the reference date.
-    @usableFromInline var storedAt: Double
+    /// The key and value, or `nil` in a free slot.
+    @usableFromInline var entry: (key: Key, value: Value)?
     /// Seconds since the reference date; `.infinity` when the entry never expires.
     @usableFromInline var expiresAt: Double
+
+    @inlinable
+    init(key: Key, value: Value, expiresAt: Double) {
+        entry = (key, value)
+        self.expiresAt = expiresAt
+    }
+}
+
+/// The part of a node-table slot that only writes, evictions, `maxAge` and
+/// `newerThan` reads and W-TinyLFU need (see `_MemoryNode`).
+@usableFromInline
+struct _NodeInfo {
+    /// Seconds since the reference date.
+    @usableFromInline var storedAt: Double
+    @usableFromInline var cost: Int
     /// The key's hash (`_HashIndex.hash(of:)`), for the index and the frequency sketch.
     @usableFromInline var hash: UInt64
+    /// Which policy list holds the slot.
     @usableFromInline var queue: _Queue
 
     @inlinable
-    init(key: Key, value: Value, cost: Int, storedAt: Double, expiresAt: Double, hash: UInt64) {
-        self.key = key
-        self.value = value
-        self.cost = cost
+    init(storedAt: Double, cost: Int, hash: UInt64) {
         self.storedAt = storedAt
-        self.expiresAt = expiresAt
+        self.cost = cost
         self.hash = hash
-        self.queue = .main
+        queue = .main
+    }
+}
+
+/// The list links of one node-table slot: its neighbours on whichever policy list
+/// holds it, or the next free slot while it is free.
+@usableFromInline
+struct _Links {
+    @usableFromInline var prev: Int32
+    @usableFromInline var next: Int32
+
+    @inlinable
+    init(prev: Int32, next: Int32) {
+        self.prev = prev
+        self.next = next
     }
 }
 

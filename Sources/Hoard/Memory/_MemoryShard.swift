@@ -11,11 +11,13 @@ import Foundation
 /// - Complexity: Lookup, insert, update, remove and each eviction are O(1)
 ///   (amortised, as the hash index is).
 @usableFromInline
-struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable> {
+struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable>: ~Copyable {
     @usableFromInline var index = _HashIndex()
-    @usableFromInline var nodes = ContiguousArray<_MemoryNode<Key, Value>>()
-    /// The list links of `nodes`, slot for slot.
-    @usableFromInline var links = _LinkTable()
+    /// The node table, in three parallel arrays (slot `i` is element `i` of each):
+    /// what reads need, what writes and policies need, and the list links.
+    @usableFromInline var nodes = _SlotArray<_MemoryNode<Key, Value>>()
+    @usableFromInline var info = _SlotArray<_NodeInfo>()
+    @usableFromInline var links = _SlotArray<_Links>()
     @usableFromInline var freeHead: Int32 = -1
     @usableFromInline var totalCost = 0
     /// How many entries have a finite expiry; `removeExpired` skips the scan at zero.
@@ -83,17 +85,17 @@ struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable> {
                 misses &+= 1
                 return nil
             }
-            if let maxAge, now - nodes[n].storedAt > maxAge {
+            if let maxAge, now - info[n].storedAt > maxAge {
                 misses &+= 1
                 return nil
             }
         }
-        if let newerThan, !(nodes[n].storedAt > newerThan) {
+        if let newerThan, !(info[n].storedAt > newerThan) {
             misses &+= 1
             return nil
         }
         if usesTinyLFU {
-            tinyLFU.recordAccess(i, weight: tinyLFU.weight(ofCost: nodes[n].cost), links: &links, nodes: &nodes)
+            tinyLFU.recordAccess(i, weight: tinyLFU.weight(ofCost: info[n].cost), links: &links, info: &info)
         } else {
             lru.moveToFront(i, in: &links)
         }
@@ -105,7 +107,7 @@ struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable> {
     @inlinable
     func peek(_ key: Key, hash: UInt64, now: Double) -> Value? {
         guard let i = slot(of: key, hash: hash), now < nodes[Int(i)].expiresAt else { return nil }
-        return nodes[Int(i)].value
+        return nodes[Int(i)].entry?.value
     }
 
     // MARK: Writes
@@ -126,37 +128,39 @@ struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable> {
         if let existing {
             i = existing
             let n = Int(i)
-            let delta = cost - nodes[n].cost
+            let delta = cost - info[n].cost
             totalCost += delta
             if nodes[n].expiresAt != .infinity { expiringCount -= 1 }
             if expiresAt != .infinity { expiringCount += 1 }
-            nodes[n].value = value
-            nodes[n].cost = cost
-            nodes[n].storedAt = storedAt
+            nodes[n].entry?.value = value
             nodes[n].expiresAt = expiresAt
+            info[n].cost = cost
+            info[n].storedAt = storedAt
             if usesTinyLFU {
-                if tinyLFU.weighsByCost { tinyLFU.reweigh(queue: nodes[n].queue, by: delta) }
-                tinyLFU.recordAccess(i, weight: tinyLFU.weight(ofCost: cost), links: &links, nodes: &nodes)
+                if tinyLFU.weighsByCost { tinyLFU.reweigh(queue: info[n].queue, by: delta) }
+                tinyLFU.recordAccess(i, weight: tinyLFU.weight(ofCost: cost), links: &links, info: &info)
             } else {
                 lru.moveToFront(i, in: &links)
             }
         } else {
-            let node = _MemoryNode(
-                key: key, value: value, cost: cost, storedAt: storedAt, expiresAt: expiresAt, hash: hash)
+            let node = _MemoryNode(key: key, value: value, expiresAt: expiresAt)
+            let nodeInfo = _NodeInfo(storedAt: storedAt, cost: cost, hash: hash)
             if freeHead >= 0 {
                 i = freeHead
                 freeHead = links[i].next
                 nodes[Int(i)] = node
+                info[Int(i)] = nodeInfo
             } else {
                 i = Int32(nodes.count)
                 nodes.append(node)
-                links.append()
+                info.append(nodeInfo)
+                links.append(_Links(prev: -1, next: -1))
             }
             index.insert(i, hash: hash)
             totalCost += cost
             if expiresAt != .infinity { expiringCount += 1 }
             if usesTinyLFU {
-                tinyLFU.insert(i, weight: tinyLFU.weight(ofCost: cost), links: &links, nodes: &nodes)
+                tinyLFU.insert(i, weight: tinyLFU.weight(ofCost: cost), links: &links, info: &info)
             } else {
                 lru.pushFront(i, weight: cost, in: &links)
             }
@@ -188,8 +192,8 @@ struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable> {
         protecting protected: Int32, observers: _MemoryObservers<Key, Value>?
     ) {
         while index.count > countTarget || totalCost > costTarget {
-            let victim = usesTinyLFU ? tinyLFU.victim(in: &nodes) : lru.tail
-            guard victim >= 0, victim != protected, let key = nodes[Int(victim)].key else { break }
+            let victim = usesTinyLFU ? tinyLFU.victim(in: info) : lru.tail
+            guard victim >= 0, victim != protected, let key = nodes[Int(victim)].entry?.key else { break }
             removeNode(victim, key: key, observers: nil)
             evictions &+= 1
             observers?.publish(.evicted(key, reason: reason), key: key, value: nil)
@@ -210,19 +214,18 @@ struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable> {
     @discardableResult
     mutating func removeNode(_ i: Int32, key: Key, observers: _MemoryObservers<Key, Value>?) -> Value? {
         let n = Int(i)
-        let cost = nodes[n].cost
+        let cost = info[n].cost
         if usesTinyLFU {
-            tinyLFU.remove(i, weight: tinyLFU.weight(ofCost: cost), links: &links, nodes: &nodes)
+            tinyLFU.remove(i, weight: tinyLFU.weight(ofCost: cost), links: &links, info: &info)
         } else {
             lru.remove(i, weight: cost, in: &links)
-            nodes[n].queue = .none
+            info[n].queue = .none
         }
-        index.remove(i, hash: nodes[n].hash)
+        index.remove(i, hash: info[n].hash)
         totalCost -= cost
         if nodes[n].expiresAt != .infinity { expiringCount -= 1 }
-        let value = nodes[n].value
-        nodes[n].key = nil
-        nodes[n].value = nil
+        let value = nodes[n].entry?.value
+        nodes[n].entry = nil
         links[i].next = freeHead
         freeHead = i
         observers?.publish(.removed(key), key: key, value: nil)
@@ -240,13 +243,14 @@ struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable> {
     mutating func removeAll(observers: _MemoryObservers<Key, Value>?) -> Int {
         let removed = index.count
         if let observers {
-            for node in nodes {
-                if let key = node.key { observers.publishUpdate(key: key, value: nil) }
+            for n in 0..<nodes.count {
+                if let key = nodes[n].entry?.key { observers.publishUpdate(key: key, value: nil) }
             }
         }
         index = _HashIndex()
-        nodes = []
-        links = _LinkTable()
+        nodes = _SlotArray()
+        info = _SlotArray()
+        links = _SlotArray()
         freeHead = -1
         totalCost = 0
         expiringCount = 0
@@ -260,8 +264,8 @@ struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable> {
     mutating func removeExpired(now: Double, observers: _MemoryObservers<Key, Value>?) -> Int {
         guard expiringCount > 0 else { return 0 }
         var removed = 0
-        for n in nodes.indices where now >= nodes[n].expiresAt {
-            guard let key = nodes[n].key else { continue }
+        for n in 0..<nodes.count where now >= nodes[n].expiresAt {
+            guard let key = nodes[n].entry?.key else { continue }
             expire(Int32(n), key: key, observers: observers)
             removed += 1
         }

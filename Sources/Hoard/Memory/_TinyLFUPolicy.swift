@@ -35,26 +35,26 @@ struct _TinyLFUPolicy {
     func weight(ofCost cost: Int) -> Int { weighsByCost ? cost : 1 }
 
     @inlinable
-    mutating func insert<K, V>(_ i: Int32, weight: Int, links: inout _LinkTable, nodes: inout ContiguousArray<_MemoryNode<K, V>>) {
-        sketch.increment(nodes[Int(i)].hash)
+    mutating func insert(_ i: Int32, weight: Int, links: inout _SlotArray<_Links>, info: inout _SlotArray<_NodeInfo>) {
+        sketch.increment(info[Int(i)].hash)
         window.pushFront(i, weight: weight, in: &links)
-        nodes[Int(i)].queue = .window
+        info[Int(i)].queue = .window
         // Keep the window within its share: the oldest window entries become
         // candidates for the main space (the newest entry always stays).
         while window.weight > windowCapacity && window.count > 1 {
             let oldest = window.tail
-            let w = self.weight(ofCost: nodes[Int(oldest)].cost)
+            let w = self.weight(ofCost: info[Int(oldest)].cost)
             window.remove(oldest, weight: w, in: &links)
             probation.pushFront(oldest, weight: w, in: &links)
-            nodes[Int(oldest)].queue = .probation
+            info[Int(oldest)].queue = .probation
             candidates += 1
         }
     }
 
     @inlinable
-    mutating func recordAccess<K, V>(_ i: Int32, weight: Int, links: inout _LinkTable, nodes: inout ContiguousArray<_MemoryNode<K, V>>) {
-        sketch.increment(nodes[Int(i)].hash)
-        switch nodes[Int(i)].queue {
+    mutating func recordAccess(_ i: Int32, weight: Int, links: inout _SlotArray<_Links>, info: inout _SlotArray<_NodeInfo>) {
+        sketch.increment(info[Int(i)].hash)
+        switch info[Int(i)].queue {
         case .window:
             window.moveToFront(i, in: &links)
         case .main:
@@ -62,13 +62,13 @@ struct _TinyLFUPolicy {
         case .probation:
             probation.remove(i, weight: weight, in: &links)
             protected.pushFront(i, weight: weight, in: &links)
-            nodes[Int(i)].queue = .main
+            info[Int(i)].queue = .main
             while protected.weight > protectedCapacity && protected.count > 1 {
                 let demoted = protected.tail
-                let w = self.weight(ofCost: nodes[Int(demoted)].cost)
+                let w = self.weight(ofCost: info[Int(demoted)].cost)
                 protected.remove(demoted, weight: w, in: &links)
                 probation.pushFront(demoted, weight: w, in: &links)
-                nodes[Int(demoted)].queue = .probation
+                info[Int(demoted)].queue = .probation
             }
         case .none:
             break
@@ -87,20 +87,20 @@ struct _TinyLFUPolicy {
     }
 
     @inlinable
-    mutating func remove<K, V>(_ i: Int32, weight: Int, links: inout _LinkTable, nodes: inout ContiguousArray<_MemoryNode<K, V>>) {
-        switch nodes[Int(i)].queue {
+    mutating func remove(_ i: Int32, weight: Int, links: inout _SlotArray<_Links>, info: inout _SlotArray<_NodeInfo>) {
+        switch info[Int(i)].queue {
         case .window: window.remove(i, weight: weight, in: &links)
         case .probation: probation.remove(i, weight: weight, in: &links)
         case .main: protected.remove(i, weight: weight, in: &links)
         case .none: break
         }
-        nodes[Int(i)].queue = .none
+        info[Int(i)].queue = .none
     }
 
     /// The entry to evict next: the loser of the duel between the newest candidate
     /// and the probation segment's least-recently-used entry.
     @inlinable
-    mutating func victim<K, V>(in nodes: inout ContiguousArray<_MemoryNode<K, V>>) -> Int32 {
+    mutating func victim(in info: borrowing _SlotArray<_NodeInfo>) -> Int32 {
         var victim = probation.tail
         if victim < 0 { victim = protected.tail }
         if victim < 0 { victim = window.tail }
@@ -110,8 +110,8 @@ struct _TinyLFUPolicy {
             candidates = 0
             return victim
         }
-        let candidateFrequency = sketch.frequency(nodes[Int(candidate)].hash)
-        let victimFrequency = sketch.frequency(nodes[Int(victim)].hash)
+        let candidateFrequency = sketch.frequency(info[Int(candidate)].hash)
+        let victimFrequency = sketch.frequency(info[Int(victim)].hash)
         if candidateFrequency > victimFrequency {
             // When probation holds only candidates, the victim is one of them too.
             if probation.count <= candidates { candidates -= 1 }
