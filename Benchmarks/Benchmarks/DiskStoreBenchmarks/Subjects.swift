@@ -167,8 +167,8 @@ final class SQLiteSubject: DiskSubject {
     }
 }
 
-/// Baseline: one file per entry, written to a temporary name then renamed (no
-/// fsync), read whole with `Data(contentsOf:)`.
+/// Baseline: one file per entry, written with `write(2)` to a temporary name then
+/// renamed (no fsync), read whole with `Data(contentsOf:)`.
 final class FilesSubject: DiskSubject {
     let directory: URL
     let paths: [URL]
@@ -186,8 +186,14 @@ final class FilesSubject: DiskSubject {
         for path in paths { try write(to: path) }
     }
 
+    /// `open`/`write`/`close` on a temporary name, then `rename`: no fsync.
+    /// (Foundation's `Data.write(to:)` is not used, so how it syncs does not matter.)
     private func write(to path: URL) throws {
-        try value.write(to: temporary)
+        let descriptor = open(temporary.path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        guard descriptor >= 0 else { throw SQLiteFailure(description: "open failed: errno \(errno)") }
+        let written = value.withUnsafeBytes { Foundation.write(descriptor, $0.baseAddress, $0.count) }
+        _ = Foundation.close(descriptor)
+        guard written == value.count else { throw SQLiteFailure(description: "write failed: errno \(errno)") }
         guard rename(temporary.path, path.path) == 0 else {
             throw SQLiteFailure(description: "rename failed: errno \(errno)")
         }
