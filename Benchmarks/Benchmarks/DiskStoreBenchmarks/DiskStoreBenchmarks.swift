@@ -9,8 +9,8 @@ import Hoard
 /// - 1 KiB values over 100,000 entries (all present): `get` (random keys, 1,000 per
 ///   iteration, `.kilo`), `set` (one overwrite per transaction, one per iteration),
 ///   `set batch1000` (1,000 overwrites in one transaction per iteration, `.kilo`).
-///   Baseline: raw SQLite prepared statements on a WITHOUT ROWID table keyed by
-///   (namespace, key), WAL, synchronous=NORMAL.
+///   Baseline: raw SQLite prepared statements on a table with PRIMARY KEY
+///   (namespace, key) (a rowid table), WAL, synchronous=NORMAL.
 /// - 100 KiB values over 2,000 entries (above the spill threshold, so in files):
 ///   `get` and `set`, one per iteration. Baseline: one file per entry, written to a
 ///   temporary name and renamed (no fsync), read with `Data(contentsOf:)`.
