@@ -39,6 +39,45 @@ let package = Package(
             swiftSettings: strict,
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
+        // DiskStore against raw SQLite and one-file-per-value baselines.
+        .systemLibrary(
+            name: "BenchSQLite",
+            path: "Sources/BenchSQLite",
+            providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]
+        ),
+        .executableTarget(
+            name: "DiskStoreBenchmarks",
+            dependencies: [
+                .product(name: "Hoard", package: "Hoard"),
+                .product(name: "Benchmark", package: "benchmark"),
+                "BenchSQLite",
+            ],
+            path: "Benchmarks/DiskStoreBenchmarks",
+            swiftSettings: strict,
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+        // The tiered Cache: memory hits, stampedes, disk hits, write-behind.
+        .executableTarget(
+            name: "CacheBenchmarks",
+            dependencies: [
+                .product(name: "Hoard", package: "Hoard"),
+                .product(name: "Benchmark", package: "benchmark"),
+            ],
+            path: "Benchmarks/CacheBenchmarks",
+            swiftSettings: strict,
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+        // MessageLog appends and full reads against plain file I/O.
+        .executableTarget(
+            name: "MessageLogBenchmarks",
+            dependencies: [
+                .product(name: "Hoard", package: "Hoard"),
+                .product(name: "Benchmark", package: "benchmark"),
+            ],
+            path: "Benchmarks/MessageLogBenchmarks",
+            swiftSettings: strict,
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,0 +1,149 @@
+import Benchmark
+import Foundation
+import Hoard
+
+/// `DiskStore` against baselines measured in the same run, so results compare as
+/// ratios. Every benchmark gets a fresh temporary directory, created and filled in
+/// its setup and removed in its teardown.
+///
+/// - 1 KiB values over 100,000 entries (all present): `get` (random keys, 1,000 per
+///   iteration, `.kilo`), `set` (one overwrite per transaction, one per iteration),
+///   `set batch1000` (1,000 overwrites in one transaction per iteration, `.kilo`).
+///   Baseline: raw SQLite prepared statements on a table with PRIMARY KEY
+///   (namespace, key) (a rowid table), WAL, synchronous=NORMAL.
+/// - 100 KiB values over 2,000 entries (above the spill threshold, so in files):
+///   `get` and `set`, one per iteration. Baseline: one file per entry, written to a
+///   temporary name and renamed (no fsync), read with `Data(contentsOf:)`.
+///
+/// The DiskStore runs with `syncsValueFiles: false`, as the file baseline does not sync.
+let benchmarks: @Sendable () -> Void = {
+    let small = Shape(valueSize: 1 << 10, entries: 100_000, label: "1KiB")
+    let large = Shape(valueSize: 100 << 10, entries: 2_000, label: "100KiB")
+
+    // 1 KiB
+    register("disk get 1KiB: DiskStore", shape: small, perIteration: 1_000, make: { try StoreSubject(shape: small) }) {
+        $0.get(1_000)
+    }
+    register("disk get 1KiB: baseline raw SQLite", shape: small, perIteration: 1_000, make: { try SQLiteSubject(shape: small) }) {
+        $0.get(1_000)
+    }
+    register("disk set 1KiB: DiskStore", shape: small, perIteration: 1, make: { try StoreSubject(shape: small) }) {
+        try $0.setOne()
+    }
+    register("disk set 1KiB: baseline raw SQLite", shape: small, perIteration: 1, make: { try SQLiteSubject(shape: small) }) {
+        try $0.setOne()
+    }
+    register("disk set batch1000 1KiB: DiskStore", shape: small, perIteration: 1_000, make: { try StoreSubject(shape: small) }) {
+        try $0.setBatch(1_000)
+    }
+    register("disk set batch1000 1KiB: baseline raw SQLite", shape: small, perIteration: 1_000, make: { try SQLiteSubject(shape: small) }) {
+        try $0.setBatch(1_000)
+    }
+
+    // 100 KiB
+    register("disk get 100KiB: DiskStore", shape: large, perIteration: 1, make: { try StoreSubject(shape: large) }) {
+        $0.get(1)
+    }
+    register("disk get 100KiB: baseline files", shape: large, perIteration: 1, make: { try FilesSubject(shape: large) }) {
+        $0.get(1)
+    }
+    register("disk set 100KiB: DiskStore", shape: large, perIteration: 1, make: { try StoreSubject(shape: large) }) {
+        try $0.setOne()
+    }
+    register("disk set 100KiB: baseline files", shape: large, perIteration: 1, make: { try FilesSubject(shape: large) }) {
+        try $0.setOne()
+    }
+}
+
+/// Registers one benchmark whose setup builds and fills a subject in a fresh
+/// directory, and whose teardown closes it and removes the directory.
+func register<S: DiskSubject>(
+    _ name: String, shape: Shape, perIteration: Int, make: @escaping () throws -> S,
+    run: @escaping (S) throws -> Void
+) {
+    let current = Current<S>()
+    Benchmark(
+        name,
+        configuration: .init(
+            metrics: [.wallClock, .throughput, .mallocCountTotal],
+            units: [.throughput: .count],
+            warmupIterations: perIteration == 1 ? 20 : 3,
+            scalingFactor: perIteration == 1 ? .one : .kilo,
+            maxDuration: .seconds(3),
+            maxIterations: 100_000
+        ),
+        closure: { _, subject in try run(subject) },
+        setup: {
+            let subject = try make()
+            current.subject = subject
+            return subject
+        },
+        teardown: {
+            current.subject?.close()
+            current.subject = nil
+        }
+    )
+}
+
+/// Hands a subject from a benchmark's setup to its teardown.
+final class Current<S> {
+    var subject: S?
+}
+
+/// The value size and entry count of one group of benchmarks.
+struct Shape: Sendable {
+    let valueSize: Int
+    let entries: Int
+    let label: String
+
+    var keys: [String] { (0..<entries).map { "key-\($0)" } }
+}
+
+/// A fresh directory under the system's temporary directory.
+func makeTemporaryDirectory() throws -> URL {
+    let url = FileManager.default.temporaryDirectory
+        .appendingPathComponent("hoard-bench-\(UUID().uuidString)", isDirectory: true)
+    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    return url
+}
+
+/// A small deterministic generator (SplitMix64) for key indices.
+struct SplitMix: RandomNumberGenerator {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// Precomputed random key indices, walked in order across iterations.
+struct KeyStream {
+    private let indices: [Int]
+    private var position = 0
+
+    init(count: Int, upperBound: Int, seed: UInt64) {
+        var generator = SplitMix(state: seed)
+        indices = (0..<count).map { _ in Int.random(in: 0..<upperBound, using: &generator) }
+    }
+
+    mutating func next() -> Int {
+        let index = indices[position]
+        position = position + 1 == indices.count ? 0 : position + 1
+        return index
+    }
+}
+
+/// What the benchmarks do with a store.
+protocol DiskSubject: AnyObject {
+    /// `count` reads of random present keys.
+    func get(_ count: Int)
+    /// One overwrite of a random key, in its own transaction.
+    func setOne() throws
+    /// `count` overwrites of random keys in one transaction.
+    func setBatch(_ count: Int) throws
+    /// Closes the store and removes its directory.
+    func close()
+}

@@ -1,0 +1,224 @@
+import Benchmark
+import BenchSQLite
+import Foundation
+import Hoard
+
+/// The store under test.
+final class StoreSubject: DiskSubject {
+    let directory: URL
+    let store: DiskStore
+    let keys: [String]
+    let value: Data
+    var stream: KeyStream
+    let namespace = DiskStore.defaultNamespace
+
+    init(shape: Shape) throws {
+        directory = try makeTemporaryDirectory()
+        store = try DiskStore(
+            directory: directory.appendingPathComponent("store"),
+            configuration: .init(syncsValueFiles: false))
+        keys = shape.keys
+        value = Data(repeating: 0xA5, count: shape.valueSize)
+        stream = KeyStream(count: 1 << 20, upperBound: shape.entries, seed: 42)
+        let now = Date()
+        var start = 0
+        while start < keys.count {
+            let end = min(start + 1_000, keys.count)
+            try store.write(keys[start..<end].map { .set(value, for: $0, in: namespace, storedAt: now, expiresAt: nil) })
+            start = end
+        }
+    }
+
+    func get(_ count: Int) {
+        for _ in 0..<count {
+            let entry = try? store.entry(for: keys[stream.next()], in: namespace)
+            precondition(entry != nil, "a present key was not found")
+            blackHole(entry)
+        }
+    }
+
+    func setOne() throws {
+        try store.set(value, for: keys[stream.next()], in: namespace, storedAt: Date(), expiresAt: nil)
+    }
+
+    func setBatch(_ count: Int) throws {
+        let now = Date()
+        var batch: [CacheStoreWrite] = []
+        batch.reserveCapacity(count)
+        for _ in 0..<count {
+            batch.append(.set(value, for: keys[stream.next()], in: namespace, storedAt: now, expiresAt: nil))
+        }
+        try store.write(batch)
+    }
+
+    func close() {
+        try? FileManager.default.removeItem(at: directory)
+    }
+}
+
+struct SQLiteFailure: Error, CustomStringConvertible {
+    let description: String
+}
+
+/// Baseline: SQLite with prepared statements, no eviction or access bookkeeping.
+final class SQLiteSubject: DiskSubject {
+    let directory: URL
+    private var db: OpaquePointer?
+    private var insert: OpaquePointer?
+    private var select: OpaquePointer?
+    private var begin: OpaquePointer?
+    private var commit: OpaquePointer?
+    let keys: [String]
+    let value: Data
+    var stream: KeyStream
+    let namespace = "default"
+
+    init(shape: Shape) throws {
+        directory = try makeTemporaryDirectory()
+        keys = shape.keys
+        value = Data(repeating: 0xA5, count: shape.valueSize)
+        stream = KeyStream(count: 1 << 20, upperBound: shape.entries, seed: 42)
+        let path = directory.appendingPathComponent("index.sqlite").path
+        try check(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nil))
+        try exec("PRAGMA journal_mode=WAL")
+        try exec("PRAGMA synchronous=NORMAL")
+        try exec(
+            """
+            CREATE TABLE entries (namespace TEXT NOT NULL, key TEXT NOT NULL, stored REAL NOT NULL,
+            expires REAL, value BLOB NOT NULL, PRIMARY KEY (namespace, key))
+            """)
+        // A rowid table (the primary key becomes a unique index), not WITHOUT ROWID:
+        // a WITHOUT ROWID row over ~1,000 bytes on 4 KiB pages spills to an overflow
+        // page, which made the first version of this baseline 3x slower than DiskStore.
+        insert = try prepare(
+            "INSERT OR REPLACE INTO entries (namespace, key, stored, expires, value) VALUES (?, ?, ?, ?, ?)")
+        select = try prepare("SELECT value, stored, expires FROM entries WHERE namespace = ? AND key = ?")
+        begin = try prepare("BEGIN")
+        commit = try prepare("COMMIT")
+        var start = 0
+        while start < keys.count {
+            let end = min(start + 1_000, keys.count)
+            try step(begin)
+            for index in start..<end { try put(keys[index]) }
+            try step(commit)
+            start = end
+        }
+    }
+
+    private func check(_ code: Int32) throws {
+        guard code == SQLITE_OK || code == SQLITE_DONE || code == SQLITE_ROW else {
+            throw SQLiteFailure(description: "SQLite error \(code): \(String(cString: sqlite3_errmsg(db)))")
+        }
+    }
+
+    private func exec(_ sql: String) throws {
+        try check(sqlite3_exec(db, sql, nil, nil, nil))
+    }
+
+    private func prepare(_ sql: String) throws -> OpaquePointer? {
+        var statement: OpaquePointer?
+        try check(sqlite3_prepare_v3(db, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil))
+        return statement
+    }
+
+    private func step(_ statement: OpaquePointer?) throws {
+        let code = sqlite3_step(statement)
+        sqlite3_reset(statement)
+        try check(code)
+    }
+
+    private func put(_ key: String) throws {
+        sqlite3_bind_text(insert, 1, namespace, -1, bench_sqlite_transient())
+        sqlite3_bind_text(insert, 2, key, -1, bench_sqlite_transient())
+        sqlite3_bind_double(insert, 3, Date().timeIntervalSince1970)
+        sqlite3_bind_null(insert, 4)
+        value.withUnsafeBytes { bytes in
+            _ = sqlite3_bind_blob(insert, 5, bytes.baseAddress, Int32(bytes.count), bench_sqlite_transient())
+        }
+        try step(insert)
+    }
+
+    func get(_ count: Int) {
+        for _ in 0..<count {
+            sqlite3_bind_text(select, 1, namespace, -1, bench_sqlite_transient())
+            sqlite3_bind_text(select, 2, keys[stream.next()], -1, bench_sqlite_transient())
+            precondition(sqlite3_step(select) == SQLITE_ROW, "a present key was not found")
+            let length = Int(sqlite3_column_bytes(select, 0))
+            let data = sqlite3_column_blob(select, 0).map { Data(bytes: $0, count: length) } ?? Data()
+            let stored = sqlite3_column_double(select, 1)
+            let expires: Double? = sqlite3_column_type(select, 2) == SQLITE_NULL ? nil : sqlite3_column_double(select, 2)
+            sqlite3_reset(select)
+            blackHole((data, stored, expires))
+        }
+    }
+
+    func setOne() throws {
+        try put(keys[stream.next()])
+    }
+
+    func setBatch(_ count: Int) throws {
+        try step(begin)
+        for _ in 0..<count { try put(keys[stream.next()]) }
+        try step(commit)
+    }
+
+    func close() {
+        for statement in [insert, select, begin, commit] { sqlite3_finalize(statement) }
+        sqlite3_close_v2(db)
+        db = nil
+        try? FileManager.default.removeItem(at: directory)
+    }
+}
+
+/// Baseline: one file per entry, written with `write(2)` to a temporary name then
+/// renamed (no fsync), read whole with `Data(contentsOf:)`.
+final class FilesSubject: DiskSubject {
+    let directory: URL
+    let paths: [URL]
+    let temporary: URL
+    let value: Data
+    var stream: KeyStream
+
+    init(shape: Shape) throws {
+        let directory = try makeTemporaryDirectory()
+        self.directory = directory
+        paths = shape.keys.map { directory.appendingPathComponent($0) }
+        temporary = directory.appendingPathComponent(".tmp")
+        value = Data(repeating: 0xA5, count: shape.valueSize)
+        stream = KeyStream(count: 1 << 20, upperBound: shape.entries, seed: 42)
+        for path in paths { try write(to: path) }
+    }
+
+    /// `open`/`write`/`close` on a temporary name, then `rename`: no fsync.
+    /// (Foundation's `Data.write(to:)` is not used, so how it syncs does not matter.)
+    private func write(to path: URL) throws {
+        let descriptor = open(temporary.path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        guard descriptor >= 0 else { throw SQLiteFailure(description: "open failed: errno \(errno)") }
+        let written = value.withUnsafeBytes { Foundation.write(descriptor, $0.baseAddress, $0.count) }
+        _ = Foundation.close(descriptor)
+        guard written == value.count else { throw SQLiteFailure(description: "write failed: errno \(errno)") }
+        guard rename(temporary.path, path.path) == 0 else {
+            throw SQLiteFailure(description: "rename failed: errno \(errno)")
+        }
+    }
+
+    func get(_ count: Int) {
+        for _ in 0..<count {
+            let data = try? Data(contentsOf: paths[stream.next()])
+            precondition(data != nil, "a present file was not found")
+            blackHole(data)
+        }
+    }
+
+    func setOne() throws {
+        try write(to: paths[stream.next()])
+    }
+
+    func setBatch(_ count: Int) throws {
+        for _ in 0..<count { try setOne() }
+    }
+
+    func close() {
+        try? FileManager.default.removeItem(at: directory)
+    }
+}
