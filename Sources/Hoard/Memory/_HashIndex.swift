@@ -5,46 +5,37 @@
 /// hash to pick the shard. A `Dictionary` index would hash the key again, inside the
 /// critical section (SipHash: about 100 instructions for an `Int` key).
 ///
-/// Each bucket is 8 bytes: the slot and the low 32 bits of the hash. A lookup probes
-/// buckets linearly from the hash's home bucket and reads a node (to compare keys)
-/// only when the stored bits match, so a hit usually touches one bucket and the node
-/// it needs anyway for the value. Removal shifts the following entries of the run back
-/// (no tombstones), so probe runs stay short however many entries come and go. The
-/// table doubles before more than 3/4 of its buckets are in use, and rehashes from
-/// the stored bits alone, without touching the nodes.
+/// A bucket is 4 bytes: the slot in its low bits (as many as the bucket count needs,
+/// `slotBits`) and, above them, the same bits of the key's hash, a tag. A lookup
+/// probes linearly from the hash's home bucket (its low `slotBits` bits) and reads a
+/// node to compare keys only when the tag matches. Small buckets matter: at 100,000
+/// entries the index is 1 MB, and a hit of a key whose bucket is not cached pays a
+/// cache miss before it can even find its node. Slots fit because the node table
+/// never holds more slots than 3/4 of the bucket count, so the all-ones bucket is
+/// free to mean "empty".
+///
+/// Removal shifts the following entries of the run back (no tombstones), so probe
+/// runs stay short however many entries come and go. The table doubles before more
+/// than 3/4 of its buckets are in use. The home bits are not in the bucket: removal
+/// and growth read them from the nodes' stored hashes (`_NodeInfo.hash`).
 ///
 /// - Complexity: `find`, `insert` and `remove` are O(1) on average (amortised for
 ///   `insert`, which may grow the table).
 @usableFromInline
 struct _HashIndex: ~Copyable {
-    @usableFromInline
-    struct Bucket {
-        /// The node-table slot, or -1 when the bucket is empty.
-        @usableFromInline var slot: Int32
-        /// The low 32 bits of the key's hash.
-        @usableFromInline var hash: UInt32
+    @usableFromInline static var empty: UInt32 { .max }
+    @usableFromInline static var initialCapacity: Int { 16 }
 
-        @inlinable
-        init(slot: Int32, hash: UInt32) {
-            self.slot = slot
-            self.hash = hash
-        }
-
-        @inlinable static var empty: Bucket { Bucket(slot: -1, hash: 0) }
-    }
-
-    @usableFromInline static let initialCapacity = 16
-
-    @usableFromInline var buckets: _SlotArray<Bucket>
-    /// `buckets.count - 1`; the bucket count is a power of two, at most 2^32.
+    @usableFromInline var buckets: _SlotArray<UInt32>
+    /// `buckets.count - 1`; the bucket count is a power of two, at most 2^31.
     @usableFromInline var mask: Int
     /// How many keys the index holds.
     @usableFromInline var count = 0
 
     @inlinable
-    init() {
-        buckets = _SlotArray(repeating: .empty, count: Self.initialCapacity)
-        mask = Self.initialCapacity - 1
+    init(capacity: Int = Self.initialCapacity) {
+        buckets = _SlotArray(repeating: Self.empty, count: capacity)
+        mask = capacity - 1
     }
 
     /// The hash the index (and the shard choice, and the frequency sketch) uses for
@@ -54,53 +45,71 @@ struct _HashIndex: ~Copyable {
         _FrequencySketch.spread(key.hashValue)
     }
 
+    /// The bits of a bucket that hold the tag.
+    @inlinable var tagMask: UInt32 { ~UInt32(truncatingIfNeeded: mask) }
+
+    @inlinable
+    func tag(_ hash: UInt64) -> UInt32 { UInt32(truncatingIfNeeded: hash) & tagMask }
+
+    @inlinable
+    func home(_ hash: UInt64) -> Int { Int(truncatingIfNeeded: hash) & mask }
+
     /// The slot of the entry whose key is `key`, or `nil`.
     @inlinable
     func find<Key: Equatable, Value>(
         _ key: Key, hash: UInt64, in nodes: borrowing _SlotArray<_MemoryNode<Key, Value>>
     ) -> Int32? {
-        let bits = UInt32(truncatingIfNeeded: hash)
-        var b = Int(bits) & mask
+        let tag = tag(hash)
+        var b = home(hash)
         while true {
             let bucket = buckets[b]
-            if bucket.slot < 0 { return nil }
-            if bucket.hash == bits, nodes[Int(bucket.slot)].entry?.key == key { return bucket.slot }
+            if bucket == Self.empty { return nil }
+            if bucket & tagMask == tag {
+                let slot = Int(bucket & ~tagMask)
+                if nodes[slot].entry?.key == key { return Int32(truncatingIfNeeded: slot) }
+            }
             b = (b &+ 1) & mask
         }
     }
 
-    /// Adds `slot` under `hash`. The key must not be in the index already.
+    /// Adds `slot` under `hash`. The key must not be in the index already; `info`
+    /// holds the hashes of the entries already in it.
     @inlinable
-    mutating func insert(_ slot: Int32, hash: UInt64) {
-        if (count + 1) * 4 > buckets.count * 3 { grow() }
-        place(Bucket(slot: slot, hash: UInt32(truncatingIfNeeded: hash)))
+    mutating func insert(_ slot: Int32, hash: UInt64, info: borrowing _SlotArray<_NodeInfo>) {
+        if (count + 1) * 4 > buckets.count * 3 { grow(info: info) }
+        place(slot, hash: hash)
         count += 1
     }
 
-    /// Puts `bucket` in the first empty bucket from its home.
+    /// Puts `slot` in the first empty bucket from the home of `hash`.
     @inlinable
-    mutating func place(_ bucket: Bucket) {
-        var b = Int(bucket.hash) & mask
-        while buckets[b].slot >= 0 { b = (b &+ 1) & mask }
-        buckets[b] = bucket
+    mutating func place(_ slot: Int32, hash: UInt64) {
+        precondition(slot >= 0 && Int(slot) < mask, "slot beyond the index")
+        var b = home(hash)
+        while buckets[b] != Self.empty { b = (b &+ 1) & mask }
+        buckets[b] = tag(hash) | UInt32(truncatingIfNeeded: slot)
     }
 
-    /// Doubles the bucket count and rehashes every entry from its stored bits.
+    /// Doubles the bucket count and re-adds every entry from its stored hash.
     @usableFromInline
-    mutating func grow() {
-        precondition(buckets.count <= Int(UInt32.max) / 2 + 1, "hash index full")
-        var old = _SlotArray(repeating: Bucket.empty, count: buckets.count * 2)
-        swap(&old, &buckets)
-        mask = buckets.count - 1
-        for b in 0..<old.count where old[b].slot >= 0 { place(old[b]) }
+    mutating func grow(info: borrowing _SlotArray<_NodeInfo>) {
+        precondition(buckets.count < 1 << 31, "hash index full")
+        var old = _HashIndex(capacity: buckets.count * 2)
+        swap(&old, &self)
+        count = old.count
+        for b in 0..<old.buckets.count where old.buckets[b] != Self.empty {
+            let slot = Int32(truncatingIfNeeded: old.buckets[b] & ~old.tagMask)
+            place(slot, hash: info[slot].hash)
+        }
     }
 
     /// Removes `slot`, which is in the index under `hash`.
     @inlinable
-    mutating func remove(_ slot: Int32, hash: UInt64) {
-        var hole = Int(UInt32(truncatingIfNeeded: hash)) & mask
-        while buckets[hole].slot != slot {
-            precondition(buckets[hole].slot >= 0, "slot not in the hash index")
+    mutating func remove(_ slot: Int32, hash: UInt64, info: borrowing _SlotArray<_NodeInfo>) {
+        let wanted = tag(hash) | UInt32(truncatingIfNeeded: slot)
+        var hole = home(hash)
+        while buckets[hole] != wanted {
+            precondition(buckets[hole] != Self.empty, "slot not in the hash index")
             hole = (hole &+ 1) & mask
         }
         // Backward-shift deletion: move each later entry of the run whose home is not
@@ -109,14 +118,14 @@ struct _HashIndex: ~Copyable {
         while true {
             next = (next &+ 1) & mask
             let bucket = buckets[next]
-            if bucket.slot < 0 { break }
-            let home = Int(bucket.hash) & mask
+            if bucket == Self.empty { break }
+            let home = home(info[Int(bucket & ~tagMask)].hash)
             if (next &- home) & mask >= (next &- hole) & mask {
                 buckets[hole] = bucket
                 hole = next
             }
         }
-        buckets[hole] = .empty
+        buckets[hole] = Self.empty
         count -= 1
     }
 }

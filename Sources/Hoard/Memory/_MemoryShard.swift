@@ -156,7 +156,7 @@ struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable>: ~Copyable {
                 info.append(nodeInfo)
                 links.append(_Links(prev: -1, next: -1))
             }
-            index.insert(i, hash: hash)
+            index.insert(i, hash: hash, info: info)
             totalCost += cost
             if expiresAt != .infinity { expiringCount += 1 }
             if usesTinyLFU {
@@ -221,7 +221,7 @@ struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable>: ~Copyable {
             lru.remove(i, weight: cost, in: &links)
             info[n].queue = .none
         }
-        index.remove(i, hash: info[n].hash)
+        index.remove(i, hash: info[n].hash, info: info)
         totalCost -= cost
         if nodes[n].expiresAt != .infinity { expiringCount -= 1 }
         let value = nodes[n].entry?.value
