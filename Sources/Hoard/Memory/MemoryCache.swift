@@ -84,7 +84,6 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     @inlinable
     public func value(for key: Key, maxAge: TimeInterval? = nil, newerThan: Date? = nil) -> Value? {
         let hash = _HashIndex.hash(of: key)
-        let observers = self.observers.ifActive
         let newerThanSeconds = newerThan?.timeIntervalSinceReferenceDate
         return shards.withLock(shard(for: hash)) { shard in
             guard
@@ -101,7 +100,6 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     /// - Complexity: O(1).
     public func entry(for key: Key, maxAge: TimeInterval? = nil, newerThan: Date? = nil) -> CacheEntry<Value>? {
         let hash = _HashIndex.hash(of: key)
-        let observers = self.observers.ifActive
         let newerThanSeconds = newerThan?.timeIntervalSinceReferenceDate
         return shards.withLock(shard(for: hash)) { shard -> CacheEntry<Value>? in
             guard

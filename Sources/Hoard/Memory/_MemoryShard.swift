@@ -68,10 +68,14 @@ struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable>: ~Copyable {
     ///
     /// An expired entry is removed. An entry that is merely older than `maxAge` /
     /// `newerThan` allows is a miss but stays.
+    ///
+    /// Takes the observers themselves, not `ifActive`: only the rare removal of an
+    /// expired entry publishes, so a hit skips the atomic load (and the retain and
+    /// release of the result) that asking up front would cost.
     @inlinable
     mutating func lookup(
         _ key: Key, hash: UInt64, clock: any CacheClock, maxAge: Double?, newerThan: Double?,
-        observers: _MemoryObservers<Key, Value>?
+        observers: _MemoryObservers<Key, Value>
     ) -> Int32? {
         guard let i = slot(of: key, hash: hash) else {
             misses &+= 1
@@ -81,7 +85,7 @@ struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable>: ~Copyable {
         if nodes[n].expiresAt != .infinity || maxAge != nil {
             let now = clock.now().timeIntervalSinceReferenceDate
             if now >= nodes[n].expiresAt {
-                expire(i, key: key, observers: observers)
+                expire(i, key: key, observers: observers.ifActive)
                 misses &+= 1
                 return nil
             }
