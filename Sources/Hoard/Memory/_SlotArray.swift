@@ -5,8 +5,10 @@
 /// it in each operation, and a write to an element's field goes through an accessor
 /// coroutine that the optimizer does not always inline; on a cache hit those were a
 /// fifth of the instructions. This type is `~Copyable`, so there is only ever one
-/// owner and nothing to check: an element is read and written in place. Indices
-/// are still checked against `count`.
+/// owner and nothing to check: an element is read and written in place. Like
+/// `UnsafeMutableBufferPointer`'s, its subscripts check indices in debug builds only
+/// (the shard's invariants keep them in range; every test runs with the checks).
+/// That takes 20 instructions off a cache hit, about 3% of its time.
 ///
 /// Unsafe-pointer invariant: `base` is an allocation of `capacity` elements, of
 /// which the first `count` are initialized, owned by this value alone and released
@@ -52,10 +54,11 @@ struct _SlotArray<Element>: ~Copyable {
         unsafeMutableAddress { base + checked(Int(i)) }
     }
 
-    /// `i`, after checking that it is an index of an initialized element.
+    /// `i`, after checking (in debug builds) that it is an index of an initialized
+    /// element.
     @inlinable
     func checked(_ i: Int) -> Int {
-        precondition(UInt(bitPattern: i) < UInt(bitPattern: count), "slot out of range")
+        assert(UInt(bitPattern: i) < UInt(bitPattern: count), "slot out of range")
         return i
     }
 
