@@ -41,6 +41,12 @@ extension MemoryCache {
         /// `costLimit / shards` cost, and eviction order is exact within each shard
         /// (close to, but not exactly, the global order). A value whose cost exceeds
         /// `costLimit / shards` is not stored.
+        ///
+        /// Give a cache that several threads read at once 16 or more shards: in the
+        /// package's benchmark (two threads, Zipf-distributed hits on 100,000 keys)
+        /// one shard served half to two thirds of the aggregate throughput of a
+        /// dictionary behind one lock, and 16 to 64 shards about one and a half times
+        /// it. On one thread the shard count made no consistent difference.
         public var shards: Int
 
         /// The cost of a value. Defaults to `nil`: the value's ``CacheValue/cacheCost``
