@@ -129,6 +129,35 @@ extension DiskStoreSuites {
             }
         }
 
+        @Test("Concurrent writers to several namespaces never pass the item limit together")
+        func itemLimitUnderConcurrency() async throws {
+            try await SettingsTest.withDomain { domain in
+                // Given 8 threads, each adding 20 new keys to one of 4 namespaces, limited to 100 items
+                let stores: [SettingsStore<Int>] = try (0..<4).map { i in
+                    try SettingsTest.store(
+                        "ns\(i)", domain, codec: ValueCodec<Int>.json, configuration: .init(itemLimit: 100))
+                }
+                // When they all write at once
+                let outcomes = try await DiskTest.onThreads(8) { thread in
+                    (0..<20).map { (i: Int) -> String in
+                        do throws(HoardError) {
+                            try stores[thread % 4].set(i, for: "t\(thread)-k\(i)")
+                            return "stored"
+                        } catch {
+                            return error.code == .settingsItemLimitReached ? "refused" : "\(error)"
+                        }
+                    }
+                }
+                // Then exactly 100 writes went in, the rest were refused for the limit,
+                // and the count matches what the namespaces hold
+                let all = outcomes.joined()
+                #expect(all.filter { $0 == "stored" }.count == 100)
+                #expect(all.filter { $0 == "refused" }.count == 60)
+                #expect(_SettingsRegistry.shared(domain).totalCount == 100)
+                #expect(stores.map(\.count).reduce(0, +) == 100)
+            }
+        }
+
         @Test("Limits below 1 are refused")
         func invalidLimits() throws {
             try SettingsTest.withDomain { domain in

@@ -104,6 +104,8 @@ extension LocalStorage {
         var total = 0
         for folder in [directory, directory + "/" + _StoreDirectory.blobsName] {
             guard _FileSystem.kind(at: folder) == .directory else { continue }
+            // A folder that cannot be listed counts 0 bytes; opening the store (which
+            // the inventory does next) reports why it cannot be read.
             for name in (try? _FileSystem.contents(of: folder)) ?? [] {
                 var info = stat()
                 if lstat(folder + "/" + name, &info) == 0, info.st_mode & S_IFMT == S_IFREG {

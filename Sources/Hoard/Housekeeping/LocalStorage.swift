@@ -151,6 +151,8 @@ public struct LocalStorage: Sendable {
         return try _FileSystem.contents(of: cachesDirectory.path).filter { name in
             let path = cachesDirectory.path + "/" + name
             guard _FileSystem.kind(at: path) == .directory else { return false }
+            // A directory DiskStore refuses (another program's, or unreadable) is
+            // not a store: leaving it out is the answer, not a lost error.
             return (try? _StoreDirectory.inspect(path)) == .store
         }.sorted()
     }

@@ -195,11 +195,13 @@ public final class SettingsStore<Value: Sendable>: Sendable {
     private func removeDamaged(_ key: String, generation: Int, reason: StoreDamage.Reason, detail: String) {
         let damage = StoreDamage(namespace: namespace, key: key, reason: reason, detail: detail)
         do {
-            _ = try registry.remove(key, in: namespace, ifGeneration: generation)
-            report(.removedDamaged(damage))
+            // Not removed when the namespace changed since the read: the value may
+            // have been replaced, and the damage is gone with it.
+            if try registry.remove(key, in: namespace, ifGeneration: generation) {
+                report(.removedDamaged(damage))
+            }
         } catch {
-            report(.removedDamaged(damage))
-            report(.failed(operation: "removing a damaged value", key: key, error: error))
+            report(.failed(operation: "removing a damaged value (\(damage))", key: key, error: error))
         }
     }
 

@@ -302,7 +302,9 @@ func runLogDefault(name: String, count: Int) {
 
 let arguments = CommandLine.arguments
 guard arguments.count >= 3 else {
-    fail("usage: HoardCrashWriter write DIR ROUND | writeN DIR NAME COUNT | fsize DIR | permission DIR | open-as-nobody DIR")
+    fail(
+        "usage: HoardCrashWriter write DIR ROUND | writeN DIR NAME COUNT | fsize DIR | permission DIR | open-as-nobody DIR"
+            + " | settings-write DOMAIN NAMESPACE COUNT | log-default NAME COUNT")
 }
 switch arguments[1] {
 case "write":
