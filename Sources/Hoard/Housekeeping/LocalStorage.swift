@@ -108,7 +108,7 @@ public struct LocalStorage: Sendable {
     ///   can have; ``HoardError/Code/ioFailed`` when the registry cannot be written.
     @discardableResult
     public func clearSettings(namespace: String) throws(HoardError) -> Int {
-        try _SettingsDomain.validate(namespace)
+        try settingsDomain.validate(namespace)
         return try settings.removeAll(in: namespace)
     }
 

@@ -37,6 +37,8 @@ enum _StoreRemoval {
                     throw _FileSystem.error("could not remove a value file", path: path + "/blobs/" + name)
                 }
             }
+            // Fails when files Hoard did not write are left in it; the directory's
+            // own removal below then reports what is left.
             _ = unlinkat(directory, _StoreDirectory.blobsName, AT_REMOVEDIR)
         }
         let index = _StoreDirectory.indexName

@@ -78,7 +78,7 @@ public final class SettingsStore<Value: Sendable>: Sendable {
     init(
         namespace: String, codec: ValueCodec<Value>, configuration: Configuration, domain: _SettingsDomain
     ) throws(HoardError) {
-        try _SettingsDomain.validate(namespace)
+        try domain.validate(namespace)
         try configuration.validate()
         self.namespace = namespace
         self.configuration = configuration

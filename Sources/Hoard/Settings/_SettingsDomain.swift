@@ -29,10 +29,15 @@ struct _SettingsDomain: Sendable, Hashable {
     }
 
     /// Checks that `namespace` can become part of a suite name without reaching
-    /// outside the domain.
+    /// outside the domain, and that the suite is not the program's own defaults
+    /// (`UserDefaults(suiteName:)` refuses the main bundle's identifier).
     ///
     /// - Throws: ``HoardError/Code/invalidName``, saying what is wrong.
-    static func validate(_ namespace: String) throws(HoardError) {
+    func validate(_ namespace: String) throws(HoardError) {
         try _LocalNames.validate(namespace, what: "a settings namespace")
+        guard suiteName(for: namespace) != Bundle.main.bundleIdentifier else {
+            throw HoardError(
+                .invalidName, "the settings namespace \"\(namespace)\" would name the program's own defaults suite")
+        }
     }
 }

@@ -88,7 +88,7 @@ final class _SettingsRegistry: Sendable {
         let listed = registry.persistentDomain(forName: domain.name)?.keys ?? [:].keys
         // A listed name that is not a valid namespace was not written by Hoard:
         // it is never turned into a suite name.
-        let valid = Set(listed.filter { (try? _SettingsDomain.validate($0)) != nil })
+        let valid = Set(listed.filter { (try? domain.validate($0)) != nil })
         var state = State(registry: registry, registered: valid)
         for namespace in valid { state.loadKeys(domain, namespace) }
         self.state = Mutex(state)
