@@ -36,7 +36,9 @@ extension LocalStorage {
     /// process has open. Symbolic links are never followed.
     ///
     /// A log another process has open is deleted (its messages stay readable to that
-    /// process until it closes the file).
+    /// process until it closes the file). A process that starts opening a store at
+    /// the moment it is deleted may get a ``HoardError/Code/notAStore`` error or a new,
+    /// empty store: delete while the programs that use Hoard are not running.
     ///
     /// - Returns: What was deleted and what was kept.
     /// - Throws: ``HoardError`` when a folder cannot be listed or a file cannot be
