@@ -28,7 +28,9 @@ import NIOPosix
 ///   messages; ``invalidations(in:)`` delivers the others'.
 /// - **Connections.** Commands go over at most ``Configuration/maximumConnections``
 ///   connections, opened when first needed, each shared by up to
-///   ``Configuration/pipeliningLimit`` operations with their commands pipelined. A
+///   ``Configuration/pipeliningLimit`` operations with their commands pipelined: an
+///   operation writes its commands without waiting for the replies of earlier ones,
+///   and the commands of operations that arrive together leave in one write. A
 ///   lost connection is replaced on the next operation, with exponential backoff
 ///   between failed attempts; every command has a timeout. No event loop thread
 ///   ever blocks.

@@ -162,6 +162,31 @@ struct RedisStoreTests {
         for namespace in namespaces { try await store.removeAll(in: namespace) }
     }
 
+    @Test("removeAll walks the keyspace with SCAN and removes pages with UNLINK; KEYS is never sent")
+    func removeAllNeverUsesKeys() async throws {
+        let configuration = try RedisTestServer.configuration()
+        let store = try RedisStore(configuration: configuration)
+        defer { Task { await store.shutdown() } }
+        for index in 0..<50 {
+            try await store.set(Data([1]), for: "k\(index)", in: "clear", storedAt: .now, expiresAt: nil)
+        }
+        let monitor = try await CommandMonitor(configuration: configuration, marker: configuration.keyPrefix)
+        defer { monitor.close() }
+
+        try await store.removeAll(in: "clear")
+
+        _ = try await store.command("ECHO", configuration.keyPrefix + "-done")
+        #expect(await eventually { monitor.seen.contains { $0.contains("-done") } })
+        let names = monitor.seen.compactMap { line in
+            line.split(separator: "]", maxSplits: 1).last?.split(separator: " ").first.map { $0.uppercased() }
+        }
+        #expect(names.contains("\"SCAN\""))
+        #expect(names.contains("\"UNLINK\""))
+        #expect(!names.contains("\"KEYS\""), "\(names)")
+        #expect(Set(names).isSubset(of: ["\"SCAN\"", "\"UNLINK\"", "\"PUBLISH\"", "\"ECHO\""]), "\(names)")
+        #expect(try await store.entries(for: (0..<50).map { "k\($0)" }, in: "clear").isEmpty)
+    }
+
     @Test("A value in another format is a miss and is removed; server errors are serverError")
     func foreignValueAndServerErrors() async throws {
         let store = try makeStore()
