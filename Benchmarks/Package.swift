@@ -78,6 +78,19 @@ let package = Package(
             swiftSettings: strict,
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
+        // RedisStore get, set (1 connection; 16 pipelined) and MGET of 100 keys against a
+        // raw RESP client over a blocking socket; scripts/redis-vs-redis-benchmark adds
+        // redis-benchmark's figures. Skipped without HOARD_REDIS_URL.
+        .executableTarget(
+            name: "RedisStoreBenchmarks",
+            dependencies: [
+                .product(name: "HoardRedis", package: "Hoard"),
+                .product(name: "Benchmark", package: "benchmark"),
+            ],
+            path: "Benchmarks/RedisStoreBenchmarks",
+            swiftSettings: strict,
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )
