@@ -36,6 +36,17 @@ enum _RedisEntryFormat {
         return buffer
     }
 
+    /// Appends the value for an entry to a command, as one argument: the same bytes
+    /// as ``encode(_:storedAt:expiresAt:)``.
+    static func write(_ data: Data, storedAt: Date, expiresAt: Date?, to writer: inout _RESPCommandWriter) {
+        writer.bulk(length: headerLength + data.count) { buffer in
+            buffer.writeInteger(version)
+            buffer.writeInteger(milliseconds(storedAt), endianness: .big)
+            buffer.writeInteger(expiresAt.map(milliseconds) ?? never, endianness: .big)
+            buffer.writeBytes(data)
+        }
+    }
+
     /// The entry a value holds, or `nil` when the value is not in this format.
     static func decode(_ value: ByteBuffer) -> StoredEntry? {
         var value = value
