@@ -1,6 +1,7 @@
 import Benchmark
 import Foundation
 import HoardRedis
+import NIOCore
 
 /// `RedisStore` against a raw RESP client measured in the same run, on the server
 /// `HOARD_REDIS_URL` names; without it every benchmark is skipped with a message.
@@ -28,6 +29,11 @@ import HoardRedis
 ///   `MGET`, one round trip; 20 per iteration, `requests/s` counting MGETs.
 ///
 /// RedisStore writes with `expiresAt: nil` (no `PX`), as `redis-benchmark` does.
+///
+/// GET also runs through ``NIOFloorClient`` (`reference bare NIO`): a SwiftNIO client
+/// called from tasks that does nothing but hop, write and count reply bytes. It splits
+/// RedisStore's distance from the raw client into what the task-plus-event-loop
+/// architecture costs and what RedisStore itself adds.
 let benchmarks: @Sendable () -> Void = {
     guard let url = ProcessInfo.processInfo.environment["HOARD_REDIS_URL"], !url.isEmpty else {
         print(
@@ -39,6 +45,7 @@ let benchmarks: @Sendable () -> Void = {
     registerRaw("redis get 1KiB c1 P1: baseline raw RESP", url: url, commands: { $0.getCommands() }) {
         try $0.run(count: 200, depth: 1, expected: Fixture.valueSize + 17)
     }
+    registerNIO("redis get 1KiB c1 P1: reference bare NIO", url: url) { try await $0.get(count: 200, depth: 1) }
     registerStore("redis set 1KiB c1 P1: RedisStore", url: url) { try await $0.set(count: 200) }
     registerRaw("redis set 1KiB c1 P1: baseline raw RESP", url: url, commands: { $0.setCommands() }) {
         try $0.run(count: 200, depth: 1, repliesPerCommand: 2, expected: 0)
@@ -47,6 +54,7 @@ let benchmarks: @Sendable () -> Void = {
     registerRaw("redis get 1KiB c1 P16: baseline raw RESP", url: url, commands: { $0.getCommands() }) {
         try $0.run(count: 800, depth: 16, expected: Fixture.valueSize + 17)
     }
+    registerNIO("redis get 1KiB c1 P16: reference bare NIO", url: url) { try await $0.get(count: 800, depth: 16) }
     registerStore("redis set 1KiB c1 P16: RedisStore", url: url) { try await $0.setPipelined(batches: 50, depth: 16) }
     registerRaw("redis set 1KiB c1 P16: baseline raw RESP", url: url, commands: { $0.setCommands() }) {
         try $0.run(count: 800, depth: 16, repliesPerCommand: 2, expected: 0)
@@ -241,6 +249,80 @@ private func registerRaw(
         },
         teardown: {
             if let (fixture, store) = held.value { try await fixture.cleanUp(store) }
+            held.value = nil
+        }
+    )
+}
+
+// MARK: Bare SwiftNIO reference
+
+/// A bare NIO client, the GET commands it sends, and where in them it is.
+final class NIOSubject {
+    let client: NIOFloorClient
+    let commands: [ByteBuffer]
+    let replyLength: Int
+    private var position = 0
+
+    init(client: NIOFloorClient, commands: [ByteBuffer], replyLength: Int) {
+        self.client = client
+        self.commands = commands
+        self.replyLength = replyLength
+    }
+
+    private func nextCommand() -> ByteBuffer {
+        let command = commands[position]
+        position = position + 1 == commands.count ? 0 : position + 1
+        return command
+    }
+
+    /// `count` GETs, `depth` concurrent tasks at a time (one after the other for 1).
+    func get(count: Int, depth: Int) async throws -> Int {
+        let client = self.client
+        let replyLength = self.replyLength
+        for _ in 0..<(count / depth) {
+            if depth == 1 {
+                try await client.send(nextCommand(), replyLength: replyLength)
+                continue
+            }
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for _ in 0..<depth {
+                    let command = nextCommand()
+                    group.addTask { try await client.send(command, replyLength: replyLength) }
+                }
+                try await group.waitForAll()
+            }
+        }
+        return count
+    }
+}
+
+private func registerNIO(_ name: String, url: String, run: @escaping (NIOSubject) async throws -> Int) {
+    let held = Holder<(Fixture, RedisStore, NIOFloorClient)>()
+    Benchmark(
+        name,
+        configuration: configuration(),
+        closure: { (benchmark: Benchmark, subject: NIOSubject) async throws in
+            let start = ContinuousClock.now
+            let requests = try await run(subject)
+            record(benchmark, requests: requests, since: start)
+        },
+        setup: {
+            let fixture = try Fixture(url: url)
+            let store = try fixture.makeStore()
+            try await fixture.populate(store)
+            let client = try await NIOFloorClient.connect(host: fixture.configuration.host, port: fixture.configuration.port)
+            held.value = (fixture, store, client)
+            // A GET reply: "$1041\r\n", the stored value, "\r\n".
+            let valueLength = Fixture.valueSize + 17
+            return NIOSubject(
+                client: client, commands: fixture.getCommands().map { ByteBuffer(bytes: $0) },
+                replyLength: "$\(valueLength)\r\n".utf8.count + valueLength + 2)
+        },
+        teardown: {
+            if let (fixture, store, client) = held.value {
+                await client.close()
+                try await fixture.cleanUp(store)
+            }
             held.value = nil
         }
     )
