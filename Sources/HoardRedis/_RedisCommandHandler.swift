@@ -1,7 +1,8 @@
 import NIOCore
 
-/// Writes the requests of one connection and matches the replies to them, in order,
-/// with a timeout each.
+/// Writes the requests of one connection, parses the bytes that come back into
+/// replies (``_RESPParser``), and matches the replies to the requests, in order, with
+/// a timeout each.
 ///
 /// Redis answers the commands of one connection in the order it received them, so a
 /// connection can have any number of commands in flight (pipelining): the handler
@@ -17,14 +18,21 @@ import NIOCore
 /// - When the connection closes, every request still waiting fails with
 ///   ``RedisError/Code/connectionClosed`` (or with the protocol error that closed
 ///   it), and so does every request submitted afterwards.
+/// - Bytes that are not RESP, or a reply beyond the parser's limits, close the
+///   connection with ``RedisError/Code/protocolError``; a reply cut off by the end of
+///   the connection is dropped, and its request fails with `connectionClosed`.
 /// - RESP3 pushes go to `onPush`; on a subscriber connection (one with an `onPush`)
 ///   any reply no command waits for does too. Elsewhere an unexpected reply is a
 ///   protocol error.
 ///
 /// Everything runs on the channel's event loop; nothing blocks.
 final class _RedisCommandHandler: ChannelInboundHandler {
-    typealias InboundIn = _RESPValue
+    typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
+
+    /// Consumed bytes are dropped from the buffer of a partial reply once this many
+    /// have piled up in front of it.
+    private static let compactionThreshold = 16 << 10
 
     private struct Pending {
         var name: String
@@ -37,6 +45,9 @@ final class _RedisCommandHandler: ChannelInboundHandler {
 
     private let endpoint: String
     private let onPush: (@Sendable (_RESPValue) -> Void)?
+    private var parser: _RESPParser
+    /// The start of a reply whose end has not arrived yet.
+    private var partial: ByteBuffer?
     private var context: ChannelHandlerContext?
     private var pending = CircularBuffer<Pending>(initialCapacity: 16)
     private var isClosed = false
@@ -45,9 +56,10 @@ final class _RedisCommandHandler: ChannelInboundHandler {
     private var timer: Scheduled<Void>?
     private var timerDeadline: NIODeadline?
 
-    init(endpoint: String, onPush: (@Sendable (_RESPValue) -> Void)?) {
+    init(endpoint: String, limits: _RESPParser.Limits, onPush: (@Sendable (_RESPValue) -> Void)?) {
         self.endpoint = endpoint
         self.onPush = onPush
+        parser = _RESPParser(limits: limits)
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -56,6 +68,7 @@ final class _RedisCommandHandler: ChannelInboundHandler {
 
     func handlerRemoved(context: ChannelHandlerContext) {
         failPending()
+        partial = nil
         self.context = nil
     }
 
@@ -93,7 +106,26 @@ final class _RedisCommandHandler: ChannelInboundHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let value = unwrapInboundIn(data)
+        var buffer = unwrapInboundIn(data)
+        if var previous = partial {
+            partial = nil  // so that `previous` is the only reference and grows in place
+            previous.writeImmutableBuffer(buffer)
+            buffer = previous
+        }
+        do {
+            while !isClosed, let value = try parser.next(from: &buffer) {
+                deliver(value, context: context)
+            }
+        } catch {
+            close(context: context, reason: error)
+            return
+        }
+        guard !isClosed, buffer.readableBytes > 0 else { return }
+        if buffer.readerIndex >= Self.compactionThreshold { buffer.discardReadBytes() }
+        partial = buffer
+    }
+
+    private func deliver(_ value: _RESPValue, context: ChannelHandlerContext) {
         if case .push = value {
             onPush?(value)
             return

@@ -66,12 +66,8 @@ final class _RedisConnection: Sendable {
             .channelOption(.socketOption(.so_keepalive), value: 1)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    let decoder = ByteToMessageHandler(
-                        _RESPDecoder(limits: limits),
-                        maximumBufferSize: limits.maximumBulkLength + 2 * limits.maximumLineLength + 64)
-                    try channel.pipeline.syncOperations.addHandler(decoder)
                     try channel.pipeline.syncOperations.addHandler(
-                        _RedisCommandHandler(endpoint: endpoint, onPush: onPush))
+                        _RedisCommandHandler(endpoint: endpoint, limits: limits, onPush: onPush))
                 }
             }
         let channel: any Channel

@@ -83,6 +83,27 @@ struct RedisStoreTests {
         #expect(commands.first?.contains("\"MGET\"") == true)
     }
 
+    @Test("A reply of many large values, spread over many reads, comes back whole and in order")
+    func largeReplyAcrossReads() async throws {
+        let store = try makeStore()
+        defer { Task { await store.shutdown() } }
+        // 200 values of 8 KiB: a 1.6 MiB MGET reply, far more than one read.
+        let values = (0..<200).map { index in Data((0..<8_192).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ index) }) }
+        for (index, value) in values.enumerated() {
+            try await store.set(value, for: "big\(index)", in: "large", storedAt: .now, expiresAt: nil)
+        }
+
+        let entries = try await store.entries(for: (0..<200).map { "big\($0)" }, in: "large")
+
+        #expect(entries.count == 200)
+        for (index, value) in values.enumerated() {
+            #expect(entries["big\(index)"]?.data == value, "big\(index)")
+        }
+        // The connection is still in step: a single read after it gets its own value.
+        #expect(try await store.entry(for: "big7", in: "large")?.data == values[7])
+        try await store.removeAll(in: "large")
+    }
+
     @Test("An expiry becomes a PX lifetime; the server drops the entry by itself")
     func expiryViaPX() async throws {
         let store = try makeStore()
