@@ -56,7 +56,8 @@ enum _RedisEntryFormat {
             let expiresAt = value.readInteger(endianness: .big, as: Int64.self)
         else { return nil }
         return StoredEntry(
-            data: Data(value.readableBytesView),
+            // From the raw bytes: one copy, no generic sequence path.
+            data: value.withUnsafeReadableBytes { Data($0) },
             storedAt: date(milliseconds: storedAt),
             expiresAt: expiresAt == never ? nil : date(milliseconds: expiresAt))
     }
