@@ -15,6 +15,8 @@ let package = Package(
         // The explicit trait list is required: a default trait of 1.38.1 pulls a
         // package the local mirror does not have.
         .package(url: "https://github.com/ordo-one/benchmark", exact: "1.38.1", traits: ["MallocInterposer"]),
+        // For the bare-NIO reference client of RedisStoreBenchmarks (Hoard already depends on it).
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
         // Throughput of MemoryCache against Mutex<Dictionary> and NSCache baselines.
@@ -75,6 +77,21 @@ let package = Package(
                 .product(name: "Benchmark", package: "benchmark"),
             ],
             path: "Benchmarks/MessageLogBenchmarks",
+            swiftSettings: strict,
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+        // RedisStore get, set (1 connection; 16 pipelined) and MGET of 100 keys against a
+        // raw RESP client over a blocking socket; scripts/redis-vs-redis-benchmark adds
+        // redis-benchmark's figures. Skipped without HOARD_REDIS_URL.
+        .executableTarget(
+            name: "RedisStoreBenchmarks",
+            dependencies: [
+                .product(name: "HoardRedis", package: "Hoard"),
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            path: "Benchmarks/RedisStoreBenchmarks",
             swiftSettings: strict,
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),

@@ -28,7 +28,9 @@ import NIOPosix
 ///   messages; ``invalidations(in:)`` delivers the others'.
 /// - **Connections.** Commands go over at most ``Configuration/maximumConnections``
 ///   connections, opened when first needed, each shared by up to
-///   ``Configuration/pipeliningLimit`` operations with their commands pipelined. A
+///   ``Configuration/pipeliningLimit`` operations with their commands pipelined: an
+///   operation writes its commands without waiting for the replies of earlier ones,
+///   and the commands of operations that arrive together leave in one write. A
 ///   lost connection is replaced on the next operation, with exponential backoff
 ///   between failed attempts; every command has a timeout. No event loop thread
 ///   ever blocks.
@@ -109,11 +111,12 @@ public final class RedisStore: RemoteCacheStore {
     ///   clock, or its value is not in the store's format (such a value is removed).
     /// - Throws: ``RedisError`` when the server cannot answer.
     public func entry(for key: String, in namespace: String) async throws(RedisError) -> StoredEntry? {
-        let redisKey = keyspace.key(key, in: namespace)
-        let reply = try await run(key: key) { connection throws(RedisError) in
-            try await connection.send(_RedisCommand("GET", .bytes(redisKey)))
-        }
-        return try await liveEntry(in: reply, redisKey: redisKey, command: "GET", key: key, now: clock.now())
+        var writer = _RESPCommandWriter(capacity: 48 + keyspace.prefix.utf8.count + namespace.utf8.count + key.utf8.count)
+        writer.command("GET", argumentCount: 1)
+        keyspace.writeKey(key, in: namespace, to: &writer)
+        let command = _RedisCommand(name: "GET", encoded: writer.buffer)
+        let reply = try await run(key: key) { connection throws(RedisError) in try await connection.send(command) }
+        return try await liveEntry(in: reply, key: key, namespace: namespace, command: "GET", now: clock.now())
     }
 
     /// The live entries for many keys of one namespace: one `MGET`, one round trip.
@@ -123,10 +126,12 @@ public final class RedisStore: RemoteCacheStore {
     /// - Throws: ``RedisError`` when the server cannot answer.
     public func entries(for keys: [String], in namespace: String) async throws(RedisError) -> [String: StoredEntry] {
         guard !keys.isEmpty else { return [:] }
-        let redisKeys = keys.map { keyspace.key($0, in: namespace) }
-        let reply = try await run(key: nil) { connection throws(RedisError) in
-            try await connection.send(_RedisCommand("MGET", arguments: redisKeys.map { .bytes($0) }))
-        }
+        let perKey = keyspace.prefix.utf8.count + namespace.utf8.count + 32
+        var writer = _RESPCommandWriter(capacity: 32 + keys.reduce(0) { $0 + perKey + $1.utf8.count })
+        writer.command("MGET", argumentCount: keys.count)
+        for key in keys { keyspace.writeKey(key, in: namespace, to: &writer) }
+        let command = _RedisCommand(name: "MGET", encoded: writer.buffer)
+        let reply = try await run(key: nil) { connection throws(RedisError) in try await connection.send(command) }
         try Self.check(reply, command: "MGET")
         guard let values = reply.elements, values.count == keys.count else {
             throw RedisError(
@@ -138,7 +143,7 @@ public final class RedisStore: RemoteCacheStore {
         entries.reserveCapacity(keys.count)
         for index in keys.indices {
             if let entry = try await liveEntry(
-                in: values[index], redisKey: redisKeys[index], command: "MGET", key: keys[index], now: now)
+                in: values[index], key: keys[index], namespace: namespace, command: "MGET", now: now)
             {
                 entries[keys[index]] = entry
             }
@@ -169,13 +174,20 @@ public final class RedisStore: RemoteCacheStore {
             // Beyond ~30,000 years the server could overflow; such an entry is as good as eternal.
             if milliseconds < 1e15 { lifetime = Int64(milliseconds) }
         }
-        var arguments: [_RedisArgument] = [
-            .bytes(keyspace.key(key, in: namespace)),
-            .bytes(_RedisEntryFormat.encode(data, storedAt: storedAt, expiresAt: expiresAt)),
-        ]
-        if let lifetime { arguments += ["PX", .string(String(lifetime))] }
-        let commands = [_RedisCommand("SET", arguments: arguments), publish(hub.message(key: key), in: namespace)]
-        let replies = try await run(key: key) { connection throws(RedisError) in try await connection.send(commands) }
+        // SET and PUBLISH encoded straight into one buffer, sent in one write.
+        var writer = _RESPCommandWriter(capacity: data.count + 2 * (keyspace.prefix.utf8.count + namespace.utf8.count + key.utf8.count) + 160)
+        writer.command("SET", argumentCount: lifetime == nil ? 2 : 4)
+        keyspace.writeKey(key, in: namespace, to: &writer)
+        _RedisEntryFormat.write(data, storedAt: storedAt, expiresAt: expiresAt, to: &writer)
+        if let lifetime {
+            writer.argument("PX")
+            writer.argument(String(lifetime))
+        }
+        writePublish(key: key, in: namespace, to: &writer)
+        let encoded = writer.buffer
+        let replies = try await run(key: key) { connection throws(RedisError) in
+            try await connection.send(encoded: encoded, count: 2, name: "SET")
+        }
         try Self.check(replies[0], command: "SET", key: key)
         try Self.check(replies[1], command: "PUBLISH", key: key)
     }
@@ -185,11 +197,14 @@ public final class RedisStore: RemoteCacheStore {
     ///
     /// - Throws: ``RedisError`` when the server cannot answer.
     public func removeValue(for key: String, in namespace: String) async throws(RedisError) {
-        let commands = [
-            _RedisCommand("UNLINK", .bytes(keyspace.key(key, in: namespace))),
-            publish(hub.message(key: key), in: namespace),
-        ]
-        let replies = try await run(key: key) { connection throws(RedisError) in try await connection.send(commands) }
+        var writer = _RESPCommandWriter(capacity: 2 * (keyspace.prefix.utf8.count + namespace.utf8.count + key.utf8.count) + 160)
+        writer.command("UNLINK", argumentCount: 1)
+        keyspace.writeKey(key, in: namespace, to: &writer)
+        writePublish(key: key, in: namespace, to: &writer)
+        let encoded = writer.buffer
+        let replies = try await run(key: key) { connection throws(RedisError) in
+            try await connection.send(encoded: encoded, count: 2, name: "UNLINK")
+        }
         try Self.check(replies[0], command: "UNLINK", key: key)
         try Self.check(replies[1], command: "PUBLISH", key: key)
     }
@@ -275,6 +290,13 @@ public final class RedisStore: RemoteCacheStore {
         _RedisCommand("PUBLISH", .bytes(keyspace.channel(for: namespace)), .bytes(message))
     }
 
+    /// Appends `PUBLISH <channel of namespace> <"key changed" message>`.
+    private func writePublish(key: String, in namespace: String, to writer: inout _RESPCommandWriter) {
+        writer.command("PUBLISH", argumentCount: 2)
+        writer.argument(keyspace.channel(for: namespace))
+        hub.writeMessage(key: key, to: &writer)
+    }
+
     private func run<T: Sendable>(
         key: String?, _ body: (_RedisConnection) async throws(RedisError) -> T
     ) async throws(RedisError) -> T {
@@ -287,7 +309,7 @@ public final class RedisStore: RemoteCacheStore {
 
     /// The live entry a `GET` or `MGET` reply holds, removing a value in another format.
     private func liveEntry(
-        in reply: _RESPValue, redisKey: ByteBuffer, command: String, key: String, now: Date
+        in reply: _RESPValue, key: String, namespace: String, command: String, now: Date
     ) async throws(RedisError) -> StoredEntry? {
         try Self.check(reply, command: command, key: key)
         switch reply {
@@ -297,9 +319,8 @@ public final class RedisStore: RemoteCacheStore {
             guard let entry = _RedisEntryFormat.decode(value) else {
                 // Damaged, or from another format version: a miss, and removed so it
                 // does not come back on every read.
-                _ = try? await pool.withConnection { connection throws(RedisError) in
-                    try await connection.send(_RedisCommand("UNLINK", .bytes(redisKey)))
-                }
+                let unlink = _RedisCommand("UNLINK", .bytes(keyspace.key(key, in: namespace)))
+                _ = try? await pool.withConnection { connection throws(RedisError) in try await connection.send(unlink) }
                 return nil
             }
             if let expiresAt = entry.expiresAt, expiresAt <= now { return nil }

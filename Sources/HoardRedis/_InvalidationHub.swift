@@ -40,6 +40,16 @@ final class _InvalidationHub: Sendable {
         return buffer
     }
 
+    /// Appends the message announcing that `key` changed to a command, as one
+    /// argument: the same bytes as ``message(key:)``.
+    func writeMessage(key: String, to writer: inout _RESPCommandWriter) {
+        writer.bulk(length: instanceID.utf8.count + 2 + key.utf8.count) { buffer in
+            buffer.writeString(instanceID)
+            buffer.writeStaticString(" k")
+            buffer.writeString(key)
+        }
+    }
+
     /// The message announcing that the whole namespace was cleared.
     func messageAll() -> ByteBuffer {
         var buffer = ByteBuffer(string: instanceID)

@@ -4,7 +4,7 @@ import NIOCore
 /// One Redis command, already encoded as a RESP array of bulk strings.
 ///
 /// ```swift
-/// let command = _RedisCommand("SET", key, value, "PX", "1500")
+/// let command = _RedisCommand("SET", .bytes(key), .bytes(value), "PX", "1500")
 /// ```
 struct _RedisCommand: Sendable {
     /// The command's name, for error messages (`GET`, `MGET`, …).
@@ -12,35 +12,29 @@ struct _RedisCommand: Sendable {
     /// The RESP encoding: `*<n>\r\n` then `$<len>\r\n<bytes>\r\n` per argument.
     let encoded: ByteBuffer
 
+    /// A command encoded by a ``_RESPCommandWriter``.
+    init(name: String, encoded: ByteBuffer) {
+        self.name = name
+        self.encoded = encoded
+    }
+
     /// Encodes a command from its name and arguments.
     init(_ name: String, arguments: [_RedisArgument]) {
         self.name = name
-        var buffer = ByteBuffer()
-        buffer.reserveCapacity(16 + name.utf8.count + arguments.reduce(0) { $0 + $1.byteCount + 16 })
-        buffer.writeInteger(UInt8(ascii: "*"))
-        buffer.writeString(String(arguments.count + 1))
-        buffer.writeStaticString("\r\n")
-        Self.writeBulk(name.utf8, to: &buffer)
+        var writer = _RESPCommandWriter(capacity: 16 + name.utf8.count + arguments.reduce(0) { $0 + $1.byteCount + 16 })
+        writer.command(name, argumentCount: arguments.count)
         for argument in arguments {
             switch argument {
-            case .bytes(let bytes): Self.writeBulk(bytes.readableBytesView, to: &buffer)
-            case .string(let text): Self.writeBulk(text.utf8, to: &buffer)
+            case .bytes(let bytes): writer.argument(bytes)
+            case .string(let text): writer.argument(text)
             }
         }
-        encoded = buffer
+        encoded = writer.buffer
     }
 
     /// Encodes a command from its name and arguments.
     init(_ name: String, _ arguments: _RedisArgument...) {
         self.init(name, arguments: arguments)
-    }
-
-    private static func writeBulk<Bytes: Collection<UInt8>>(_ bytes: Bytes, to buffer: inout ByteBuffer) {
-        buffer.writeInteger(UInt8(ascii: "$"))
-        buffer.writeString(String(bytes.count))
-        buffer.writeStaticString("\r\n")
-        buffer.writeBytes(bytes)
-        buffer.writeStaticString("\r\n")
     }
 }
 
@@ -56,5 +50,58 @@ enum _RedisArgument: Sendable, ExpressibleByStringLiteral {
         case .bytes(let bytes): bytes.readableBytes
         case .string(let text): text.utf8.count
         }
+    }
+}
+
+/// Encodes one or more commands back to back into one buffer, each argument written
+/// in place: the store's hot paths build a key, a value with its header, and the
+/// invalidation that goes with them without an intermediate buffer per argument.
+///
+/// ```swift
+/// var writer = _RESPCommandWriter(capacity: 64)
+/// writer.command("GET", argumentCount: 1)
+/// writer.argument("user:42")
+/// connection.send(encoded: writer.buffer, count: writer.commandCount, name: "GET")
+/// ```
+struct _RESPCommandWriter {
+    /// The encoded commands.
+    private(set) var buffer: ByteBuffer
+    /// How many commands ``buffer`` holds.
+    private(set) var commandCount = 0
+
+    /// Creates a writer whose buffer starts with room for `capacity` bytes.
+    init(capacity: Int) {
+        buffer = ByteBufferAllocator().buffer(capacity: capacity)
+    }
+
+    /// Starts a command: its array header and its name. Exactly `argumentCount`
+    /// arguments must follow.
+    mutating func command(_ name: String, argumentCount: Int) {
+        buffer.writeInteger(UInt8(ascii: "*"))
+        buffer.writeString(String(argumentCount + 1))
+        buffer.writeStaticString("\r\n")
+        argument(name)
+        commandCount += 1
+    }
+
+    /// Appends a text argument, as UTF-8.
+    mutating func argument(_ text: String) {
+        bulk(length: text.utf8.count) { $0.writeString(text) }
+    }
+
+    /// Appends a binary argument.
+    mutating func argument(_ bytes: ByteBuffer) {
+        bulk(length: bytes.readableBytes) { $0.writeImmutableBuffer(bytes) }
+    }
+
+    /// Appends an argument of `length` bytes, which `body` writes.
+    mutating func bulk(length: Int, _ body: (inout ByteBuffer) -> Void) {
+        buffer.writeInteger(UInt8(ascii: "$"))
+        buffer.writeString(String(length))
+        buffer.writeStaticString("\r\n")
+        let start = buffer.writerIndex
+        body(&buffer)
+        assert(buffer.writerIndex - start == length, "a bulk argument's length was announced wrongly")
+        buffer.writeStaticString("\r\n")
     }
 }

@@ -1,76 +1,136 @@
 import NIOCore
 
-/// Matches replies to the commands of one connection, in order, with a timeout each.
+/// Writes the requests of one connection, parses the bytes that come back into
+/// replies (``_RESPParser``), and matches the replies to the requests, in order, with
+/// a timeout each.
 ///
 /// Redis answers the commands of one connection in the order it received them, so a
 /// connection can have any number of commands in flight (pipelining): the handler
-/// keeps their promises in a queue and completes the oldest with each reply.
+/// keeps the waiting callers in a queue and resumes the oldest with each reply.
 ///
-/// - A reply that does not arrive within its command's timeout fails that command
-///   with ``RedisError/Code/timeout`` and closes the connection: every reply queued
-///   behind the missing one would be just as late, and a reply that arrived after its
-///   command gave up could no longer be matched.
-/// - When the connection closes, every command still waiting fails with
-///   ``RedisError/Code/connectionClosed`` (or with the protocol error that closed it).
+/// - ``submit(_:)`` writes a batch of requests and flushes once, so requests that
+///   arrive together leave in one `write(2)`.
+/// - A reply that does not arrive by its request's deadline fails that request with
+///   ``RedisError/Code/timeout`` and closes the connection: every reply queued behind
+///   the missing one would be just as late, and a reply that arrived after its
+///   request gave up could no longer be matched. One timer per connection watches
+///   the earliest deadline, so a request costs no timer of its own.
+/// - When the connection closes, every request still waiting fails with
+///   ``RedisError/Code/connectionClosed`` (or with the protocol error that closed
+///   it), and so does every request submitted afterwards.
+/// - Bytes that are not RESP, or a reply beyond the parser's limits, close the
+///   connection with ``RedisError/Code/protocolError``; a reply cut off by the end of
+///   the connection is dropped, and its request fails with `connectionClosed`.
 /// - RESP3 pushes go to `onPush`; on a subscriber connection (one with an `onPush`)
 ///   any reply no command waits for does too. Elsewhere an unexpected reply is a
 ///   protocol error.
 ///
 /// Everything runs on the channel's event loop; nothing blocks.
-final class _RedisCommandHandler: ChannelDuplexHandler {
-    typealias InboundIn = _RESPValue
-    typealias OutboundIn = _RedisRequest
+final class _RedisCommandHandler: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
+    /// Consumed bytes are dropped from the buffer of a partial reply once this many
+    /// have piled up in front of it.
+    private static let compactionThreshold = 16 << 10
+
     private struct Pending {
-        var id: UInt64
-        var command: String
-        var promise: EventLoopPromise<_RESPValue>
-        var timeout: Scheduled<Void>?
+        var name: String
+        var reply: _RedisReply
+        var count: Int
+        var replies: [_RESPValue]
+        var timeout: TimeAmount?
+        var deadline: NIODeadline?
     }
 
     private let endpoint: String
     private let onPush: (@Sendable (_RESPValue) -> Void)?
+    private var parser: _RESPParser
+    /// The start of a reply whose end has not arrived yet.
+    private var partial: ByteBuffer?
+    private var context: ChannelHandlerContext?
     private var pending = CircularBuffer<Pending>(initialCapacity: 16)
-    private var nextID: UInt64 = 0
     private var isClosed = false
     /// Why the connection is closing, when it is this handler's doing.
     private var closeReason: RedisError?
+    private var timer: Scheduled<Void>?
+    private var timerDeadline: NIODeadline?
 
-    init(endpoint: String, onPush: (@Sendable (_RESPValue) -> Void)?) {
+    init(endpoint: String, limits: _RESPParser.Limits, onPush: (@Sendable (_RESPValue) -> Void)?) {
         self.endpoint = endpoint
         self.onPush = onPush
+        parser = _RESPParser(limits: limits)
     }
 
-    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        let request = unwrapOutboundIn(data)
-        guard !isClosed else {
-            let error = closedError(command: request.command.name, waiting: 0)
-            request.reply?.fail(error)
-            promise?.fail(error)
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        failPending()
+        partial = nil
+        self.context = nil
+    }
+
+    /// Writes `requests` in order and flushes once. Requests that can no longer be
+    /// sent fail at once.
+    func submit(_ requests: some Sequence<_RedisRequest>) {
+        guard let context, !isClosed else {
+            for request in requests {
+                let error = closedError(command: request.name, waiting: 0)
+                request.reply?.fail(error)
+                request.written?.fail(error)
+            }
             return
         }
-        if let reply = request.reply {
-            let id = nextID
-            nextID &+= 1
-            var timeout: Scheduled<Void>?
-            if let delay = request.timeout {
-                timeout = context.eventLoop.assumeIsolated().scheduleTask(in: delay) {
-                    self.timedOut(id: id, after: delay, context: context)
+        var now: NIODeadline?
+        for request in requests {
+            if let reply = request.reply {
+                var deadline: NIODeadline?
+                if let timeout = request.timeout {
+                    let start = now ?? .now()
+                    now = start
+                    deadline = start + timeout
+                    arm(deadline: start + timeout, context: context)
                 }
+                var replies: [_RESPValue] = []
+                if request.count > 1 { replies.reserveCapacity(request.count) }
+                pending.append(
+                    Pending(
+                        name: request.name, reply: reply, count: request.count, replies: replies,
+                        timeout: request.timeout, deadline: deadline))
             }
-            pending.append(Pending(id: id, command: request.command.name, promise: reply, timeout: timeout))
+            context.write(wrapOutboundOut(request.encoded), promise: request.written)
         }
-        context.write(wrapOutboundOut(request.command.encoded), promise: promise)
+        context.flush()
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let value = unwrapInboundIn(data)
+        var buffer = unwrapInboundIn(data)
+        if var previous = partial {
+            partial = nil  // so that `previous` is the only reference and grows in place
+            previous.writeImmutableBuffer(buffer)
+            buffer = previous
+        }
+        do {
+            while !isClosed, let value = try parser.next(from: &buffer) {
+                deliver(value, context: context)
+            }
+        } catch {
+            close(context: context, reason: error)
+            return
+        }
+        guard !isClosed, buffer.readableBytes > 0 else { return }
+        if buffer.readerIndex >= Self.compactionThreshold { buffer.discardReadBytes() }
+        partial = buffer
+    }
+
+    private func deliver(_ value: _RESPValue, context: ChannelHandlerContext) {
         if case .push = value {
             onPush?(value)
             return
         }
-        guard let first = pending.popFirst() else {
+        guard !pending.isEmpty else {
             if let onPush {
                 onPush(value)
             } else {
@@ -81,17 +141,23 @@ final class _RedisCommandHandler: ChannelDuplexHandler {
             }
             return
         }
-        first.timeout?.cancel()
-        first.promise.succeed(value)
+        let first = pending.startIndex
+        switch pending[first].reply {
+        case .one(let continuation):
+            pending.removeFirst()
+            continuation.resume(returning: value)
+        case .many(let continuation):
+            pending[first].replies.append(value)
+            if pending[first].replies.count == pending[first].count {
+                let replies = pending.removeFirst().replies
+                continuation.resume(returning: replies)
+            }
+        }
     }
 
     func channelInactive(context: ChannelHandlerContext) {
         failPending()
         context.fireChannelInactive()
-    }
-
-    func handlerRemoved(context: ChannelHandlerContext) {
-        failPending()
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
@@ -102,24 +168,55 @@ final class _RedisCommandHandler: ChannelDuplexHandler {
         close(context: context, reason: reason)
     }
 
-    // MARK: Closing
+    // MARK: Timeouts
 
-    private func timedOut(id: UInt64, after delay: TimeAmount, context: ChannelHandlerContext) {
-        guard let index = pending.firstIndex(where: { $0.id == id }) else { return }
-        let command = pending[index].command
-        let milliseconds = delay.nanoseconds / 1_000_000
-        pending[index].promise.fail(
-            RedisError(
-                .timeout,
-                "The server at \(endpoint) did not answer \(command) within \(milliseconds) ms; the connection was closed.",
-                command: command))
+    /// Makes sure the timer fires by `deadline`.
+    private func arm(deadline: NIODeadline, context: ChannelHandlerContext) {
+        if let timerDeadline, timerDeadline <= deadline { return }
+        timer?.cancel()
+        timerDeadline = deadline
+        timer = context.eventLoop.assumeIsolated().scheduleTask(deadline: deadline) {
+            self.checkDeadlines(context: context)
+        }
+    }
+
+    /// Fails the first request past its deadline, or re-arms the timer for the
+    /// earliest deadline still ahead.
+    private func checkDeadlines(context: ChannelHandlerContext) {
+        timer = nil
+        timerDeadline = nil
+        guard !isClosed else { return }
+        let now = NIODeadline.now()
+        var earliest: NIODeadline?
+        for index in pending.indices {
+            guard let deadline = pending[index].deadline else { continue }
+            if deadline <= now {
+                timedOut(at: index, context: context)
+                return
+            }
+            earliest = min(earliest ?? deadline, deadline)
+        }
+        if let earliest { arm(deadline: earliest, context: context) }
+    }
+
+    private func timedOut(at index: CircularBuffer<Pending>.Index, context: ChannelHandlerContext) {
+        let entry = pending.remove(at: index)
+        let milliseconds = (entry.timeout?.nanoseconds ?? 0) / 1_000_000
+        // Close first, so that the connection is no longer active when the caller resumes.
         close(
             context: context,
             reason: RedisError(
                 .connectionClosed,
-                "The connection to \(endpoint) was closed because \(command) timed out after \(milliseconds) ms; "
+                "The connection to \(endpoint) was closed because \(entry.name) timed out after \(milliseconds) ms; "
                     + "this command may or may not have been carried out."))
+        entry.reply.fail(
+            RedisError(
+                .timeout,
+                "The server at \(endpoint) did not answer \(entry.name) within \(milliseconds) ms; the connection was closed.",
+                command: entry.name))
     }
+
+    // MARK: Closing
 
     private func close(context: ChannelHandlerContext, reason: RedisError) {
         if closeReason == nil { closeReason = reason }
@@ -129,10 +226,12 @@ final class _RedisCommandHandler: ChannelDuplexHandler {
 
     private func failPending() {
         isClosed = true
+        timer?.cancel()
+        timer = nil
+        timerDeadline = nil
         let waiting = pending.count
         while let entry = pending.popFirst() {
-            entry.timeout?.cancel()
-            entry.promise.fail(closedError(command: entry.command, waiting: waiting))
+            entry.reply.fail(closedError(command: entry.name, waiting: waiting))
         }
     }
 

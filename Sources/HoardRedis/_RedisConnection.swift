@@ -1,9 +1,12 @@
 import NIOCore
 import NIOPosix
+import Synchronization
 
 /// One TCP connection to a Redis server, authenticated and on its database, that
 /// pipelines: any number of tasks may send commands at once, and each gets its own
-/// reply (``_RedisCommandHandler`` matches them in order).
+/// reply (``_RedisCommandHandler`` matches them in order). Commands are queued and
+/// written by one task on the event loop, which takes everything queued so far and
+/// flushes once: under load, many commands leave in one write.
 ///
 /// A connection never reconnects; once it closes, every send fails and its owner (the
 /// pool or the subscriber) opens a new one.
@@ -22,11 +25,22 @@ final class _RedisConnection: Sendable {
         var endpoint: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
     }
 
+    /// Requests waiting to be written, and whether a task to write them is already
+    /// scheduled on the event loop.
+    private struct Outbox {
+        var requests: [_RedisRequest] = []
+        var spare: [_RedisRequest] = []
+        var isDrainScheduled = false
+    }
+
     let channel: any Channel
     let settings: Settings
+    private let handler: NIOLoopBound<_RedisCommandHandler>
+    private let outbox = Mutex(Outbox())
 
-    private init(channel: any Channel, settings: Settings) {
+    private init(channel: any Channel, handler: NIOLoopBound<_RedisCommandHandler>, settings: Settings) {
         self.channel = channel
+        self.handler = handler
         self.settings = settings
     }
 
@@ -52,12 +66,8 @@ final class _RedisConnection: Sendable {
             .channelOption(.socketOption(.so_keepalive), value: 1)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    let decoder = ByteToMessageHandler(
-                        _RESPDecoder(limits: limits),
-                        maximumBufferSize: limits.maximumBulkLength + 2 * limits.maximumLineLength + 64)
-                    try channel.pipeline.syncOperations.addHandler(decoder)
                     try channel.pipeline.syncOperations.addHandler(
-                        _RedisCommandHandler(endpoint: endpoint, onPush: onPush))
+                        _RedisCommandHandler(endpoint: endpoint, limits: limits, onPush: onPush))
                 }
             }
         let channel: any Channel
@@ -66,7 +76,18 @@ final class _RedisConnection: Sendable {
         } catch {
             throw RedisError(.connectionFailed, "Could not connect to Redis at \(endpoint).", underlying: error)
         }
-        let connection = _RedisConnection(channel: channel, settings: settings)
+        let handler: NIOLoopBound<_RedisCommandHandler>
+        do {
+            handler = try await channel.eventLoop.submit {
+                NIOLoopBound(
+                    try channel.pipeline.syncOperations.handler(type: _RedisCommandHandler.self),
+                    eventLoop: channel.eventLoop)
+            }.get()
+        } catch {
+            channel.close(mode: .all, promise: nil)
+            throw RedisError(.connectionClosed, "The connection to \(endpoint) closed while it was set up.", underlying: error)
+        }
+        let connection = _RedisConnection(channel: channel, handler: handler, settings: settings)
         do {
             try await connection.handshake()
         } catch {
@@ -117,91 +138,117 @@ final class _RedisConnection: Sendable {
 
     /// Sends one command and returns its reply, which may be an error reply.
     ///
+    /// The command is written without waiting for the replies of commands sent
+    /// before it; commands sent together, from any number of tasks, leave in one
+    /// write.
+    ///
     /// - Parameter timeout: How long the reply may take; defaults to the settings'
     ///   command timeout.
     /// - Throws: ``RedisError`` with code `timeout`, `connectionClosed` or
     ///   `protocolError`.
     func send(_ command: _RedisCommand, timeout: Duration? = nil) async throws(RedisError) -> _RESPValue {
-        let promise = channel.eventLoop.makePromise(of: _RESPValue.self)
-        channel.writeAndFlush(
-            _RedisRequest(command: command, reply: promise, timeout: timeAmount(timeout)),
-            promise: writePromise(failing: promise, command: command))
-        return try await Self.reply(promise.futureResult, command: command)
+        let amount = timeAmount(timeout)
+        do {
+            return try await withUnsafeThrowingContinuation { continuation in
+                enqueue(
+                    _RedisRequest(
+                        encoded: command.encoded, name: command.name, count: 1, reply: .one(continuation),
+                        timeout: amount))
+            }
+        } catch {
+            throw Self.redisError(error, command: command.name)
+        }
     }
 
-    /// Sends several commands with one flush (one round trip) and returns their
+    /// Sends several commands in one write (one round trip) and returns their
     /// replies in order.
     ///
-    /// - Throws: The first failure among the commands.
+    /// - Throws: ``RedisError`` with code `timeout`, `connectionClosed` or
+    ///   `protocolError`, naming the first command.
     func send(_ commands: [_RedisCommand], timeout: Duration? = nil) async throws(RedisError) -> [_RESPValue] {
+        guard let first = commands.first else { return [] }
+        if commands.count == 1 { return [try await send(first, timeout: timeout)] }
+        var encoded = ByteBuffer()
+        encoded.reserveCapacity(commands.reduce(0) { $0 + $1.encoded.readableBytes })
+        for command in commands { encoded.writeImmutableBuffer(command.encoded) }
+        return try await send(encoded: encoded, count: commands.count, name: first.name, timeout: timeout)
+    }
+
+    /// Sends `count` commands already encoded back to back in `encoded`, in one write,
+    /// and returns their replies in order.
+    func send(
+        encoded: ByteBuffer, count: Int, name: String, timeout: Duration? = nil
+    ) async throws(RedisError) -> [_RESPValue] {
         let amount = timeAmount(timeout)
-        let futures = commands.map { command in
-            let promise = channel.eventLoop.makePromise(of: _RESPValue.self)
-            channel.write(
-                _RedisRequest(command: command, reply: promise, timeout: amount),
-                promise: writePromise(failing: promise, command: command))
-            return promise.futureResult
+        do {
+            return try await withUnsafeThrowingContinuation { continuation in
+                enqueue(
+                    _RedisRequest(
+                        encoded: encoded, name: name, count: count, reply: .many(continuation), timeout: amount))
+            }
+        } catch {
+            throw Self.redisError(error, command: name)
         }
-        channel.flush()
-        var replies: [_RESPValue] = []
-        replies.reserveCapacity(commands.count)
-        for (future, command) in zip(futures, commands) {
-            replies.append(try await Self.reply(future, command: command))
-        }
-        return replies
     }
 
     /// Sends commands that have no reply of their own (`SUBSCRIBE`, `UNSUBSCRIBE` on a
     /// subscriber connection), returning once they are written.
     func sendWithoutReply(_ commands: [_RedisCommand]) async throws(RedisError) {
-        guard let last = commands.last else { return }
-        for command in commands.dropLast() {
-            channel.write(_RedisRequest(command: command, reply: nil, timeout: nil), promise: nil)
-        }
-        let flushed = channel.eventLoop.makePromise(of: Void.self)
-        channel.writeAndFlush(_RedisRequest(command: last, reply: nil, timeout: nil), promise: flushed)
+        guard let first = commands.first else { return }
+        var encoded = ByteBuffer()
+        for command in commands { encoded.writeImmutableBuffer(command.encoded) }
+        let written = channel.eventLoop.makePromise(of: Void.self)
+        enqueue(
+            _RedisRequest(
+                encoded: encoded, name: first.name, count: commands.count, reply: nil, timeout: nil, written: written))
         do {
-            try await flushed.futureResult.get()
+            try await written.futureResult.get()
         } catch {
             throw (error as? RedisError)
                 ?? RedisError(
-                    .connectionClosed, "Could not write to \(settings.endpoint).", command: commands.first?.name,
+                    .connectionClosed, "Could not write to \(settings.endpoint).", command: first.name,
                     underlying: error)
         }
     }
 
-    /// A promise for the write of `command` that fails `reply` when the write fails.
-    ///
-    /// Once a channel has closed, its handlers are gone: a write never reaches
-    /// ``_RedisCommandHandler`` and only this promise learns of the failure.
-    private func writePromise(
-        failing reply: EventLoopPromise<_RESPValue>, command: _RedisCommand
-    ) -> EventLoopPromise<Void> {
-        let written = channel.eventLoop.makePromise(of: Void.self)
-        let endpoint = settings.endpoint
-        written.futureResult.whenFailure { error in
-            reply.fail(
-                (error as? RedisError)
-                    ?? RedisError(
-                        .connectionClosed, "The connection to \(endpoint) is closed; \(command.name) was not sent.",
-                        command: command.name, underlying: error))
+    // MARK: Writing in batches
+
+    /// Queues `request` for the event loop; the first request of a batch schedules the
+    /// task that writes the whole batch with one flush.
+    private func enqueue(_ request: _RedisRequest) {
+        let schedule = outbox.withLock { outbox in
+            outbox.requests.append(request)
+            guard !outbox.isDrainScheduled else { return false }
+            outbox.isDrainScheduled = true
+            return true
         }
-        return written
+        if schedule {
+            channel.eventLoop.execute { self.drain() }
+        }
+    }
+
+    /// Writes every queued request and flushes once. On the event loop.
+    private func drain() {
+        var batch = outbox.withLock { outbox in
+            outbox.isDrainScheduled = false
+            // The queue gets the spare array (empty, with capacity); the batch is the queue.
+            var batch: [_RedisRequest] = []
+            swap(&batch, &outbox.spare)
+            swap(&batch, &outbox.requests)
+            return batch
+        }
+        handler.value.submit(batch)
+        // Drains run one at a time on the event loop, so the spare is empty here.
+        batch.removeAll(keepingCapacity: true)
+        outbox.withLock { $0.spare = batch }
     }
 
     private func timeAmount(_ timeout: Duration?) -> TimeAmount {
         TimeAmount(timeout ?? settings.commandTimeout)
     }
 
-    private static func reply(
-        _ future: EventLoopFuture<_RESPValue>, command: _RedisCommand
-    ) async throws(RedisError) -> _RESPValue {
-        do {
-            return try await future.get()
-        } catch let error as RedisError {
-            throw error
-        } catch {
-            throw RedisError(.connectionClosed, "\(command.name) failed.", command: command.name, underlying: error)
-        }
+    private static func redisError(_ error: any Error, command: String) -> RedisError {
+        (error as? RedisError)
+            ?? RedisError(.connectionClosed, "\(command) failed.", command: command, underlying: error)
     }
 }

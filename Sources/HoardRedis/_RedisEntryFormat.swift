@@ -36,6 +36,17 @@ enum _RedisEntryFormat {
         return buffer
     }
 
+    /// Appends the value for an entry to a command, as one argument: the same bytes
+    /// as ``encode(_:storedAt:expiresAt:)``.
+    static func write(_ data: Data, storedAt: Date, expiresAt: Date?, to writer: inout _RESPCommandWriter) {
+        writer.bulk(length: headerLength + data.count) { buffer in
+            buffer.writeInteger(version)
+            buffer.writeInteger(milliseconds(storedAt), endianness: .big)
+            buffer.writeInteger(expiresAt.map(milliseconds) ?? never, endianness: .big)
+            buffer.writeBytes(data)
+        }
+    }
+
     /// The entry a value holds, or `nil` when the value is not in this format.
     static func decode(_ value: ByteBuffer) -> StoredEntry? {
         var value = value
@@ -45,7 +56,8 @@ enum _RedisEntryFormat {
             let expiresAt = value.readInteger(endianness: .big, as: Int64.self)
         else { return nil }
         return StoredEntry(
-            data: Data(value.readableBytesView),
+            // From the raw bytes: one copy, no generic sequence path.
+            data: value.withUnsafeReadableBytes { Data($0) },
             storedAt: date(milliseconds: storedAt),
             expiresAt: expiresAt == never ? nil : date(milliseconds: expiresAt))
     }

@@ -27,6 +27,22 @@ struct _RedisKeyspace: Sendable, Hashable {
         return buffer
     }
 
+    /// Appends the Redis key of `key` in `namespace` to a command, as one argument,
+    /// with no intermediate buffer: the same bytes as ``key(_:in:)``.
+    func writeKey(_ key: String, in namespace: String, to writer: inout _RESPCommandWriter) {
+        let namespaceLength = String(namespace.utf8.count)
+        let length = prefix.utf8.count + namespaceLength.utf8.count + namespace.utf8.count + key.utf8.count + 3
+        writer.bulk(length: length) { buffer in
+            buffer.writeString(prefix)
+            buffer.writeInteger(UInt8(ascii: ":"))
+            buffer.writeString(namespaceLength)
+            buffer.writeInteger(UInt8(ascii: ":"))
+            buffer.writeString(namespace)
+            buffer.writeInteger(UInt8(ascii: ":"))
+            buffer.writeString(key)
+        }
+    }
+
     /// A `SCAN … MATCH` pattern that matches every key of `namespace` and no other key:
     /// the namespace's key start with glob characters escaped, then `*`.
     func namespacePattern(_ namespace: String) -> ByteBuffer {

@@ -1,3 +1,4 @@
+import Foundation
 import NIOCore
 import Testing
 
@@ -132,6 +133,35 @@ struct RESPParserTests {
         #expect(Array(command.encoded.readableBytesView) == Array("*5\r\n$3\r\nSET\r\n$3\r\nkey\r\n$4\r\n".utf8) + [0x00, 0x0D, 0x0A, 0xFF] + Array("\r\n$2\r\nPX\r\n$3\r\n100\r\n".utf8))
         #expect(String(buffer: _RedisCommand("PING").encoded) == "*1\r\n$4\r\nPING\r\n")
         #expect(String(buffer: _RedisCommand("GET", "é").encoded) == "*2\r\n$3\r\nGET\r\n$2\r\né\r\n")
+    }
+
+    @Test("Commands written in place (keys, entry values, invalidations) are the bytes the argument-list encoder gives")
+    func commandWriter() throws {
+        let keyspace = _RedisKeyspace(prefix: "app")
+        let hub = _InvalidationHub(instanceID: "instance-1")
+        let storedAt = Date(timeIntervalSince1970: 1_700_000_000.123)
+        let data = Data([0x00, 0x0D, 0x0A, 0xFF] + Array("é:*".utf8))
+        for (namespace, key) in [("ns", "k"), ("", ""), ("a:b", "c:d"), ("é", "日本"), (String(repeating: "n", count: 300), "x")] {
+            var writer = _RESPCommandWriter(capacity: 8)
+            writer.command("SET", argumentCount: 4)
+            keyspace.writeKey(key, in: namespace, to: &writer)
+            _RedisEntryFormat.write(data, storedAt: storedAt, expiresAt: nil, to: &writer)
+            writer.argument("PX")
+            writer.argument("1500")
+            writer.command("PUBLISH", argumentCount: 2)
+            writer.argument(keyspace.channel(for: namespace))
+            hub.writeMessage(key: key, to: &writer)
+
+            let expected =
+                _RedisCommand(
+                    "SET", .bytes(keyspace.key(key, in: namespace)),
+                    .bytes(_RedisEntryFormat.encode(data, storedAt: storedAt, expiresAt: nil)), "PX", "1500"
+                ).encoded.readableBytesView
+                + _RedisCommand("PUBLISH", .bytes(keyspace.channel(for: namespace)), .bytes(hub.message(key: key)))
+                .encoded.readableBytesView
+            #expect(Array(writer.buffer.readableBytesView) == Array(expected), "\(namespace) \(key)")
+            #expect(writer.commandCount == 2)
+        }
     }
 
     @Test(

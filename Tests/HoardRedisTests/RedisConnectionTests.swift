@@ -91,6 +91,22 @@ struct RedisConnectionTests {
             #expect(error.key == "slow")
             #expect(error.command == "GET")
         }
+        // Every other operation is bounded too; each opens a new connection, since a
+        // timeout closes the one it happened on.
+        let operations: [(command: String, run: () async throws(RedisError) -> Void)] = [
+            ("MGET", { () async throws(RedisError) in _ = try await store.entries(for: ["a", "b"], in: "ns") }),
+            ("SET", { () async throws(RedisError) in try await store.set(Data([1]), for: "a", in: "ns", storedAt: .now, expiresAt: nil) }),
+            ("UNLINK", { () async throws(RedisError) in try await store.removeValue(for: "a", in: "ns") }),
+            ("SCAN", { () async throws(RedisError) in try await store.removeAll(in: "ns") }),
+        ]
+        for operation in operations {
+            if case .failure(let error) = await outcome(operation.run) {
+                #expect(error.code == .timeout, "\(operation.command): \(error)")
+                #expect(error.command == operation.command)
+            } else {
+                Issue.record("\(operation.command) against a silent server should have timed out")
+            }
+        }
     }
 
     @Test("A full pool makes the next caller wait, then fail with poolExhausted", .timeLimit(.minutes(10)))

@@ -83,6 +83,27 @@ struct RedisStoreTests {
         #expect(commands.first?.contains("\"MGET\"") == true)
     }
 
+    @Test("A reply of many large values, spread over many reads, comes back whole and in order")
+    func largeReplyAcrossReads() async throws {
+        let store = try makeStore()
+        defer { Task { await store.shutdown() } }
+        // 200 values of 8 KiB: a 1.6 MiB MGET reply, far more than one read.
+        let values = (0..<200).map { index in Data((0..<8_192).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ index) }) }
+        for (index, value) in values.enumerated() {
+            try await store.set(value, for: "big\(index)", in: "large", storedAt: .now, expiresAt: nil)
+        }
+
+        let entries = try await store.entries(for: (0..<200).map { "big\($0)" }, in: "large")
+
+        #expect(entries.count == 200)
+        for (index, value) in values.enumerated() {
+            #expect(entries["big\(index)"]?.data == value, "big\(index)")
+        }
+        // The connection is still in step: a single read after it gets its own value.
+        #expect(try await store.entry(for: "big7", in: "large")?.data == values[7])
+        try await store.removeAll(in: "large")
+    }
+
     @Test("An expiry becomes a PX lifetime; the server drops the entry by itself")
     func expiryViaPX() async throws {
         let store = try makeStore()
@@ -160,6 +181,31 @@ struct RedisStoreTests {
         #expect(try await store.entry(for: "k0", in: "ab") != nil)
         #expect(try await store.entry(for: "k0", in: "a:b") != nil)
         for namespace in namespaces { try await store.removeAll(in: namespace) }
+    }
+
+    @Test("removeAll walks the keyspace with SCAN and removes pages with UNLINK; KEYS is never sent")
+    func removeAllNeverUsesKeys() async throws {
+        let configuration = try RedisTestServer.configuration()
+        let store = try RedisStore(configuration: configuration)
+        defer { Task { await store.shutdown() } }
+        for index in 0..<50 {
+            try await store.set(Data([1]), for: "k\(index)", in: "clear", storedAt: .now, expiresAt: nil)
+        }
+        let monitor = try await CommandMonitor(configuration: configuration, marker: configuration.keyPrefix)
+        defer { monitor.close() }
+
+        try await store.removeAll(in: "clear")
+
+        _ = try await store.command("ECHO", configuration.keyPrefix + "-done")
+        #expect(await eventually { monitor.seen.contains { $0.contains("-done") } })
+        let names = monitor.seen.compactMap { line in
+            line.split(separator: "]", maxSplits: 1).last?.split(separator: " ").first.map { $0.uppercased() }
+        }
+        #expect(names.contains("\"SCAN\""))
+        #expect(names.contains("\"UNLINK\""))
+        #expect(!names.contains("\"KEYS\""), "\(names)")
+        #expect(Set(names).isSubset(of: ["\"SCAN\"", "\"UNLINK\"", "\"PUBLISH\"", "\"ECHO\""]), "\(names)")
+        #expect(try await store.entries(for: (0..<50).map { "k\($0)" }, in: "clear").isEmpty)
     }
 
     @Test("A value in another format is a miss and is removed; server errors are serverError")

@@ -120,14 +120,27 @@ final class RedisChildServer: Sendable {
     }
 }
 
-/// A TCP server on a loopback port that accepts connections, reads and never answers.
+/// A TCP server on a loopback port that accepts connections, reads and never answers;
+/// or, with `closesAtOnce`, closes every connection as soon as it has accepted it.
+/// It counts the connections it accepted.
 final class SilentServer: Sendable {
     let channel: any Channel
+    private let acceptedCount: Locked<Int>
     var port: Int { channel.localAddress!.port! }
 
-    init() async throws {
+    /// How many connections the server has accepted so far.
+    var accepted: Int { acceptedCount.withLock { $0 } }
+
+    init(closesAtOnce: Bool = false) async throws {
+        let acceptedCount = Locked(0)
+        self.acceptedCount = acceptedCount
         channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { child in
+                acceptedCount.withLock { $0 += 1 }
+                if closesAtOnce { child.close(promise: nil) }
+                return child.eventLoop.makeSucceededVoidFuture()
+            }
             .bind(host: "127.0.0.1", port: 0).get()
     }
 
