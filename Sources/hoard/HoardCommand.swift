@@ -8,7 +8,7 @@ struct HoardCommand: AsyncParsableCommand {
         abstract: "Inspect and maintain Hoard caches, and see them at work.",
         subcommands: [
             DemoCommand.self, StatsCommand.self, ListCommand.self, GetCommand.self, RemoveCommand.self,
-            TrimCommand.self, VerifyCommand.self, LogCommand.self,
+            TrimCommand.self, VerifyCommand.self, LogCommand.self, StorageCommand.self, SettingsCommand.self,
         ]
     )
 }

@@ -148,8 +148,9 @@ enum DiskTest {
     }
 
     /// Runs an executable to completion and returns its status, stdout and stderr.
+    /// With `input`, its standard input is those bytes, then end of file.
     static func run(
-        _ executable: URL, _ arguments: [String], environment: [String: String] = [:]
+        _ executable: URL, _ arguments: [String], environment: [String: String] = [:], input: Data? = nil
     ) throws -> (status: Int32, output: String, errors: String) {
         let process = Process()
         process.executableURL = executable
@@ -161,7 +162,14 @@ enum DiskTest {
         let errors = Pipe()
         process.standardOutput = output
         process.standardError = errors
+        let inputPipe = input.map { _ in Pipe() }
+        if let inputPipe { process.standardInput = inputPipe }
         try process.run()
+        if let inputPipe, let input {
+            // Small inputs only: a pipe buffers 64 KiB, so this write never blocks.
+            inputPipe.fileHandleForWriting.write(input)
+            try inputPipe.fileHandleForWriting.close()
+        }
         // Stderr on another thread, so that neither pipe fills while the other is read.
         let errorData = ErrorOutput()
         let group = DispatchGroup()

@@ -1,6 +1,8 @@
 import Foundation
-import Hoard
 import Testing
+
+// Testable: the settings examples run in a settings domain of the test's own.
+@testable import Hoard
 
 /// One test per README example, doing what the example does, so the README cannot rot.
 @Suite("README examples", .timeLimit(.minutes(3)))
@@ -221,5 +223,51 @@ struct ReadmeCacheExamplesTests {
         #expect(try await feeds.value(for: "missing") == nil)
         #expect(feeds.statistics.fetches == 2)
         #expect(failures.all.isEmpty)
+    }
+
+    @Test("Settings")
+    func settings() async throws {
+        try await SettingsTest.withDomain { domain in
+            let settings = try SettingsTest.store("com.example.app", domain, codec: ValueCodec<String>.automatic())
+            try settings.set("john", for: "username")
+            let username = settings.value(for: "username")
+            #expect(username == "john")
+            for await theme in settings.updates(for: "theme") {
+                #expect(theme == nil)
+                break
+            }
+
+            let flags = try SettingsTest.store(
+                "com.example.flags", domain, codec: ValueCodec<Bool>.automatic(),
+                configuration: .init(itemLimit: 4_096, valueByteLimit: 64))
+            try flags.set(true, for: "beta")
+            #expect(try flags.removeAll() == 1)
+            #expect(settings.value(for: "username") == "john")
+        }
+    }
+
+    @Test("Housekeeping")
+    func housekeeping() throws {
+        try DiskTest.withTemporaryDirectory { url in
+            try SettingsTest.withDomain { domain in
+                let caches = url.deletingLastPathComponent()
+                do {
+                    let store = try DiskStore(directory: caches.appendingPathComponent("com.example.app"))
+                    try store.set(Data([1]), for: "a", in: "thumbnails")
+                    try store.set(Data([2]), for: "b", in: "users")
+                }
+                let storage = LocalStorage(cachesDirectory: caches, settingsDomain: domain)
+                for store in try storage.inventory().stores {
+                    #expect(store.name == "com.example.app")
+                    #expect(store.entryCount == 2)
+                    #expect(store.namespaces.keys.sorted() == ["thumbnails", "users"])
+                }
+                #expect(try storage.clearNamespace("thumbnails", inStore: "com.example.app") == 1)
+                #expect(try storage.clearDiskStores().map(\.removed) == [1])
+                let report = try storage.deleteAll()
+                #expect(report.deletedStores == ["com.example.app"])
+                #expect(report.isComplete)
+            }
+        }
     }
 }

@@ -25,6 +25,10 @@ public struct StoreDamage: Sendable, Hashable, CustomStringConvertible {
         /// The stored bytes do not decode as the type asked for: written by an
         /// older version of the type, or damaged.
         public static let undecodableValue = Reason("undecodableValue")
+        /// The stored value is not of the type the store writes: in a settings
+        /// suite, something other than the encoded bytes a ``SettingsStore`` puts
+        /// there (a number, a string, a dictionary written by other code).
+        public static let unexpectedType = Reason("unexpectedType")
         /// A file in the store's `blobs/` directory that no entry refers to.
         public static let orphanedFile = Reason("orphanedFile")
         /// SQLite's own integrity check found a problem in the index database.

@@ -77,6 +77,19 @@ public struct HoardError: Error, Sendable, CustomStringConvertible {
         /// The file's bytes are not what they should be: not a log at all, or a log
         /// with a damaged header or record. ``HoardError/offset`` says where.
         public static let fileCorrupted = Code("fileCorrupted")
+        /// A write to a ``SettingsStore`` would add an item while all settings stores
+        /// together already hold ``SettingsStore/Configuration/itemLimit`` items. The
+        /// message names the limit, its configured value and the current count.
+        /// Nothing was stored.
+        public static let settingsItemLimitReached = Code("settingsItemLimitReached")
+        /// A value's encoded bytes are more than a ``SettingsStore``'s
+        /// ``SettingsStore/Configuration/valueByteLimit``. The message names the
+        /// limit, its configured value and the value's size. Nothing was stored.
+        public static let settingsValueTooLarge = Code("settingsValueTooLarge")
+        /// A name that would become part of a file or suite name (a settings
+        /// namespace, a store name) is empty, too long, or holds characters that
+        /// could reach outside Hoard's own folders and suites. Nothing was touched.
+        public static let invalidName = Code("invalidName")
     }
 
     /// What kind of failure this is.

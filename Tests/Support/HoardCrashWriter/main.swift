@@ -9,10 +9,17 @@
 //   HoardCrashWriter fsize DIR              hit RLIMIT_FSIZE on a large value; report what happened
 //   HoardCrashWriter permission DIR         lose write permission on blobs/; report what happened
 //   HoardCrashWriter open-as-nobody DIR     drop to the nobody user (from root), try to open
+//   HoardCrashWriter settings-write DOMAIN NAMESPACE COUNT
+//                                           set key-0…: "value-0"… in a SettingsStore<String> of that
+//                                           settings domain ("hoard.settings" is the standard one); "done"
+//   HoardCrashWriter log-default NAME COUNT append COUNT messages to the log NAME in the default location;
+//                                           "done PATH"
 //
 // Every line is written with one write(2) call, so a line the parent reads is whole.
 import Foundation
-import Hoard
+// Testable: the settings tests pass a settings domain of their own, which only
+// internal initializers take.
+@testable import Hoard
 
 /// Writes one line to stdout at once.
 func say(_ line: String) {
@@ -265,9 +272,39 @@ func runOpenAsNobody(directory: String) {
     }
 }
 
+/// Writes `count` settings in `namespace` of the settings domain `domain`.
+func runSettingsWrite(domain: String, namespace: String, count: Int) {
+    do {
+        let settings = try SettingsStore<String>(
+            namespace: namespace, codec: .cacheValue, configuration: .init(), domain: _SettingsDomain(name: domain))
+        for i in 0..<count {
+            try settings.set("value-\(i)", for: "key-\(i)")
+        }
+        say("done")
+    } catch {
+        fail("settings: \(error)")
+    }
+}
+
+/// Appends `count` messages to the log `name` in the default location.
+func runLogDefault(name: String, count: Int) {
+    do {
+        let url = try MessageLog<String>.defaultFileURL(named: name)
+        let log = try MessageLog<String>(fileURL: url, maximumBytes: 64 << 10, overwritesOldMessages: true, codec: .cacheValue)
+        for i in 0..<count {
+            try log.append("message \(i)")
+        }
+        say("done \(url.path)")
+    } catch {
+        fail("log: \(error)")
+    }
+}
+
 let arguments = CommandLine.arguments
 guard arguments.count >= 3 else {
-    fail("usage: HoardCrashWriter write DIR ROUND | writeN DIR NAME COUNT | fsize DIR | permission DIR | open-as-nobody DIR")
+    fail(
+        "usage: HoardCrashWriter write DIR ROUND | writeN DIR NAME COUNT | fsize DIR | permission DIR | open-as-nobody DIR"
+            + " | settings-write DOMAIN NAMESPACE COUNT | log-default NAME COUNT")
 }
 switch arguments[1] {
 case "write":
@@ -281,6 +318,12 @@ case "permission":
     runPermission(directory: arguments[2])
 case "open-as-nobody":
     runOpenAsNobody(directory: arguments[2])
+case "settings-write":
+    guard arguments.count >= 5, let count = Int(arguments[4]) else { fail("usage: settings-write DOMAIN NAMESPACE COUNT") }
+    runSettingsWrite(domain: arguments[2], namespace: arguments[3], count: count)
+case "log-default":
+    guard arguments.count >= 4, let count = Int(arguments[3]) else { fail("usage: log-default NAME COUNT") }
+    runLogDefault(name: arguments[2], count: count)
 default:
     fail("unknown mode \(arguments[1])")
 }

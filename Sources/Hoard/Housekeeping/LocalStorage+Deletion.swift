@@ -1,0 +1,68 @@
+import Foundation
+
+extension LocalStorage {
+    /// What ``LocalStorage/deleteAll()`` deleted and what it left.
+    public struct DeletionReport: Sendable, CustomStringConvertible {
+        /// The stores deleted, by directory name.
+        public var deletedStores: [String] = []
+        /// The log files deleted, by file name.
+        public var deletedLogs: [String] = []
+        /// The settings namespaces deleted, with the values they held.
+        public var deletedSettings: [(namespace: String, count: Int)] = []
+        /// Paths that were left, each with the reason: a store another instance has
+        /// open, or files in a store directory that Hoard did not write.
+        public var kept: [(path: String, reason: String)] = []
+
+        /// Whether everything was deleted.
+        public var isComplete: Bool { kept.isEmpty }
+
+        /// One line of totals, then one line per path kept, with its reason.
+        public var description: String {
+            var text = "deleted \(deletedStores.count) stores, \(deletedLogs.count) logs, "
+                + "\(deletedSettings.count) settings namespaces"
+            for (path, reason) in kept { text += "\nkept \(path): \(reason)" }
+            return text
+        }
+    }
+
+    /// Deletes every store in ``cachesDirectory``, every log in ``logsDirectory``
+    /// (and the folder, once empty), and every settings suite.
+    ///
+    /// Only what Hoard writes is removed: a store's index, write-ahead files, lock
+    /// file and value files (by the names the store gives them), log files that
+    /// start with a log header, and the settings suites the registry lists. A store
+    /// directory that still holds anything else stays, with those files, and is
+    /// reported in ``DeletionReport/kept``; so is a store that another instance or
+    /// process has open. Symbolic links are never followed.
+    ///
+    /// A log another process has open is deleted (its messages stay readable to that
+    /// process until it closes the file). A process that starts opening a store at
+    /// the moment it is deleted may get a ``HoardError/Code/notAStore`` error or a new,
+    /// empty store: delete while the programs that use Hoard are not running.
+    ///
+    /// - Returns: What was deleted and what was kept.
+    /// - Throws: ``HoardError`` when a folder cannot be listed or a file cannot be
+    ///   removed; what was deleted before that stays deleted.
+    @discardableResult
+    public func deleteAll() throws(HoardError) -> DeletionReport {
+        var report = DeletionReport()
+        for name in try storeNames() {
+            let path = cachesDirectory.path + "/" + name
+            if let reason = try _StoreRemoval.delete(path) {
+                report.kept.append((path, reason))
+            } else {
+                report.deletedStores.append(name)
+            }
+        }
+        for name in try logNames() {
+            try _FileSystem.removeFile(logsDirectory.path + "/" + name)
+            report.deletedLogs.append(name)
+        }
+        if _FileSystem.kind(at: logsDirectory.path) == .directory, rmdir(logsDirectory.path) != 0, errno != ENOENT {
+            let left = ((try? _FileSystem.contents(of: logsDirectory.path)) ?? []).sorted().prefix(5)
+            report.kept.append((logsDirectory.path, "the folder holds files that are not logs: \(left.joined(separator: ", "))"))
+        }
+        report.deletedSettings = try settings.removeEverything().map { ($0.name, $0.count) }
+        return report
+    }
+}

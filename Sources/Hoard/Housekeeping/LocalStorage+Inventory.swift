@@ -1,0 +1,118 @@
+import Foundation
+
+extension LocalStorage {
+    /// What Hoard keeps in the default locations, as ``LocalStorage/inventory()``
+    /// found it.
+    public struct Inventory: Sendable {
+        /// The stores in ``LocalStorage/cachesDirectory``, sorted by name.
+        public var stores: [Store]
+        /// The message logs in ``LocalStorage/logsDirectory``, sorted by name.
+        public var logs: [Log]
+        /// The settings namespaces, sorted by name.
+        public var settings: [Settings]
+    }
+
+    /// One ``DiskStore`` directory.
+    public struct Store: Sendable {
+        /// The directory's name: what ``DiskStore/init(named:configuration:clock:)``
+        /// takes.
+        public var name: String
+        /// The store's directory.
+        public var directory: URL
+        /// Entries and value bytes per namespace; empty when ``problem`` is set.
+        public var namespaces: [String: StoreUsage]
+        /// The bytes of every regular file in the directory and its `blobs` folder:
+        /// index, write-ahead log, value files.
+        public var bytesOnDisk: Int
+        /// Why the store could not be read (busy, damaged, …), or `nil`.
+        public var problem: HoardError?
+
+        /// Entries across all namespaces.
+        public var entryCount: Int { namespaces.values.reduce(0) { $0 + $1.count } }
+    }
+
+    /// One ``MessageLog`` file.
+    public struct Log: Sendable {
+        /// The file's name, `.log` included.
+        public var name: String
+        /// The file.
+        public var file: URL
+        /// How many messages it holds, as its header counts them; 0 when ``problem``
+        /// is set.
+        public var messageCount: Int
+        /// The file's size.
+        public var bytesOnDisk: Int
+        /// Why the log could not be read (damaged header, newer format, …), or `nil`.
+        public var problem: HoardError?
+    }
+
+    /// One ``SettingsStore`` namespace.
+    public struct Settings: Sendable {
+        /// The namespace.
+        public var namespace: String
+        /// How many values it holds.
+        public var itemCount: Int
+        /// The encoded bytes of its values.
+        public var bytes: Int
+    }
+
+    /// Lists every store with its namespaces, every log and every settings
+    /// namespace, with entry counts and sizes. Changes nothing: stores are opened
+    /// without creating or collecting files, logs for reading.
+    ///
+    /// A store or log that cannot be read is still listed, with its ``Store/problem``
+    /// or ``Log/problem``.
+    ///
+    /// - Throws: ``HoardError`` when ``cachesDirectory`` or ``logsDirectory`` exists
+    ///   but cannot be listed.
+    public func inventory() throws(HoardError) -> Inventory {
+        var stores: [Store] = []
+        for name in try storeNames() {
+            let directory = cachesDirectory.appendingPathComponent(name, isDirectory: true)
+            var store = Store(
+                name: name, directory: directory, namespaces: [:], bytesOnDisk: Self.bytes(in: directory.path),
+                problem: nil)
+            do {
+                store.namespaces = try openStore(named: name).namespaces()
+            } catch {
+                store.problem = error
+            }
+            stores.append(store)
+        }
+        var logs: [Log] = []
+        for name in try logNames() {
+            let file = logsDirectory.appendingPathComponent(name, isDirectory: false)
+            var log = Log(
+                name: name, file: file, messageCount: 0, bytesOnDisk: _FileSystem.fileSize(at: file.path) ?? 0,
+                problem: nil)
+            do {
+                log.messageCount = try MessageLog<Data>(forReadingFrom: file, codec: .cacheValue).count
+            } catch {
+                log.problem = error
+            }
+            logs.append(log)
+        }
+        let settings = settings.namespaces().map { namespace, count in
+            Settings(namespace: namespace, itemCount: count, bytes: self.settings.bytes(in: namespace))
+        }
+        return Inventory(stores: stores, logs: logs, settings: settings)
+    }
+
+    /// The bytes of the regular files in a store directory and its `blobs` folder,
+    /// links not followed.
+    static func bytes(in directory: String) -> Int {
+        var total = 0
+        for folder in [directory, directory + "/" + _StoreDirectory.blobsName] {
+            guard _FileSystem.kind(at: folder) == .directory else { continue }
+            // A folder that cannot be listed counts 0 bytes; opening the store (which
+            // the inventory does next) reports why it cannot be read.
+            for name in (try? _FileSystem.contents(of: folder)) ?? [] {
+                var info = stat()
+                if lstat(folder + "/" + name, &info) == 0, info.st_mode & S_IFMT == S_IFREG {
+                    total += Int(info.st_size)
+                }
+            }
+        }
+        return total
+    }
+}

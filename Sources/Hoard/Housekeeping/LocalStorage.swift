@@ -1,0 +1,173 @@
+import Foundation
+
+/// Everything Hoard keeps on this machine for the current user, in its default
+/// locations: list it, clear parts of it, or delete all of it.
+///
+/// It covers
+/// - the ``DiskStore``s in the user's cache directory (the ones
+///   ``DiskStore/init(named:configuration:clock:)`` opens): each directory there
+///   that holds a Hoard store;
+/// - the ``MessageLog`` files in `hoard-logs` inside it (the ones
+///   ``MessageLog/defaultFileURL(named:)`` names);
+/// - the suites of every ``SettingsStore`` namespace.
+///
+/// ```swift
+/// let storage = try LocalStorage()
+/// for store in try storage.inventory().stores {
+///     print(store.name, store.entryCount, store.bytesOnDisk)
+/// }
+/// try storage.clearNamespace("thumbnails", inStore: "com.example.app")
+/// ```
+///
+/// ## What it guarantees
+///
+/// Nothing outside Hoard's own folders and suites is ever changed. A directory
+/// counts as a store only when ``DiskStore`` itself would open it as one (a Hoard
+/// index, recognised by its header); a file counts as a log only when it starts
+/// with a message log's header. Symbolic links are never followed: a store, log,
+/// `blobs` folder or index that is a link is not Hoard's and is left alone, and
+/// deleting removes only the file names a store writes, so a link planted inside
+/// a store is removed as a link, its target untouched. A name given to a method is
+/// one path component at most; anything else is refused with
+/// ``HoardError/Code/invalidName``.
+///
+/// A store another instance or process has open is not deleted: it is reported
+/// as kept. Clearing (removing entries) is safe while others use a store.
+public struct LocalStorage: Sendable {
+    /// The folder whose subdirectories are the stores: the user's cache directory
+    /// unless another was given.
+    public let cachesDirectory: URL
+    /// The settings suites this instance lists and deletes.
+    let settingsDomain: _SettingsDomain
+
+    /// The name of the folder in ``cachesDirectory`` that holds message logs.
+    public static let logsFolderName = "hoard-logs"
+
+    /// The folder holding message logs in the default location:
+    /// `<cachesDirectory>/hoard-logs`.
+    public var logsDirectory: URL {
+        cachesDirectory.appendingPathComponent(Self.logsFolderName, isDirectory: true)
+    }
+
+    /// Hoard's storage in the default locations: `$XDG_CACHE_HOME` (or `~/.cache`)
+    /// on Linux, `~/Library/Caches` on Apple platforms, and the standard settings
+    /// suites.
+    ///
+    /// - Throws: ``HoardError/Code/ioFailed`` when the cache directory cannot be
+    ///   determined.
+    public init() throws(HoardError) {
+        self.init(cachesDirectory: try Self.standardCachesDirectory())
+    }
+
+    /// Hoard's storage with stores and logs under `cachesDirectory` (tests and tools
+    /// pass their own) and the standard settings suites.
+    public init(cachesDirectory: URL) {
+        self.init(cachesDirectory: cachesDirectory, settingsDomain: .standard)
+    }
+
+    /// Storage in a given settings domain (tests use their own).
+    init(cachesDirectory: URL, settingsDomain: _SettingsDomain) {
+        self.cachesDirectory = cachesDirectory.standardizedFileURL
+        self.settingsDomain = settingsDomain
+    }
+
+    /// The user's cache directory, where ``DiskStore/defaultDirectory(named:)`` puts
+    /// stores.
+    ///
+    /// - Throws: ``HoardError/Code/ioFailed`` when it cannot be determined.
+    public static func standardCachesDirectory() throws(HoardError) -> URL {
+        guard let caches = FileManager.default.urls(for: .cachesDirectory, in: .userDomainMask).first else {
+            throw HoardError(.ioFailed, "the user's cache directory could not be determined")
+        }
+        return caches
+    }
+
+    var settings: _SettingsRegistry { _SettingsRegistry.shared(settingsDomain) }
+
+    // MARK: Clearing
+
+    /// Removes every entry of `namespace` in the store named `store`; other
+    /// namespaces and stores are not touched.
+    ///
+    /// - Parameters:
+    ///   - namespace: The namespace inside the store (any string).
+    ///   - store: The store's directory name in ``cachesDirectory``.
+    /// - Returns: How many entries were removed.
+    /// - Throws: ``HoardError/Code/invalidName`` when `store` is not one path
+    ///   component; ``HoardError/Code/notAStore`` when there is no Hoard store by
+    ///   that name (nothing is changed); otherwise as ``DiskStore/removeAll(in:)``.
+    @discardableResult
+    public func clearNamespace(_ namespace: String, inStore store: String) throws(HoardError) -> Int {
+        try openStore(named: store).removeAll(in: namespace)
+    }
+
+    /// Removes every value of the settings namespace `namespace` and its suite.
+    ///
+    /// - Returns: How many values were removed.
+    /// - Throws: ``HoardError/Code/invalidName`` for a name no settings namespace
+    ///   can have; ``HoardError/Code/ioFailed`` when the registry cannot be written.
+    @discardableResult
+    public func clearSettings(namespace: String) throws(HoardError) -> Int {
+        try settingsDomain.validate(namespace)
+        return try settings.removeAll(in: namespace)
+    }
+
+    /// Removes every entry of every store in ``cachesDirectory``; the stores stay,
+    /// empty. Logs and settings are not touched.
+    ///
+    /// - Returns: Each store's name with the number of entries removed, sorted by
+    ///   name.
+    /// - Throws: The first error a store throws; the stores before it are cleared.
+    @discardableResult
+    public func clearDiskStores() throws(HoardError) -> [(store: String, removed: Int)] {
+        var cleared: [(store: String, removed: Int)] = []
+        for name in try storeNames() {
+            cleared.append((name, try openStore(named: name).removeAll()))
+        }
+        return cleared
+    }
+
+    // MARK: Finding
+
+    /// Opens the store named `name` without creating anything.
+    func openStore(named name: String) throws(HoardError) -> DiskStore {
+        try _LocalNames.validateComponent(name, what: "a store name")
+        let path = cachesDirectory.path + "/" + name
+        guard _FileSystem.kind(at: path) == .directory else {
+            throw HoardError(.notAStore, "there is no store directory by this name (a symbolic link is not one)", path: path)
+        }
+        guard try _StoreDirectory.inspect(path) == .store else {
+            throw HoardError(.notAStore, "the directory holds no Hoard store", path: path)
+        }
+        return try DiskStore(
+            directory: URL(fileURLWithPath: path, isDirectory: true),
+            configuration: .init(createsStore: false, collectsOrphansAtOpen: false))
+    }
+
+    /// The names of the directories in ``cachesDirectory`` that hold a Hoard store,
+    /// sorted. Links and anything ``DiskStore`` would refuse are left out.
+    func storeNames() throws(HoardError) -> [String] {
+        guard _FileSystem.kind(at: cachesDirectory.path) == .directory else { return [] }
+        return try _FileSystem.contents(of: cachesDirectory.path).filter { name in
+            let path = cachesDirectory.path + "/" + name
+            guard _FileSystem.kind(at: path) == .directory else { return false }
+            // A directory DiskStore refuses (another program's, or unreadable) is
+            // not a store: leaving it out is the answer, not a lost error.
+            return (try? _StoreDirectory.inspect(path)) == .store
+        }.sorted()
+    }
+
+    /// The names of the message log files in ``logsDirectory``, sorted: regular
+    /// files (not links) that start with a log's magic number.
+    func logNames() throws(HoardError) -> [String] {
+        let folder = logsDirectory.path
+        guard _FileSystem.kind(at: folder) == .directory else { return [] }
+        return try _FileSystem.contents(of: folder).filter { name in
+            let path = folder + "/" + name
+            guard _FileSystem.kind(at: path) == .file, let prefix = _FileSystem.prefix(ofFile: path, count: 8) else {
+                return false
+            }
+            return prefix == Array("HOARDLOG".utf8)
+        }.sorted()
+    }
+}

@@ -1,0 +1,212 @@
+import Foundation
+
+/// Small typed settings in a namespace of their own, kept in `UserDefaults`.
+///
+/// Each namespace is its own `UserDefaults` suite, named `hoard.settings.<namespace>`
+/// (on Linux a property list in `$XDG_CONFIG_HOME` or `~/.config`); values are
+/// stored as the bytes their ``ValueCodec`` makes.
+///
+/// ```swift
+/// let settings = try SettingsStore<String>(namespace: "com.example.app")
+/// try settings.set("john", for: "username")
+/// let username = settings.value(for: "username")      // "john", also after a restart
+/// ```
+///
+/// ## What it guarantees
+///
+/// - **Limits.** At most ``Configuration/itemLimit`` items (1,024 by default) across
+///   every settings store of the process and what earlier runs left in their
+///   suites, and at most ``Configuration/valueByteLimit`` bytes (1 KiB) per encoded
+///   value. A write beyond either throws an error naming the limit
+///   (``HoardError/Code/settingsItemLimitReached``,
+///   ``HoardError/Code/settingsValueTooLarge``) and stores nothing.
+/// - **Persistence.** A write that returned has been written to the suite's file:
+///   it survives the process ending, however it ends.
+/// - **Bad data.** A value of another type in the suite, or bytes the codec cannot
+///   decode, is a miss: the value is removed and reported as
+///   ``SettingsStoreEvent/removedDamaged(_:)``. Reads never throw and never trap.
+/// - **Names.** A namespace is 1–128 ASCII letters, digits, `-`, `_` and `.`,
+///   without a leading or trailing dot or `..`; anything else is refused with
+///   ``HoardError/Code/invalidName``, so no name reaches another suite or file.
+///   Keys may be any string; they are compared as Swift compares strings
+///   (stored in Unicode canonical composition, NFC).
+/// - **Several instances** of one namespace in a process share its values and see
+///   each other's changes, updates included. Another process's changes are seen
+///   from the moment this process first uses the namespace; after that, values
+///   are read from memory (a write merges this process's change with the file).
+///
+/// Every method is synchronous and thread-safe.
+public final class SettingsStore<Value: Sendable>: Sendable {
+    /// The store's namespace.
+    public let namespace: String
+    /// The limits and event handler the store was created with.
+    public let configuration: Configuration
+    /// How values become bytes and back.
+    public let codec: ValueCodec<Value>
+
+    let registry: _SettingsRegistry
+    let observers = _Observers<String, Data, SettingsStoreEvent>()
+    private let attachment: Int
+
+    /// Opens the settings of `namespace`, decoding them with `codec`.
+    ///
+    /// - Parameters:
+    ///   - namespace: The namespace: 1–128 ASCII letters, digits, `-`, `_`, `.`,
+    ///     no leading or trailing dot, no `..`. A reverse-DNS name such as
+    ///     `"com.example.app"` keeps it apart from other programs' settings.
+    ///   - codec: How values become bytes and back.
+    ///   - configuration: Limits and the event handler. Defaults to 1,024 items and
+    ///     1 KiB per value.
+    /// - Throws: ``HoardError/Code/invalidName`` for an unusable namespace;
+    ///   ``HoardError/Code/invalidConfiguration`` for a limit below 1.
+    public convenience init(
+        namespace: String, codec: ValueCodec<Value>, configuration: Configuration = .init()
+    ) throws(HoardError) {
+        try self.init(namespace: namespace, codec: codec, configuration: configuration, domain: .standard)
+    }
+
+    /// Opens the settings of `namespace` with the codec the value type gets with no
+    /// extra code: its ``CacheValue`` encoding, or JSON for `Codable` types.
+    ///
+    /// - Throws: As ``init(namespace:codec:configuration:)``, and
+    ///   ``HoardError/Code/noCodec`` when `Value` is neither `CacheValue` nor `Codable`.
+    public convenience init(namespace: String, configuration: Configuration = .init()) throws(HoardError) {
+        try self.init(namespace: namespace, codec: .automatic(), configuration: configuration, domain: .standard)
+    }
+
+    /// Opens `namespace` in a given domain (tests use their own).
+    init(
+        namespace: String, codec: ValueCodec<Value>, configuration: Configuration, domain: _SettingsDomain
+    ) throws(HoardError) {
+        try domain.validate(namespace)
+        try configuration.validate()
+        self.namespace = namespace
+        self.configuration = configuration
+        self.codec = codec
+        registry = _SettingsRegistry.shared(domain)
+        attachment = registry.attach(observers, to: namespace)
+    }
+
+    deinit {
+        registry.detach(attachment, from: namespace)
+        observers.finishAll()
+    }
+
+    /// How many items all settings stores together hold: every namespace, including
+    /// values earlier runs left. This is the count ``Configuration/itemLimit``
+    /// limits.
+    public static var totalItemCount: Int {
+        _SettingsRegistry.shared(.standard).totalCount
+    }
+
+    // MARK: Reading
+
+    /// The value for `key`, or `nil`.
+    ///
+    /// A value of another type in the suite, or bytes the codec cannot decode, is a
+    /// miss: it is removed and reported as ``SettingsStoreEvent/removedDamaged(_:)``.
+    ///
+    /// - Complexity: A dictionary lookup in memory and one decode.
+    public func value(for key: some CacheKey) -> Value? {
+        let key = _normalized(key.cacheKeyString)
+        let (stored, generation) = registry.stored(namespace, key: key)
+        switch stored {
+        case .missing:
+            return nil
+        case .data(let data):
+            do {
+                return try codec.decode(data)
+            } catch {
+                removeDamaged(
+                    key, generation: generation, reason: .undecodableValue,
+                    detail: "\(data.count) bytes do not decode as \(Value.self): \(error.message)")
+                return nil
+            }
+        case .other(let typeName):
+            removeDamaged(
+                key, generation: generation, reason: .unexpectedType,
+                detail: "the suite holds a \(typeName), not the encoded bytes a SettingsStore writes")
+            return nil
+        }
+    }
+
+    /// Whether the namespace holds a value under `key` (decodable or not).
+    public func contains(_ key: some CacheKey) -> Bool {
+        if case .missing = registry.stored(namespace, key: _normalized(key.cacheKeyString)).0 { return false }
+        return true
+    }
+
+    /// Every key of the namespace, sorted.
+    public var keys: [String] {
+        registry.keys(in: namespace)
+    }
+
+    /// How many values the namespace holds.
+    public var count: Int {
+        registry.keys(in: namespace).count
+    }
+
+    // MARK: Writing
+
+    /// Stores `value` under `key` and writes the suite to disk before returning.
+    ///
+    /// Every update stream of `key` in this process gets the new value.
+    ///
+    /// - Throws: ``HoardError/Code/settingsValueTooLarge`` when the encoded value is
+    ///   over ``Configuration/valueByteLimit``;
+    ///   ``HoardError/Code/settingsItemLimitReached`` when `key` is new and all
+    ///   settings stores already hold ``Configuration/itemLimit`` items (in both
+    ///   cases nothing is stored); ``HoardError/Code/encodingFailed`` from the
+    ///   codec; ``HoardError/Code/ioFailed`` when the suite could not be written to
+    ///   disk (the value then holds in this process only).
+    public func set(_ value: Value, for key: some CacheKey) throws(HoardError) {
+        let key = _normalized(key.cacheKeyString)
+        let data = try codec.encode(value)
+        guard data.count <= configuration.valueByteLimit else {
+            throw HoardError(
+                .settingsValueTooLarge,
+                "the encoded value is \(data.count) bytes and the value size limit (valueByteLimit) is \(configuration.valueByteLimit) bytes; nothing was stored",
+                key: key)
+        }
+        try registry.set(data, for: key, in: namespace, itemLimit: configuration.itemLimit)
+    }
+
+    /// Removes the value for `key` and writes the suite to disk.
+    ///
+    /// - Returns: Whether there was a value.
+    /// - Throws: ``HoardError/Code/ioFailed`` when the suite could not be written.
+    @discardableResult
+    public func removeValue(for key: some CacheKey) throws(HoardError) -> Bool {
+        try registry.remove(_normalized(key.cacheKeyString), in: namespace)
+    }
+
+    /// Removes every value of the namespace and deletes its suite. Other namespaces
+    /// are not touched.
+    ///
+    /// - Returns: How many values were removed.
+    /// - Throws: ``HoardError/Code/ioFailed`` when the registry could not be written.
+    @discardableResult
+    public func removeAll() throws(HoardError) -> Int {
+        try registry.removeAll(in: namespace)
+    }
+
+    // MARK: Damage
+
+    private func removeDamaged(_ key: String, generation: Int, reason: StoreDamage.Reason, detail: String) {
+        let damage = StoreDamage(namespace: namespace, key: key, reason: reason, detail: detail)
+        do {
+            // Not removed when the namespace changed since the read: the value may
+            // have been replaced, and the damage is gone with it.
+            if try registry.remove(key, in: namespace, ifGeneration: generation) {
+                report(.removedDamaged(damage))
+            }
+        } catch {
+            report(.failed(operation: "removing a damaged value (\(damage))", key: key, error: error))
+        }
+    }
+
+    func report(_ event: SettingsStoreEvent) {
+        configuration.onEvent?(event)
+        observers.publish(event)
+    }
+}

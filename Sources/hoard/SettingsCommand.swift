@@ -1,0 +1,67 @@
+import ArgumentParser
+import Foundation
+import Hoard
+
+/// `hoard settings`: read SettingsStore namespaces without knowing their value types.
+struct SettingsCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "settings",
+        abstract: "Read the values of a SettingsStore namespace.",
+        discussion: """
+            Reading is what a SettingsStore does: a value that is not Hoard's encoded bytes \
+            is a miss and is removed, as any read of it would.
+            """,
+        subcommands: [Keys.self, Get.self]
+    )
+
+    /// `hoard settings keys NAMESPACE`.
+    struct Keys: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List a namespace's keys with their encoded sizes.")
+
+        @Argument(help: "The settings namespace.")
+        var namespace: String
+
+        func run() throws {
+            let settings = try SettingsCommand.open(namespace)
+            for key in settings.keys {
+                let size = settings.value(for: key)?.count
+                print("\(StoreFormat.quoted(key))  \(size.map { StoreFormat.bytes($0) } ?? "unreadable")")
+            }
+        }
+    }
+
+    /// `hoard settings get NAMESPACE KEY`.
+    struct Get: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print one value's encoded bytes: as text when they are UTF-8 (JSON for Codable values), as a hex dump otherwise.")
+
+        @Argument(help: "The settings namespace.")
+        var namespace: String
+
+        @Argument(help: "The key.")
+        var key: String
+
+        func run() throws {
+            guard let data = try SettingsCommand.open(namespace).value(for: key) else {
+                throw StoreCommandError(
+                    "no value for key \(StoreFormat.quoted(key)) in settings namespace \(StoreFormat.quoted(namespace))")
+            }
+            if let text = String(data: data, encoding: .utf8),
+                !text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control && !"\n\t\r".unicodeScalars.contains($0) })
+            {
+                print(text)
+            } else {
+                print(GetCommand.hexDump(data), terminator: "")
+            }
+        }
+    }
+
+    /// The namespace's raw bytes; an invalid name is a clear error.
+    static func open(_ namespace: String) throws -> SettingsStore<Data> {
+        do {
+            return try SettingsStore<Data>(namespace: namespace, codec: .cacheValue)
+        } catch {
+            throw StoreCommandError("cannot open settings namespace \(StoreFormat.quoted(namespace)): \(error)")
+        }
+    }
+}

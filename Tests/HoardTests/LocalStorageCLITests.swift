@@ -1,0 +1,157 @@
+import Foundation
+import Hoard
+import Testing
+
+extension DiskStoreSuites {
+    /// `hoard storage` and `hoard settings`, run as the built executable with the
+    /// cache, config and home folders pointing into a temporary directory.
+    @Suite("LocalStorage through the hoard command-line tool", .timeLimit(.minutes(3)))
+    struct LocalStorageCLITests {
+        struct Folders {
+            var caches: URL
+            var config: URL
+            var outside: URL
+            var environment: [String: String] {
+                ["XDG_CACHE_HOME": caches.path, "XDG_CONFIG_HOME": config.path, "HOME": config.path]
+            }
+        }
+
+        static func withFolders(_ body: (Folders) throws -> Void) throws {
+            try DiskTest.withTemporaryDirectory { url in
+                let root = url.deletingLastPathComponent()
+                let folders = Folders(
+                    caches: root.appendingPathComponent("caches", isDirectory: true),
+                    config: root.appendingPathComponent("config", isDirectory: true),
+                    outside: root.appendingPathComponent("outside", isDirectory: true))
+                for folder in [folders.caches, folders.config, folders.outside] {
+                    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+                }
+                try body(folders)
+            }
+        }
+
+        static func hoard(_ folders: Folders, _ arguments: String..., input: String? = nil) throws
+            -> (status: Int32, output: String, errors: String)
+        {
+            try DiskTest.run(
+                DiskTest.executable(named: "hoard"), arguments, environment: folders.environment,
+                input: input.map { Data($0.utf8) })
+        }
+
+        /// A store, a log in the default location and a settings namespace, the last
+        /// two written by child processes in the default locations; and a folder of
+        /// another program's.
+        static func populate(_ folders: Folders) throws {
+            do {
+                let store = try DiskStore(directory: folders.caches.appendingPathComponent("app"))
+                try store.set("hello", for: "a", in: "texts")
+                try store.set("world", for: "b", in: "texts")
+                try store.set("other", for: "c")
+            }
+            let child = try DiskTest.childExecutable()
+            let log = try DiskTest.run(child, ["log-default", "events", "3"], environment: folders.environment)
+            #expect(log.output == "done \(folders.caches.path)/hoard-logs/events.log\n", "\(log.errors)")
+            let settings = try DiskTest.run(
+                child, ["settings-write", "hoard.settings", "com.example.prefs", "2"], environment: folders.environment)
+            #expect(settings.output == "done\n", "\(settings.errors)")
+            try FileManager.default.createDirectory(
+                at: folders.caches.appendingPathComponent("another-app"), withIntermediateDirectories: true)
+            try Data("theirs".utf8).write(to: folders.caches.appendingPathComponent("another-app/data"))
+        }
+
+        @Test("storage list and settings keys/get show what the default locations hold")
+        func listing() throws {
+            try Self.withFolders { folders in
+                try Self.populate(folders)
+
+                let list = try Self.hoard(folders, "storage", "list")
+                #expect(list.status == 0, "\(list.errors)")
+                #expect(list.output.contains("stores in \(folders.caches.path): 1"))
+                #expect(list.output.contains("  \"app\"  3 entries, "))
+                #expect(list.output.contains("    namespace \"texts\"  2 entries, 10 B"))
+                #expect(list.output.contains("logs in \(folders.caches.path)/hoard-logs: 1"))
+                #expect(list.output.contains("  \"events.log\"  3 messages, "))
+                #expect(list.output.contains("settings namespaces: 1, 2 items"))
+                #expect(list.output.contains("  \"com.example.prefs\"  2 items, 14 B"))
+
+                let keys = try Self.hoard(folders, "settings", "keys", "com.example.prefs")
+                #expect(keys.output == "\"key-0\"  7 B\n\"key-1\"  7 B\n")
+                let value = try Self.hoard(folders, "settings", "get", "com.example.prefs", "key-1")
+                #expect(value.output == "value-1\n")
+                let missing = try Self.hoard(folders, "settings", "get", "com.example.prefs", "nope")
+                #expect(missing.status != 0)
+                let crafted = try Self.hoard(folders, "settings", "get", "../../etc", "x")
+                #expect(crafted.status != 0)
+                #expect(crafted.errors.contains("invalidName"))
+            }
+        }
+
+        @Test("delete-all and clear-disk do nothing unless the answer is yes")
+        func confirmation() throws {
+            try Self.withFolders { folders in
+                try Self.populate(folders)
+                let before = DiskTest.tree(folders.caches)
+
+                for input in ["n\n", "", "maybe\n", "nope yes\n"] {
+                    let declined = try Self.hoard(folders, "storage", "delete-all", input: input)
+                    #expect(declined.status != 0)
+                    #expect(declined.errors.contains("[y/N]"))
+                    #expect(declined.errors.contains("not confirmed; nothing was changed"))
+                    let notCleared = try Self.hoard(folders, "storage", "clear-disk", input: input)
+                    #expect(notCleared.status != 0)
+                }
+                #expect(DiskTest.tree(folders.caches) == before)
+                #expect(try Self.hoard(folders, "settings", "get", "com.example.prefs", "key-0").output == "value-0\n")
+
+                let cleared = try Self.hoard(folders, "storage", "clear-disk", input: "y\n")
+                #expect(cleared.status == 0, "\(cleared.errors)")
+                #expect(cleared.output == "cleared \"app\": 3 entries removed\n")
+                let store = try DiskStore(directory: folders.caches.appendingPathComponent("app"))
+                #expect(try store.totalUsage().count == 0)
+            }
+        }
+
+        @Test("clear-namespace clears one namespace; crafted names are refused")
+        func clearNamespace() throws {
+            try Self.withFolders { folders in
+                try Self.populate(folders)
+
+                let cleared = try Self.hoard(folders, "storage", "clear-namespace", "texts", "--store", "app")
+                #expect(cleared.status == 0, "\(cleared.errors)")
+                #expect(cleared.output == "removed 2 entries from namespace \"texts\" of store \"app\"\n")
+                let settings = try Self.hoard(folders, "storage", "clear-namespace", "com.example.prefs", "--settings")
+                #expect(settings.output == "removed 2 values from settings namespace \"com.example.prefs\"\n")
+
+                for store in ["..", "../outside", "another-app", "/"] {
+                    let refused = try Self.hoard(folders, "storage", "clear-namespace", "texts", "--store", store)
+                    #expect(refused.status != 0, "\(store)")
+                    #expect(refused.errors.contains("nothing was cleared"), "\(store): \(refused.errors)")
+                }
+                let crafted = try Self.hoard(folders, "storage", "clear-namespace", "../hoard.settings", "--settings")
+                #expect(crafted.errors.contains("invalidName"))
+                let neither = try Self.hoard(folders, "storage", "clear-namespace", "texts")
+                #expect(neither.status != 0)
+                let store = try DiskStore(directory: folders.caches.appendingPathComponent("app"))
+                #expect(try store.keys(in: DiskStore.defaultNamespace) == ["c"])
+            }
+        }
+
+        @Test("delete-all --yes deletes stores, logs and settings suites, and nothing else")
+        func deleteAll() throws {
+            try Self.withFolders { folders in
+                try Self.populate(folders)
+                try Data("mine".utf8).write(to: folders.config.appendingPathComponent("unrelated.plist"))
+
+                let deleted = try Self.hoard(folders, "storage", "delete-all", "--yes")
+
+                #expect(deleted.status == 0, "\(deleted.output) \(deleted.errors)")
+                #expect(deleted.output == "deleted 1 stores, 1 logs, 1 settings namespaces\n")
+                #expect(DiskTest.tree(folders.caches) == ["another-app", "another-app/data"])
+                #expect(try FileManager.default.contentsOfDirectory(atPath: folders.config.path) == ["unrelated.plist"])
+                let list = try Self.hoard(folders, "storage", "list")
+                #expect(list.output.contains("stores in \(folders.caches.path): 0"))
+                #expect(list.output.contains("settings namespaces: 0, 0 items"))
+            }
+        }
+    }
+}
