@@ -92,7 +92,7 @@ extension Cache {
 
     /// Puts `value` in memory (and, when `queue` is true, queues the store writes).
     @discardableResult
-    func store(_ value: Value, for key: Key, expires: Expiry?, event: CacheEvent<Key>?, queue: Bool = true) -> WriteDates {
+    func store(_ value: Value, for key: Key, expires: Expiry?, event: CacheEvent<Key>?, queue: Bool = true) -> _WriteDates {
         let dates = dates(for: expires)
         memory.set(CacheEntry(value: .value(value), storedAt: dates.storedAt, expiresAt: dates.memoryExpiry), for: key)
         remember(key)
@@ -104,7 +104,7 @@ extension Cache {
     }
 
     /// Writes the local stores synchronously (write-through mode).
-    func writeLocally(_ value: Value, for key: Key, dates: WriteDates, throwing: Bool) throws {
+    func writeLocally(_ value: Value, for key: Key, dates: _WriteDates, throwing: Bool) throws {
         guard !localStores.isEmpty, let codec else { return }
         let keyString = key.cacheKeyString
         let data: Data

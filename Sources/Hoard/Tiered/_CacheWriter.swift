@@ -53,8 +53,10 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
     private let remoteStores: [any RemoteCacheStore]
     private let codec: ValueCodec<Value>?
     private let report: @Sendable (CacheFailure) -> Void
-    /// The most operations applied in one store transaction.
-    static var batchLimit: Int { 1_000 }
+    /// The most operations applied in one store transaction: large enough that the
+    /// commit is a small part of a batch, small enough that readers of the store
+    /// are not held off for long.
+    static var batchLimit: Int { 4_096 }
 
     init(
         namespace: String, localStores: [any CacheStore], remoteStores: [any RemoteCacheStore],
