@@ -83,7 +83,7 @@ struct CacheWriteBehindTests {
         }
     }
 
-    @Test("clear(memory:local:remote:) clears only the chosen tiers, and only this cache's namespace")
+    @Test("clear(memory:disk:remote:) clears only the chosen tiers, and only this cache's namespace")
     func clear() async throws {
         try await DiskTest.withTemporaryDirectory { directory in
             let disk = try DiskStore(directory: directory)
@@ -91,7 +91,7 @@ struct CacheWriteBehindTests {
             let neighbour = try Cache<String, Int>(configuration: CacheTest.configuration("b", disk: disk))
             try await cache.set(1, for: "k")
             try await neighbour.set(2, for: "k")
-            try await cache.clear(memory: true, local: false)
+            try await cache.clear(memory: true, disk: false)
             #expect(cache.memoryCount == 0)
             #expect(cache["k"] == 1, "still on disk, promoted again")
             try await cache.clear()

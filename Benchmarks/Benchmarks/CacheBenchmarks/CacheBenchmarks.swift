@@ -235,7 +235,7 @@ func registerDiskHit() {
             let cache = try Cache<Int, Data>(configuration: settings)
             for key in 0..<diskKeyCount { cache[key] = oneKiB }
             await cache.flush()
-            try await cache.clear(memory: true, local: false, remote: false)
+            try await cache.clear(memory: true, disk: false, remote: false)
             let fixture = DiskFixture(subject: cache, directory: directory)
             cacheHeld.value = fixture
             return fixture

@@ -303,11 +303,11 @@ public final class DiskStore: CacheStore {
         var effects = _DiskEffects()
         do {
             try state.withLock { (state) throws(HoardError) in
-                let id = try state.set(
+                try state.set(
                     namespace: namespace, key: key, inline: file == nil ? data : nil, size: data.count, file: file,
                     storedAt: storedAt.timeIntervalSince1970, expiresAt: expiresAt?.timeIntervalSince1970, now: now,
                     effects: &effects)
-                state.enforceLimits(protecting: [id], effects: &effects)
+                state.enforceLimits(protecting: [_EntryName(namespace: namespace, key: key)], effects: &effects)
             }
         } catch {
             if let file { try? blobs.remove(file) }
@@ -363,8 +363,8 @@ public final class DiskStore: CacheStore {
         var effects = _DiskEffects()
         do {
             try state.withLock { (state) throws(HoardError) in
-                let ids = try state.write(prepared, now: now, effects: &effects)
-                state.enforceLimits(protecting: ids, effects: &effects)
+                try state.write(prepared, now: now, effects: &effects)
+                state.enforceLimits(protecting: _PreparedWrite.names(in: prepared), effects: &effects)
             }
         } catch {
             for file in newFiles { try? blobs.remove(file) }

@@ -14,6 +14,21 @@ enum _PreparedWrite {
     case set(namespace: String, key: String, inline: Data?, size: Int, file: String?, storedAt: Double, expiresAt: Double?)
     case remove(namespace: String, key: String)
     case removeAll(namespace: String)
+
+    /// The names of the entries a batch writes: eviction after the batch spares them.
+    static func names(in batch: [_PreparedWrite]) -> Set<_EntryName> {
+        var names = Set<_EntryName>(minimumCapacity: batch.count)
+        for case .set(let namespace, let key, _, _, _, _, _) in batch {
+            names.insert(_EntryName(namespace: namespace, key: key))
+        }
+        return names
+    }
+}
+
+/// An entry's name in the index (both strings normalised), as eviction compares them.
+struct _EntryName: Hashable {
+    var namespace: String
+    var key: String
 }
 
 /// Everything of a ``DiskStore`` that lives behind its lock: the index connection
@@ -201,14 +216,12 @@ struct _DiskState {
     // MARK: Writing
 
     /// Stores one entry in one transaction, with the pending access times.
-    ///
-    /// - Returns: The entry's row id.
     mutating func set(
         namespace: String, key: String, inline: Data?, size: Int, file: String?, storedAt: Double,
         expiresAt: Double?, now: Double, effects: inout _DiskEffects
-    ) throws(HoardError) -> Int64 {
+    ) throws(HoardError) {
         let index = try open()
-        let (id, oldFile) = try index.transaction { () throws(HoardError) -> (Int64, String?) in
+        let oldFile = try index.transaction { () throws(HoardError) -> String? in
             try writePendingAccesses(index)
             var oldFile: String?
             var mayHaveFiles = file != nil
@@ -216,24 +229,20 @@ struct _DiskState {
             if mayHaveFiles {
                 oldFile = try index.fileName(namespace: namespace, key: key)
             }
-            let id = try index.upsert(
+            try index.upsert(
                 namespace: namespace, key: key, storedAt: storedAt, expiresAt: expiresAt, accessedAt: now,
                 value: inline, size: size, blob: file)
-            return (id, oldFile)
+            return oldFile
         }
         clearPendingAccesses()
         if let oldFile, oldFile != file { effects.filesToRemove.append(oldFile) }
-        return id
     }
 
     /// Applies a batch in one transaction, with the pending access times.
-    ///
-    /// - Returns: The row ids of the entries written.
-    mutating func write(_ batch: [_PreparedWrite], now: Double, effects: inout _DiskEffects) throws(HoardError) -> [Int64] {
+    mutating func write(_ batch: [_PreparedWrite], now: Double, effects: inout _DiskEffects) throws(HoardError) {
         let index = try open()
-        let (ids, oldFiles) = try index.transaction { () throws(HoardError) -> ([Int64], [String]) in
+        let oldFiles = try index.transaction { () throws(HoardError) -> [String] in
             try writePendingAccesses(index)
-            var ids: [Int64] = []
             var oldFiles: [String] = []
             var mayHaveFiles: Bool?
             for write in batch {
@@ -244,31 +253,30 @@ struct _DiskState {
                     if mayHaveFiles == true, let old = try index.fileName(namespace: namespace, key: key) {
                         oldFiles.append(old)
                     }
-                    ids.append(try index.upsert(
+                    try index.upsert(
                         namespace: namespace, key: key, storedAt: storedAt, expiresAt: expiresAt, accessedAt: now,
-                        value: inline, size: size, blob: file))
+                        value: inline, size: size, blob: file)
                 case .remove(let namespace, let key):
                     if let file = try index.delete(namespace: namespace, key: key).file { oldFiles.append(file) }
                 case .removeAll(let namespace):
                     oldFiles += try index.deleteAll(namespace: namespace).files
                 }
             }
-            return (ids, oldFiles)
+            return oldFiles
         }
         clearPendingAccesses()
         effects.filesToRemove += oldFiles
-        return ids
     }
 
     /// After a write: if a limit is exceeded, evicts down to the low-water marks,
     /// never the entries just written. A failure is reported, not thrown: the write
     /// itself succeeded.
-    mutating func enforceLimits(protecting ids: [Int64], effects: inout _DiskEffects) {
+    mutating func enforceLimits(protecting names: @autoclosure () -> Set<_EntryName>, effects: inout _DiskEffects) {
         guard byteLimit != .max || countLimit != .max, let index else { return }
         do {
             let usage = try index.totalUsage()
             guard usage.bytes > byteLimit || usage.count > countLimit else { return }
-            let protected = Set(ids)
+            let protected = names()
             var evicted = 0
             var bytes = 0
             while true {
@@ -289,7 +297,7 @@ struct _DiskState {
     /// - Returns: What was evicted, the usage after, and whether the store is now
     ///   within the targets (or holds nothing more that may be evicted).
     mutating func trimStep(
-        toBytes maxBytes: Int, count maxCount: Int, protecting protected: Set<Int64> = [],
+        toBytes maxBytes: Int, count maxCount: Int, protecting protected: Set<_EntryName> = [],
         chunk: Int = 256, effects: inout _DiskEffects
     ) throws(HoardError) -> (evicted: Int, bytes: Int, usage: StoreUsage, done: Bool) {
         let index = try open()
@@ -302,7 +310,7 @@ struct _DiskState {
             func within() -> Bool { usage.bytes <= maxBytes && usage.count <= maxCount }
             if within() { return (0, 0, usage, true, []) }
             let candidates = try index.leastRecentlyAccessed(limit: chunk + protected.count)
-            for candidate in candidates where !protected.contains(candidate.id) {
+            for candidate in candidates where !protected.contains(candidate.name) {
                 if within() { break }
                 let (found, file) = try index.delete(id: candidate.id)
                 guard found else { continue }

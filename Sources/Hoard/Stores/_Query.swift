@@ -31,7 +31,6 @@ enum _Query: Int, CaseIterable {
                     stored_at = excluded.stored_at, expires_at = excluded.expires_at,
                     accessed_at = excluded.accessed_at, size = excluded.size,
                     value = excluded.value, blob = excluded.blob
-                RETURNING id
                 """
         case .fileOfKey: return "SELECT blob FROM entries WHERE namespace = ?1 AND key = ?2"
         case .anyFile: return "SELECT 1 FROM entries WHERE blob IS NOT NULL LIMIT 1"
@@ -50,7 +49,7 @@ enum _Query: Int, CaseIterable {
         case .usage: return "SELECT count, bytes FROM namespaces WHERE namespace = ?1"
         case .totalUsage: return "SELECT total(count), total(bytes) FROM namespaces"
         case .namespaces: return "SELECT namespace, count, bytes FROM namespaces ORDER BY namespace"
-        case .leastRecentlyAccessed: return "SELECT id, size FROM entries ORDER BY accessed_at, id LIMIT ?1"
+        case .leastRecentlyAccessed: return "SELECT id, size, namespace, key FROM entries ORDER BY accessed_at, id LIMIT ?1"
         case .referencedFiles: return "SELECT blob FROM entries WHERE blob IS NOT NULL"
         case .scan: return "SELECT \(Self.scannedColumns) FROM entries WHERE id > ?1 ORDER BY id LIMIT ?2"
         case .list:

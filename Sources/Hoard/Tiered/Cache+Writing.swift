@@ -44,14 +44,24 @@ extension Cache {
     }
 
     /// Removes every entry of this cache from the chosen tiers (the cache's namespace
-    /// only: other caches sharing a store keep theirs).
+    /// only: other caches sharing a store keep theirs), and returns when every chosen
+    /// store has done it.
     ///
-    /// - Throws: The first error a store threw.
-    public func clear(memory clearsMemory: Bool = true, local: Bool = true, remote: Bool = true) async throws {
+    /// The removal is queued behind the writes made before it, so none of them
+    /// reappears afterwards; until it is applied, reads already treat the chosen
+    /// stores as empty.
+    ///
+    /// - Parameters:
+    ///   - clearsMemory: Empty the memory tier.
+    ///   - disk: Empty this cache's namespace in the local stores
+    ///     (``Configuration/localStores``: by default the cache's ``DiskStore``).
+    ///   - remote: Empty this cache's namespace in the remote stores.
+    /// - Throws: The first error a store threw; memory is cleared either way.
+    public func clear(memory clearsMemory: Bool = true, disk: Bool = true, remote: Bool = true) async throws {
         if clearsMemory { memory.removeAll() }
         publish(.cleared)
-        guard local || remote else { return }
-        try await writer.apply(.removeAll(local: local, remote: remote))
+        guard disk || remote else { return }
+        try await writer.apply(.removeAll(local: disk, remote: remote))
     }
 
     /// Waits until every write queued so far has reached the stores.
@@ -82,7 +92,7 @@ extension Cache {
 
     /// Puts `value` in memory (and, when `queue` is true, queues the store writes).
     @discardableResult
-    func store(_ value: Value, for key: Key, expires: Expiry?, event: CacheEvent<Key>?, queue: Bool = true) -> WriteDates {
+    func store(_ value: Value, for key: Key, expires: Expiry?, event: CacheEvent<Key>?, queue: Bool = true) -> _WriteDates {
         let dates = dates(for: expires)
         memory.set(CacheEntry(value: .value(value), storedAt: dates.storedAt, expiresAt: dates.memoryExpiry), for: key)
         remember(key)
@@ -94,7 +104,7 @@ extension Cache {
     }
 
     /// Writes the local stores synchronously (write-through mode).
-    func writeLocally(_ value: Value, for key: Key, dates: WriteDates, throwing: Bool) throws {
+    func writeLocally(_ value: Value, for key: Key, dates: _WriteDates, throwing: Bool) throws {
         guard !localStores.isEmpty, let codec else { return }
         let keyString = key.cacheKeyString
         let data: Data

@@ -140,16 +140,7 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
 
     // MARK: Lifetimes
 
-    /// The dates a write stores: the entry's own expiry (jittered) plus the grace
-    /// period, and the store-specific expiries.
-    struct WriteDates {
-        var storedAt: Date
-        var memoryExpiry: Date?
-        var localExpiry: Date?
-        var remoteExpiry: Date?
-    }
-
-    func dates(for expiry: Expiry?) -> WriteDates {
+    func dates(for expiry: Expiry?) -> _WriteDates {
         let now = clock.now()
         let own = jittered(expiry ?? configuration.defaultExpiry).date(storedAt: now)
         func capped(_ tier: Expiry?) -> Date? {
@@ -158,7 +149,7 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
             return min(own, tierDate)
         }
         let grace = self.grace
-        return WriteDates(
+        return _WriteDates(
             storedAt: now,
             memoryExpiry: own.map { $0.addingTimeInterval(grace) },
             localExpiry: capped(configuration.localExpiry).map { $0.addingTimeInterval(grace) },
@@ -192,4 +183,14 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
             keyStrings.withLock { map in map = map.filter { kept[$0.key] != nil || !snapshot.keys.contains($0.key) } }
         }
     }
+}
+
+/// The dates a ``Cache`` write stores: the entry's own expiry (jittered) plus the
+/// grace period, and the store-specific expiries. (Not nested in the generic
+/// `Cache`, so that using it costs no generic metadata lookup.)
+struct _WriteDates {
+    var storedAt: Date
+    var memoryExpiry: Date?
+    var localExpiry: Date?
+    var remoteExpiry: Date?
 }

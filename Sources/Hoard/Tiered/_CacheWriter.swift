@@ -29,9 +29,16 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
         case removed
     }
 
+    /// The newest queued write of a key, and its place in the queue. (A struct,
+    /// not a tuple: unspecialised generic code pays a metadata lookup per tuple use.)
+    private struct Queued {
+        var sequence: UInt64
+        var value: Pending
+    }
+
     private struct State {
         var queue: [Operation] = []
-        var pending: [Key: (sequence: UInt64, value: Pending)] = [:]
+        var pending: [Key: Queued] = [:]
         /// The sequence of the newest queued `removeAll` of the local stores, if any.
         var pendingClear: UInt64?
         var nextSequence: UInt64 = 1
@@ -46,8 +53,10 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
     private let remoteStores: [any RemoteCacheStore]
     private let codec: ValueCodec<Value>?
     private let report: @Sendable (CacheFailure) -> Void
-    /// The most operations applied in one store transaction.
-    static var batchLimit: Int { 1_000 }
+    /// The most operations applied in one store transaction: large enough that the
+    /// commit is a small part of a batch, small enough that readers of the store
+    /// are not held off for long.
+    static var batchLimit: Int { 4_096 }
 
     init(
         namespace: String, localStores: [any CacheStore], remoteStores: [any RemoteCacheStore],
@@ -74,11 +83,11 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
             state.queue.append(Operation(sequence: sequence, kind: kind, completion: completion))
             switch kind {
             case .set(let key, let value, let storedAt, let localExpiry, _, let local) where local:
-                state.pending[key] = (sequence, .value(value, storedAt: storedAt, expiresAt: localExpiry))
+                state.pending[key] = Queued(sequence: sequence, value: .value(value, storedAt: storedAt, expiresAt: localExpiry))
             case .set:
                 break
             case .remove(let key):
-                state.pending[key] = (sequence, .removed)
+                state.pending[key] = Queued(sequence: sequence, value: .removed)
             case .removeAll(let local, _):
                 if local {
                     state.pending = [:]
@@ -125,67 +134,88 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
         }
     }
 
+    /// Takes everything queued at once (one lock, no shifting of a long queue) and
+    /// applies it in store transactions of at most ``batchLimit`` operations.
     private func drain() async {
         while true {
-            let batch = state.withLock { state -> [Operation] in
-                let count = min(state.queue.count, Self.batchLimit)
-                let batch = Array(state.queue.prefix(count))
-                state.queue.removeFirst(count)
-                if batch.isEmpty { state.running = false }
-                return batch
-            }
-            guard let last = batch.last else { return }
-            let failures = await apply(batch)
-            let (completions, waiters) = state.withLock { state in
-                state.completed = last.sequence
-                for operation in batch {
-                    switch operation.kind {
-                    case .set(let key, _, _, _, _, _), .remove(let key):
-                        if state.pending[key]?.sequence == operation.sequence { state.pending[key] = nil }
-                    case .removeAll:
-                        if state.pendingClear == operation.sequence { state.pendingClear = nil }
-                    }
+            let taken = state.withLock { state -> [Operation] in
+                if state.queue.isEmpty {
+                    state.running = false
+                    return []
                 }
-                let ready = state.flushWaiters.filter { $0.0 <= last.sequence }.map(\.1)
-                state.flushWaiters.removeAll { $0.0 <= last.sequence }
-                return (batch.compactMap { op in op.completion.map { (op.sequence, $0) } }, ready)
+                var taken: [Operation] = []
+                swap(&taken, &state.queue)
+                return taken
             }
-            for (sequence, completion) in completions {
-                if let error = failures[sequence] {
-                    completion.resume(throwing: error)
-                } else {
-                    completion.resume()
-                }
+            if taken.isEmpty { return }
+            var start = taken.startIndex
+            while start < taken.endIndex {
+                let end = min(start + Self.batchLimit, taken.endIndex)
+                await complete(taken[start..<end])
+                start = end
             }
-            for waiter in waiters { waiter.resume() }
         }
     }
 
-    /// Applies a batch to every store; returns the first error per operation.
-    private func apply(_ batch: [Operation]) async -> [UInt64: any Error] {
-        var failures: [UInt64: any Error] = [:]
-        var encoded: [UInt64: Data] = [:]
-        for operation in batch {
+    /// Applies one batch, then resumes its waiters and the flushes it satisfies.
+    private func complete(_ batch: ArraySlice<Operation>) async {
+        guard let last = batch.last else { return }
+        let failures = await apply(batch)
+        let (completions, waiters) = state.withLock { state in
+            state.completed = last.sequence
+            for operation in batch {
+                switch operation.kind {
+                case .set(let key, _, _, _, _, _), .remove(let key):
+                    if state.pending[key]?.sequence == operation.sequence { state.pending[key] = nil }
+                case .removeAll:
+                    if state.pendingClear == operation.sequence { state.pendingClear = nil }
+                }
+            }
+            var ready: [CheckedContinuation<Void, Never>] = []
+            if !state.flushWaiters.isEmpty {
+                ready = state.flushWaiters.filter { $0.0 <= last.sequence }.map(\.1)
+                state.flushWaiters.removeAll { $0.0 <= last.sequence }
+            }
+            return (batch.indices.compactMap { i in batch[i].completion.map { (i, $0) } }, ready)
+        }
+        for (position, completion) in completions {
+            if let error = failures[position - batch.startIndex] {
+                completion.resume(throwing: error)
+            } else {
+                completion.resume()
+            }
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Applies a batch to every store; returns the first error per operation, by
+    /// position in the batch.
+    private func apply(_ batch: ArraySlice<Operation>) async -> [(any Error)?] {
+        var failures = [(any Error)?](repeating: nil, count: batch.count)
+        var encoded = [Data?](repeating: nil, count: batch.count)
+        for (position, operation) in zip(0..., batch) {
             guard case .set(let key, let value, _, _, _, _) = operation.kind else { continue }
             guard let codec else {
-                failures[operation.sequence] = HoardError(.noCodec, "the cache has stores but no codec for \(Value.self)")
+                failures[position] = HoardError(.noCodec, "the cache has stores but no codec for \(Value.self)")
                 continue
             }
             do {
-                encoded[operation.sequence] = try codec.encode(value)
+                encoded[position] = try codec.encode(value)
             } catch {
-                failures[operation.sequence] = error
+                failures[position] = error
                 report(CacheFailure(key: key.cacheKeyString, tier: .memory, operation: .encode, error: error))
             }
         }
 
         if !localStores.isEmpty {
             var writes: [CacheStoreWrite] = []
-            var sequences: [UInt64] = []
-            for operation in batch {
+            writes.reserveCapacity(batch.count)
+            var positions: [Int] = []
+            positions.reserveCapacity(batch.count)
+            for (position, operation) in zip(0..., batch) {
                 switch operation.kind {
                 case .set(let key, _, let storedAt, let localExpiry, _, let local):
-                    guard local, let data = encoded[operation.sequence] else { continue }
+                    guard local, let data = encoded[position] else { continue }
                     writes.append(.set(data, for: key.cacheKeyString, in: namespace, storedAt: storedAt, expiresAt: localExpiry))
                 case .remove(let key):
                     writes.append(.removeValue(for: key.cacheKeyString, in: namespace))
@@ -193,14 +223,14 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
                     guard local else { continue }
                     writes.append(.removeAll(in: namespace))
                 }
-                sequences.append(operation.sequence)
+                positions.append(position)
             }
             if !writes.isEmpty {
                 for (index, store) in localStores.enumerated() {
                     do {
                         try store.write(writes)
                     } catch {
-                        for sequence in sequences where failures[sequence] == nil { failures[sequence] = error }
+                        for position in positions where failures[position] == nil { failures[position] = error }
                         report(CacheFailure(key: writes.count == 1 ? Self.key(of: writes[0]) : nil,
                                             tier: .local(index), operation: .write, error: error))
                     }
@@ -209,11 +239,11 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
         }
 
         for (index, store) in remoteStores.enumerated() {
-            for operation in batch {
+            for (position, operation) in zip(0..., batch) {
                 do {
                     switch operation.kind {
                     case .set(let key, _, let storedAt, _, let remoteExpiry, _):
-                        guard let data = encoded[operation.sequence] else { continue }
+                        guard let data = encoded[position] else { continue }
                         try await store.set(data, for: key.cacheKeyString, in: namespace, storedAt: storedAt, expiresAt: remoteExpiry)
                     case .remove(let key):
                         try await store.removeValue(for: key.cacheKeyString, in: namespace)
@@ -222,7 +252,7 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
                         try await store.removeAll(in: namespace)
                     }
                 } catch {
-                    if failures[operation.sequence] == nil { failures[operation.sequence] = error }
+                    if failures[position] == nil { failures[position] = error }
                     report(CacheFailure(key: Self.key(of: operation.kind), tier: .remote(index),
                                         operation: Self.isRemoval(operation.kind) ? .remove : .write, error: error))
                 }
