@@ -45,9 +45,27 @@ import Synchronization
 /// A 64-byte header (magic, format version, budget, overwrite flag, the offsets of the
 /// oldest record and of the next write, the record count, where the latest append
 /// began, and the lap), then records: a `UInt32` little-endian payload length, a
-/// CRC-32C check, the payload. Sizes and byte order are the same on every platform. A
-/// log that overwrites is a ring: a record that does not fit before the budget goes to
-/// offset 64, after a wrap marker.
+/// `UInt32` little-endian CRC-32C check, the payload. Sizes and byte order are the same
+/// on every platform. A log that overwrites is a ring: a record that does not fit
+/// before the budget goes to offset 64, after a wrap marker.
+///
+/// Two deliberate departures from the format DESIGN.md sketches (a CRC-32C of the
+/// payload, a header of magic, version, budget, flag and two offsets):
+/// - **The check is `CRC-32C(offset ‖ length ‖ payload) XOR lap`, not `CRC-32C(payload)`.**
+///   A payload-only CRC accepts bytes that were never a record: 8 zero bytes are a valid
+///   empty record (the CRC-32C of nothing is 0), so a zero-filled region, which is what
+///   a file system shows after a crash, reads as a run of empty messages; and a record
+///   left from an earlier pass of the ring, whose slot the newest append never reached,
+///   passes as the new one. Binding the check to the record's offset rejects records
+///   written or copied to the wrong place, and the lap (how many times writing
+///   restarted at offset 64) rejects records from an earlier pass. The field is still a
+///   `UInt32` after the length, so the record layout is the one specified.
+/// - **The header also holds the record count, where the latest append began, the
+///   lap, and a CRC-32C of its first 60 bytes**, in its 64 bytes. The count and the
+///   checksum let a damaged header be told from a valid one; the latest append's start
+///   tells a torn tail (dropped on open) from damage (reported); the lap is the check's.
+///
+/// The layouts, byte by byte, are in `_LogHeader.swift` and `_LogRecord.swift`.
 ///
 /// ## Why an append costs what it does
 ///
