@@ -23,7 +23,7 @@ extension PlainFile {
     /// says around it.
     func write(locking: Locking) throws {
         if offset + record.count > budget { offset = 64 }
-        guard flock(descriptor, LOCK_EX) == 0 else { throw CocoaError(.fileLockingError) }
+        guard flock(descriptor, LOCK_EX) == 0 else { throw CocoaError(.fileWriteUnknown) }
         defer { flock(descriptor, LOCK_UN) }
         let written: Int
         switch locking {
