@@ -46,6 +46,13 @@ struct _LogImage {
         return .unavailable(count: _LogRecord.prefixSize)
     }
 
+    /// The end of the loaded piece that holds `position`, or `position` itself when no
+    /// piece holds it: no record can start at or after it.
+    func loadedEnd(at position: Int) -> Int {
+        for piece in pieces where piece.start <= position && position < piece.end { return piece.end }
+        return position
+    }
+
     /// The lap the record at `position` was written in, read from its check, when a
     /// record's layout (length fitting before `segmentEnd`) starts there.
     func impliedLap(at position: Int, segmentEnd: Int) -> (lap: UInt32, length: Int)? {
