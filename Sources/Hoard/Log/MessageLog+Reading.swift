@@ -17,7 +17,7 @@ extension MessageLog {
     /// - Complexity: O(n) in the log's size; reads the live bytes with one or two reads
     ///   and holds them in memory. ``asyncMessages`` reads in chunks instead. Each
     ///   message is a new `Data` (two allocations) before it is decoded, which is most of
-    ///   the cost of small messages: a 64 MiB log of 64-byte messages read about 28
+    ///   the cost of small messages: a 64 MiB log of 64-byte messages read 22 to 28
     ///   times slower than the file itself, sequentially, in `MessageLogBenchmarks`.
     public func messages() throws(HoardError) -> [Message] {
         try _decode(_readRecords(newest: nil))

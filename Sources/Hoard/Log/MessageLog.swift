@@ -80,7 +80,7 @@ import Synchronization
 /// one read and one buffer per 64 KiB of evicted records, not one per record.
 ///
 /// The system calls are the cost: `MessageLogBenchmarks` measures a single append at
-/// 1.15 to 1.3 times the same five calls made back to back with no work between them,
+/// 1.15 to 1.35 times the same five calls made back to back with no work between them,
 /// so the code between them is not what to shrink. What was weighed to make fewer:
 /// - *Header and record in one `pwritev`*: a `pwritev` writes one contiguous range,
 ///   and the header (offset 0) and the record (anywhere) are not contiguous.
@@ -100,14 +100,14 @@ import Synchronization
 /// Any design that takes a file lock per append pays the lock's two calls and one
 /// write at least: measured in the same run, that floor was 2.3 times the cost of a
 /// bare 72-byte `pwrite`. On the 2-core Linux VM this was built on (busy with other
-/// work, which slows system calls; medians), a bare `pwrite` ran at 1.5 million a
-/// second, the lock-and-write floor at 680,000, the five calls at 350,000 and a single
-/// 64-byte append at 270,000. A million single appends a second is out of reach of a
+/// work, which slows system calls; medians), a bare `pwrite` ran at 1.6 million a
+/// second, the lock-and-write floor at 690,000, the five calls at 390,000 and a single
+/// 64-byte append at 287,000. A million single appends a second is out of reach of a
 /// log that several processes may share, here. ``append(contentsOf:)`` pays the five
-/// calls once per batch: 1.9 million 64-byte messages a second in batches of 100, 1.6
+/// calls once per batch: 2.6 million 64-byte messages a second in batches of 100, 1.4
 /// times the time of a bare `write(2)` of the same bytes. For a `Codable` message the
-/// codec dominates: ``ValueCodec/json`` alone encoded 112,000 68-byte values a second in
-/// the same run, and appends of them through it ran at 75,000 a second.
+/// codec dominates: ``ValueCodec/json`` alone encoded 174,000 68-byte values a second in
+/// the same run, and appends of them through it ran at 106,000 a second.
 ///
 /// - Note: Reads and appends do file I/O while holding the instance's lock, which
 ///   serializes the threads that share its file descriptor (the file lock does the same
