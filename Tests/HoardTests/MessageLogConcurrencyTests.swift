@@ -5,9 +5,9 @@ import Testing
 /// Several tasks, and several instances on one file (each with its own file
 /// descriptor, so their `flock` locks exclude each other as two processes' would).
 ///
-/// Two real processes are not tested: that needs a second executable able to run
-/// Swift code, which the package does not have on purpose. `flock` locks belong to the
-/// open file description, so two instances in one process exercise the same locking.
+/// `flock` locks belong to the open file description, so two instances in one process
+/// exercise the same locking as two processes; ``MessageLogProcessTests`` runs real
+/// child processes too.
 @Suite("MessageLog under concurrency", .timeLimit(.minutes(2)))
 struct MessageLogConcurrencyTests {
     /// Checks that each writer's messages are in the order it appended them, with no

@@ -309,6 +309,44 @@ struct MessageLogDamageTests {
             }
         }
     }
+
+    @Test("Zeros, or an older record of the same size, where a record should be are never read as a message")
+    func staleAndZeroSlots() throws {
+        try withTemporaryDirectory { directory in
+            // Given a ring exactly full of ten 24-byte messages (32-byte records)
+            let url = directory.appendingPathComponent("ring.log")
+            let budget = 64 + 10 * 32
+            let messages = (0..<11).map { taggedMessage(writer: 0, sequence: $0, padding: 8) }
+            let log = try rawLog(url, maximumBytes: budget, overwrites: true)
+            for message in messages.prefix(10) { try log.append(message) }
+            let before = try bytes(of: url)
+            // When the eleventh append wraps to offset 64 but a crash keeps its record
+            // from the disk: the slot still holds message 0, a valid record of the same
+            // size from the previous lap (a payload-only checksum would accept it)
+            try log.append(messages[10])
+            let after = try bytes(of: url)
+            let stale = Array(after[0..<64]) + Array(before[64...])
+            let copy = directory.appendingPathComponent("copy.log")
+            try write(stale, to: copy)
+            // Then opening drops the torn append; message 0 is not returned as message 10
+            #expect(try rawLog(copy, maximumBytes: budget, overwrites: true).messages() == Array(messages[1..<10]))
+
+            // And when the slot holds zeros instead (an empty payload's CRC-32C is 0)
+            var zeroed = after
+            for i in 64..<96 { zeroed[i] = 0 }
+            try write(zeroed, to: copy)
+            #expect(try rawLog(copy, maximumBytes: budget, overwrites: true).messages() == Array(messages[1..<10]))
+
+            // And zeros in the middle of the log are damage at their offset, not empty messages
+            var middle = before
+            for i in (64 + 3 * 32)..<(64 + 5 * 32) { middle[i] = 0 }
+            try write(middle, to: copy)
+            let reader = try rawLog(copy, maximumBytes: budget, overwrites: true)
+            let error = #expect(throws: HoardError.self) { try reader.messages() }
+            #expect(error?.code == .fileCorrupted)
+            #expect(error?.offset == 64 + 3 * 32)
+        }
+    }
 }
 
 /// Whether every element of `part` appears in `whole`, in the same order.

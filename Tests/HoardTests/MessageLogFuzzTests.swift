@@ -67,6 +67,48 @@ struct MessageLogFuzzTests {
         }
     }
 
+    @Test("Headers with huge or extreme offsets, counts, budgets and laps, checksum valid: errors, never a crash")
+    func extremeHeaders() async throws {
+        try await withTemporaryDirectory { directory in
+            let corpus = try Self.corpus(in: directory)
+            let url = directory.appendingPathComponent("extreme.log")
+            let extremes: [UInt64] = [
+                .max, .max - 7, 1 << 63, 1 << 62, 1 << 48, (1 << 48) + 1, UInt64(UInt32.max), 0x7FFF_FFFF, 72, 71, 64, 63, 0,
+            ]
+            var refusedOrDamaged = 0
+            for (index, base) in corpus.files.enumerated() {
+                for field in [16, 24, 32, 40, 48, 56] {
+                    for value in extremes {
+                        var bytes = base.bytes
+                        let width = field == 56 ? 4 : 8
+                        for i in 0..<width { bytes[field + i] = UInt8(truncatingIfNeeded: value >> (8 * UInt64(i))) }
+                        let crc = bytes[0..<60].withUnsafeBytes { _CRC32C.checksum($0) }
+                        for i in 0..<4 { bytes[60 + i] = UInt8(truncatingIfNeeded: crc >> (8 * UInt32(i))) }
+                        try write(bytes, to: url)
+                        let outcome = try await Self.exercise(
+                            url, maximumBytes: base.maximumBytes, overwrites: base.overwrites, corpus: corpus,
+                            context: "file \(index), field \(field) = \(value)")
+                        if outcome != "read" { refusedOrDamaged += 1 }
+                    }
+                }
+            }
+            // Most of these headers cannot describe a log: they must be refused, not read.
+            #expect(refusedOrDamaged > corpus.files.count * 6 * extremes.count / 2)
+
+            // A damaged header of a log with a 1 TiB budget in a file of a few hundred
+            // bytes: recovery scans the file, not the budget.
+            let large = directory.appendingPathComponent("large.log")
+            let messages = (0..<3).map { taggedMessage(writer: 5, sequence: $0, padding: 30) }
+            try rawLog(large, maximumBytes: 1 << 40, overwrites: true).append(contentsOf: messages)
+            var file = try bytes(of: large)
+            file[40] ^= 0x01  // the record count
+            try write(file, to: large)
+            let log = try rawLog(large, maximumBytes: 1 << 40, overwrites: true)
+            #expect(try !log.recover().isHeaderIntact)
+            #expect(try log.messages() == messages)
+        }
+    }
+
     /// One mutation of a valid log, and its name.
     static func mutate(_ original: [UInt8], random: inout SplitMix64) -> ([UInt8], String) {
         var bytes = original

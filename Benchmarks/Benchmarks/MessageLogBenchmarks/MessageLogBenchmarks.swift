@@ -8,22 +8,38 @@ import Hoard
     import Darwin
 #endif
 
-/// `MessageLog<Data>` (codec `.cacheValue`, overwriting) against plain file I/O
-/// measured in the same run, so results compare as ratios. Every benchmark gets a
-/// fresh temporary directory in its setup, removed in its teardown.
+/// `MessageLog<Data>` (codec `.cacheValue`, which passes bytes through; overwriting)
+/// against plain file I/O measured in the same run, so results compare as ratios.
+/// Every benchmark gets a fresh temporary directory in its setup, removed in its
+/// teardown.
 ///
 /// - `append 64B`: 1,000 single appends per iteration (`.kilo`: time per message),
-///   durability `.none`. Baseline: one `write(2)` of 72 bytes (message plus the
-///   log's 8-byte prefix) per message to a plain file, wrapping at the budget.
+///   durability `.none`. Three baselines, each a ring of 72-byte records (message plus
+///   the log's 8-byte prefix) in a plain file:
+///   - `write(2)`: one `pwrite` per message, nothing else: the floor of any design
+///     that persists each message with a system call.
+///   - `flock+pwrite+unlock`: the same inside `flock(LOCK_EX)`/`flock(LOCK_UN)`: the
+///     floor of any design that locks the file per append, which two processes sharing
+///     a file need.
+///   - `MessageLog's 5 calls`: the calls a MessageLog append makes (lock, `pread` of
+///     the 64-byte header, `pwrite` of its 40 changing bytes, `pwritev` of prefix and
+///     payload, unlock) with no work between them: how far MessageLog is from its own
+///     floor.
+/// - `append 64B JSON`: 1,000 appends of a `Codable` struct whose JSON is 68 bytes
+///   through the default `.json` codec; `encode 64B JSON` encodes the same 1,000
+///   values with `ValueCodec.json` alone, so the two together say how much of an
+///   append of a `Codable` message is the codec.
 /// - `append 64B batch100`: ten `append(contentsOf:)` batches of 100 per iteration
 ///   (`.kilo`). Baseline: ten `write(2)` calls of 7,200 bytes.
 /// - `append 64B fsync`: one append per iteration, durability `.fsync`. Baseline:
 ///   one 72-byte `write(2)` plus `fdatasync`.
 /// - `read-all 64MiB`: `messages()` of a full 64 MiB log (about 932,000 messages),
 ///   one per iteration. Baseline: a sequential read of the same file with
-///   `FileHandle` in 1 MiB chunks.
+///   `FileHandle` in 1 MiB chunks: the file system's sequential read bandwidth.
 let benchmarks: @Sendable () -> Void = {
     registerAppends()
+    registerLockedBaselines()
+    registerCodecAppends()
     registerReadAll()
 }
 

@@ -45,9 +45,27 @@ import Synchronization
 /// A 64-byte header (magic, format version, budget, overwrite flag, the offsets of the
 /// oldest record and of the next write, the record count, where the latest append
 /// began, and the lap), then records: a `UInt32` little-endian payload length, a
-/// CRC-32C check, the payload. Sizes and byte order are the same on every platform. A
-/// log that overwrites is a ring: a record that does not fit before the budget goes to
-/// offset 64, after a wrap marker.
+/// `UInt32` little-endian CRC-32C check, the payload. Sizes and byte order are the same
+/// on every platform. A log that overwrites is a ring: a record that does not fit
+/// before the budget goes to offset 64, after a wrap marker.
+///
+/// Two deliberate departures from the format DESIGN.md sketches (a CRC-32C of the
+/// payload, a header of magic, version, budget, flag and two offsets):
+/// - **The check is `CRC-32C(offset ‖ length ‖ payload) XOR lap`, not `CRC-32C(payload)`.**
+///   A payload-only CRC accepts bytes that were never a record: 8 zero bytes are a valid
+///   empty record (the CRC-32C of nothing is 0), so a zero-filled region, which is what
+///   a file system shows after a crash, reads as a run of empty messages; and a record
+///   left from an earlier pass of the ring, whose slot the newest append never reached,
+///   passes as the new one. Binding the check to the record's offset rejects records
+///   written or copied to the wrong place, and the lap (how many times writing
+///   restarted at offset 64) rejects records from an earlier pass. The field is still a
+///   `UInt32` after the length, so the record layout is the one specified.
+/// - **The header also holds the record count, where the latest append began, the
+///   lap, and a CRC-32C of its first 60 bytes**, in its 64 bytes. The count and the
+///   checksum let a damaged header be told from a valid one; the latest append's start
+///   tells a torn tail (dropped on open) from damage (reported); the lap is the check's.
+///
+/// The layouts, byte by byte, are in `_LogHeader.swift` and `_LogRecord.swift`.
 ///
 /// ## Why an append costs what it does
 ///
@@ -61,20 +79,35 @@ import Synchronization
 /// evicted). Records an append must evict are read from a 64 KiB read-ahead window:
 /// one read and one buffer per 64 KiB of evicted records, not one per record.
 ///
-/// Why not skip the header write and find the end of the log by scanning records at
-/// open? It saves one call for a single writer only: every other instance and process
-/// must still learn where the log ends before it appends, which costs a read either
-/// way, and a log that overwrites must record which records it evicted somewhere, or
-/// a crash leaves a header that claims overwritten records. With the header as the one
-/// source of truth those cases stay simple. Why not `mmap`? A mapped file that another
-/// program truncates (log rotation does) kills the process with `SIGBUS`; `pread` just
-/// reads fewer bytes.
+/// The system calls are the cost: `MessageLogBenchmarks` measures a single append at
+/// 1.15 to 1.35 times the same five calls made back to back with no work between them,
+/// so the code between them is not what to shrink. What was weighed to make fewer:
+/// - *Header and record in one `pwritev`*: a `pwritev` writes one contiguous range,
+///   and the header (offset 0) and the record (anywhere) are not contiguous.
+/// - *Skip re-reading the header when no one else wrote*: telling that needs state
+///   shared between processes; every kernel-held clue (size, modification time, the
+///   lock) costs a system call like the read it would save.
+/// - *Map the header page* (`mmap`, shared between processes): reads and writes of the
+///   header become memory accesses, three calls an append instead of five. Rejected: a
+///   mapped page of a file that another program truncates to zero bytes (log rotation
+///   does) kills the process with `SIGBUS`, and so does writing a mapped page when a
+///   copy-on-write file system (APFS, btrfs) is full, where `pwrite` returns `ENOSPC`.
+/// - *Scan for the end of the log at open instead of writing the header*: every other
+///   instance and process would still need a read to learn where the log ends, and a
+///   log that overwrites must record which records it evicted somewhere, or a crash
+///   leaves a header that claims overwritten records.
 ///
-/// So a single-message append is bound by its five system calls. On the 2-core Linux
-/// VM this was built on, where one call costs 0.3 to 0.8 µs, a release build appends
-/// roughly 300,000 to 500,000 64-byte messages a second, one at a time, and 2.5 to 3
-/// million a second through ``append(contentsOf:)`` in batches of 100 or more, which
-/// pays the same five calls once per batch.
+/// Any design that takes a file lock per append pays the lock's two calls and one
+/// write at least: measured in the same run, that floor was 2.3 times the cost of a
+/// bare 72-byte `pwrite`. On the 2-core Linux VM this was built on (busy with other
+/// work, which slows system calls; medians), a bare `pwrite` ran at 1.6 million a
+/// second, the lock-and-write floor at 690,000, the five calls at 390,000 and a single
+/// 64-byte append at 287,000. A million single appends a second is out of reach of a
+/// log that several processes may share, here. ``append(contentsOf:)`` pays the five
+/// calls once per batch: 2.6 million 64-byte messages a second in batches of 100, 1.4
+/// times the time of a bare `write(2)` of the same bytes. For a `Codable` message the
+/// codec dominates: ``ValueCodec/json`` alone encoded 174,000 68-byte values a second in
+/// the same run, and appends of them through it ran at 106,000 a second.
 ///
 /// - Note: Reads and appends do file I/O while holding the instance's lock, which
 ///   serializes the threads that share its file descriptor (the file lock does the same

@@ -46,6 +46,13 @@ struct _LogImage {
         return .unavailable(count: _LogRecord.prefixSize)
     }
 
+    /// The end of the loaded piece that holds `position`, or `position` itself when no
+    /// piece holds it: no record can start at or after it.
+    func loadedEnd(at position: Int) -> Int {
+        for piece in pieces where piece.start <= position && position < piece.end { return piece.end }
+        return position
+    }
+
     /// The lap the record at `position` was written in, read from its check, when a
     /// record's layout (length fitting before `segmentEnd`) starts there.
     func impliedLap(at position: Int, segmentEnd: Int) -> (lap: UInt32, length: Int)? {
@@ -63,11 +70,15 @@ struct _LogImage {
         return nil
     }
 
-    /// The payload of the record at `position`, whose length is `length`.
+    /// The payload of the record at `position`, whose length is `length`: a new `Data`
+    /// copied straight from the loaded bytes (one buffer, no per-byte iteration).
     func payload(at position: Int, length: Int) -> Data {
         let start = position + _LogRecord.prefixSize
+        guard length > 0 else { return Data() }
         for piece in pieces where piece.start <= start && start + length <= piece.end {
-            return Data(piece.bytes[(start - piece.start)..<(start - piece.start + length)])
+            return piece.bytes.withUnsafeBytes { bytes in
+                Data(bytes: bytes.baseAddress! + (start - piece.start), count: length)
+            }
         }
         preconditionFailure("payload(at:length:) asked for a record the walk did not find")
     }

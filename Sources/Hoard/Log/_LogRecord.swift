@@ -12,15 +12,19 @@
 ///                              record; written by `recover()` over damaged bytes
 /// ```
 ///
-/// The check covers more than the payload. The length: a damaged length is caught by
-/// the record it starts. The record's own offset: a record written to the wrong place,
-/// or a block of records copied elsewhere, fails, so the log never returns a message
-/// twice or out of order; and a zero-filled region (what a file system shows after a
-/// crash) passes only by a CRC collision, not as a run of empty records. The *lap*
-/// (how many times writing restarted at offset 64), XOR-ed in: a record left over from
-/// an earlier lap fails where the header expects a newer one, so after a crash a slot
-/// that never received its new record cannot pass off an older message of the same
-/// size as the new one.
+/// The check covers more than the payload: a departure from DESIGN.md, which asks for
+/// the CRC-32C of the payload alone. That would accept an 8-byte zero prefix (an empty
+/// payload, whose CRC-32C is 0) and a stale record of the right length. The field keeps
+/// the specified place and width, a `UInt32` after the length. What it covers:
+/// - The length: a damaged length is caught by the record it starts.
+/// - The record's own offset: a record written to the wrong place, or a block of
+///   records copied elsewhere, fails, so the log never returns a message twice or out of
+///   order; and a zero-filled region (what a file system shows after a crash) passes
+///   only by a CRC collision, not as a run of empty records.
+/// - The *lap* (how many times writing restarted at offset 64), XOR-ed in: a record left
+///   over from an earlier lap fails where the header expects a newer one, so after a
+///   crash a slot that never received its new record cannot pass off an older message
+///   of the same size as the new one.
 enum _LogRecord {
     /// The size of the header every record and marker starts with.
     static let prefixSize = 8

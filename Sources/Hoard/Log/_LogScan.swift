@@ -66,9 +66,13 @@ struct _LogScan {
     }
 
     /// The first offset from `start` where an intact record of `lap` begins.
+    ///
+    /// Only loaded bytes are tried: a header may state a budget far larger than the
+    /// file (up to 256 TiB), and trying every offset up to it would never end.
     static func resynchronize(_ image: _LogImage, from start: Int, segmentEnd: Int, lap: UInt32) -> Int? {
         var position = start
-        while position + _LogRecord.prefixSize <= segmentEnd {
+        let end = min(segmentEnd, image.loadedEnd(at: start))
+        while position + _LogRecord.prefixSize <= end {
             if case .record = image.slot(at: position, segmentEnd: segmentEnd, lap: lap) { return position }
             position += 1
         }
@@ -111,7 +115,9 @@ struct _LogScan {
             var current: [_LogWalk.Record] = []
             var previous: [_LogWalk.Record] = []
             var position = start
-            while position + _LogRecord.prefixSize <= maximumBytes {
+            // Only the loaded bytes: the budget may be far larger than the file.
+            let end = min(maximumBytes, image.loadedEnd(at: start))
+            while position + _LogRecord.prefixSize <= end {
                 if let found = image.impliedLap(at: position, segmentEnd: maximumBytes),
                    found.lap == lap || (found.lap == lap &- 1 && lap &- 1 != 0)
                 {

@@ -1,5 +1,5 @@
 // The child process of the disk store's crash-safety, multi-process and fault
-// tests. Not a product: tests start it, talk to it over stdout, and kill it.
+// tests, and of the message log's multi-process and crash tests. Not a product: tests start it, talk to it over stdout, and kill it.
 //
 //   HoardCrashWriter write DIR ROUND        write forever: "will SEQ KEY" before each set of KEY
 //                                           ("willrm SEQ KEY" before a removal),
@@ -14,6 +14,11 @@
 //                                           settings domain ("hoard.settings" is the standard one); "done"
 //   HoardCrashWriter log-default NAME COUNT append COUNT messages to the log NAME in the default location;
 //                                           "done PATH"
+//   HoardCrashWriter log FILE WRITER COUNT BUDGET OVERWRITES
+//                                           append COUNT tagged messages (0: forever) to the
+//                                           MessageLog<Data> at FILE, every fifth append a batch
+//                                           of one; "ready" first, "ok SEQ" once each append
+//                                           returned, "done" at the end
 //
 // Every line is written with one write(2) call, so a line the parent reads is whole.
 import Foundation
@@ -300,11 +305,52 @@ func runLogDefault(name: String, count: Int) {
     }
 }
 
+/// A message that says who wrote it, the same bytes as the tests' `taggedMessage`:
+/// `writer` and `sequence` in 8 bytes each (little endian), then `padding` bytes
+/// derived from both.
+func taggedMessage(writer: Int, sequence: Int, padding: Int) -> Data {
+    var data = Data()
+    withUnsafeBytes(of: UInt64(writer).littleEndian) { data.append(contentsOf: $0) }
+    withUnsafeBytes(of: UInt64(sequence).littleEndian) { data.append(contentsOf: $0) }
+    for i in 0..<padding { data.append(UInt8(truncatingIfNeeded: writer &* 31 &+ sequence &* 7 &+ i)) }
+    return data
+}
+
+/// Appends tagged messages to a message log, acknowledging each once it returned.
+func runLogAppender(file: String, writer: Int, count: Int, budget: Int, overwrites: Bool) {
+    let log: MessageLog<Data>
+    do {
+        log = try MessageLog<Data>(
+            fileURL: URL(fileURLWithPath: file), maximumBytes: budget, overwritesOldMessages: overwrites,
+            codec: .cacheValue)
+    } catch {
+        fail("open: \(error)")
+    }
+    say("ready")
+    var sequence = 0
+    while count == 0 || sequence < count {
+        let message = taggedMessage(writer: writer, sequence: sequence, padding: (sequence &* 13) % 90)
+        do {
+            if sequence % 5 == 4 {
+                try log.append(contentsOf: [message])
+            } else {
+                try log.append(message)
+            }
+        } catch {
+            fail("append \(sequence): \(error)")
+        }
+        say("ok \(sequence)")
+        sequence += 1
+    }
+    say("done")
+}
+
 let arguments = CommandLine.arguments
 guard arguments.count >= 3 else {
     fail(
         "usage: HoardCrashWriter write DIR ROUND | writeN DIR NAME COUNT | fsize DIR | permission DIR | open-as-nobody DIR"
-            + " | settings-write DOMAIN NAMESPACE COUNT | log-default NAME COUNT")
+            + " | settings-write DOMAIN NAMESPACE COUNT | log-default NAME COUNT"
+            + " | log FILE WRITER COUNT BUDGET OVERWRITES")
 }
 switch arguments[1] {
 case "write":
@@ -324,6 +370,11 @@ case "settings-write":
 case "log-default":
     guard arguments.count >= 4, let count = Int(arguments[3]) else { fail("usage: log-default NAME COUNT") }
     runLogDefault(name: arguments[2], count: count)
+case "log":
+    guard arguments.count >= 7, let writer = Int(arguments[3]), let count = Int(arguments[4]),
+        let budget = Int(arguments[5]), let overwrites = Bool(arguments[6])
+    else { fail("usage: log FILE WRITER COUNT BUDGET OVERWRITES") }
+    runLogAppender(file: arguments[2], writer: writer, count: count, budget: budget, overwrites: overwrites)
 default:
     fail("unknown mode \(arguments[1])")
 }

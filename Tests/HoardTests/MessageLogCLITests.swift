@@ -1,0 +1,125 @@
+import Foundation
+import Hoard
+import Testing
+
+/// `hoard log dump|tail|verify`, run as the built executable on real log files.
+@Suite("MessageLog through the hoard command-line tool", .timeLimit(.minutes(3)))
+struct MessageLogCLITests {
+    struct Event: Codable, Sendable, Equatable {
+        var name: String
+        var number: Int
+    }
+
+    /// Runs `hoard` with `arguments` on its own thread.
+    static func hoard(_ arguments: String...) async throws -> (status: Int32, output: String, errors: String) {
+        try await DiskTest.onThread { try DiskTest.run(DiskTest.executable(named: "hoard"), arguments) }
+    }
+
+    static let events = (1...5).map { Event(name: "event \($0)", number: $0) }
+    static let binary = Data([0, 1, 2, 255])
+
+    /// A log of five JSON events, then one message of raw bytes that is not JSON.
+    static func makeLog(_ url: URL) throws {
+        let log = try MessageLog<Event>(fileURL: url, maximumBytes: 64 << 10, overwritesOldMessages: true)
+        for event in events { try log.append(event) }
+        let raw = try rawLog(url, maximumBytes: 64 << 10, overwrites: true)
+        try raw.append(binary)
+    }
+
+    /// The offsets of the records of an unwrapped log, walked from offset 64.
+    static func recordOffsets(_ file: [UInt8], count: Int) -> [Int] {
+        var offsets: [Int] = []
+        var position = 64
+        for _ in 0..<count {
+            offsets.append(position)
+            let length = file[position..<position + 4].withUnsafeBytes { $0.loadUnaligned(as: UInt32.self) }.littleEndian
+            position += 8 + Int(length)
+        }
+        return offsets
+    }
+
+    @Test("dump prints every message as a JSON line, oldest first; tail the newest N")
+    func dumpAndTail() async throws {
+        try await withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("events.log")
+            try Self.makeLog(url)
+
+            let dump = try await Self.hoard("log", "dump", url.path)
+            #expect(dump.status == 0, "\(dump.errors)")
+            let lines = dump.output.split(separator: "\n").map(String.init)
+            #expect(lines.count == 6)
+            let decoded = try lines.prefix(5).map { try JSONDecoder().decode(Event.self, from: Data($0.utf8)) }
+            #expect(decoded == Self.events)
+            // Bytes that are not JSON print as a JSON string of their base64.
+            #expect(lines.last == "\"\(Self.binary.base64EncodedString())\"")
+
+            let tail = try await Self.hoard("log", "tail", url.path, "-n", "2")
+            #expect(tail.status == 0)
+            let newest = tail.output.split(separator: "\n").map(String.init)
+            #expect(newest == Array(lines.suffix(2)))
+            let all = try await Self.hoard("log", "tail", url.path, "-n", "50")
+            #expect(all.output == dump.output)
+            let negative = try await Self.hoard("log", "tail", url.path, "-n", "-1")
+            #expect(negative.status != 0)
+        }
+    }
+
+    @Test("verify: exit 0 and the count on an intact log; exit 1 and the damaged offset after a flipped byte")
+    func verify() async throws {
+        try await withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("events.log")
+            try Self.makeLog(url)
+
+            let clean = try await Self.hoard("log", "verify", url.path)
+            #expect(clean.status == 0, "\(clean.errors)")
+            #expect(clean.output.hasPrefix("intact: 6 messages"))
+
+            // Damage the third record's payload
+            var file = try bytes(of: url)
+            let third = Self.recordOffsets(file, count: 6)[2]
+            file[third + 10] ^= 0x20
+            try write(file, to: url)
+
+            let damaged = try await Self.hoard("log", "verify", url.path)
+            #expect(damaged.status == 1)
+            #expect(damaged.output.contains("damaged: 5 intact messages"), "\(damaged.output)")
+            #expect(damaged.output.contains("damaged bytes \(third)..<"), "\(damaged.output)")
+            // Reading it reports the same offset, and changes nothing.
+            let dump = try await Self.hoard("log", "dump", url.path)
+            #expect(dump.status != 0)
+            #expect(dump.errors.contains("at byte offset \(third)"), "\(dump.errors)")
+            #expect(try bytes(of: url) == file)
+        }
+    }
+
+    @Test("verify reports a torn tail, which dump skips; a file that is not a log is refused")
+    func tornAndForeign() async throws {
+        try await withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("events.log")
+            try Self.makeLog(url)
+            var file = try bytes(of: url)
+            let last = Self.recordOffsets(file, count: 6)[5]
+            file.removeLast(file.count - (last + 5))  // a crash in the middle of the last append
+            try write(file, to: url)
+
+            let torn = try await Self.hoard("log", "verify", url.path)
+            #expect(torn.status == 1)
+            #expect(torn.output.contains("torn last append: 5 intact messages"), "\(torn.output)")
+            #expect(torn.output.contains("torn bytes \(last)..<"))
+            let dump = try await Self.hoard("log", "dump", url.path)
+            #expect(dump.status == 0)
+            #expect(dump.output.split(separator: "\n").count == 5)
+
+            let foreign = directory.appendingPathComponent("notes.txt")
+            try write(Array("just some text, long enough to fill a header of sixty-four bytes!".utf8), to: foreign)
+            for command in ["dump", "tail", "verify"] {
+                let result = try await Self.hoard("log", command, foreign.path)
+                #expect(result.status != 0)
+                #expect(result.errors.contains("is not a message log"), "\(command): \(result.errors)")
+            }
+            let missing = try await Self.hoard("log", "dump", directory.appendingPathComponent("none.log").path)
+            #expect(missing.status != 0)
+            #expect(missing.errors.contains("there is no log file at this path"))
+        }
+    }
+}
