@@ -164,32 +164,7 @@ public final class RedisStore: RemoteCacheStore {
     public func set(
         _ data: Data, for key: String, in namespace: String, storedAt: Date, expiresAt: Date?
     ) async throws(RedisError) {
-        var lifetime: Int64?
-        if let expiresAt {
-            let milliseconds = (expiresAt.timeIntervalSince(clock.now()) * 1000).rounded(.up)
-            guard milliseconds > 0 else {
-                try await removeValue(for: key, in: namespace)
-                return
-            }
-            // Beyond ~30,000 years the server could overflow; such an entry is as good as eternal.
-            if milliseconds < 1e15 { lifetime = Int64(milliseconds) }
-        }
-        // SET and PUBLISH encoded straight into one buffer, sent in one write.
-        var writer = _RESPCommandWriter(capacity: data.count + 2 * (keyspace.prefix.utf8.count + namespace.utf8.count + key.utf8.count) + 160)
-        writer.command("SET", argumentCount: lifetime == nil ? 2 : 4)
-        keyspace.writeKey(key, in: namespace, to: &writer)
-        _RedisEntryFormat.write(data, storedAt: storedAt, expiresAt: expiresAt, to: &writer)
-        if let lifetime {
-            writer.argument("PX")
-            writer.argument(String(lifetime))
-        }
-        writePublish(key: key, in: namespace, to: &writer)
-        let encoded = writer.buffer
-        let replies = try await run(key: key) { connection throws(RedisError) in
-            try await connection.send(encoded: encoded, count: 2, name: "SET")
-        }
-        try Self.check(replies[0], command: "SET", key: key)
-        try Self.check(replies[1], command: "PUBLISH", key: key)
+        try await write([.set(data, for: key, in: namespace, storedAt: storedAt, expiresAt: expiresAt)])
     }
 
     /// Removes the entry for `key` in `namespace` with `UNLINK`, and publishes the
@@ -197,16 +172,100 @@ public final class RedisStore: RemoteCacheStore {
     ///
     /// - Throws: ``RedisError`` when the server cannot answer.
     public func removeValue(for key: String, in namespace: String) async throws(RedisError) {
-        var writer = _RESPCommandWriter(capacity: 2 * (keyspace.prefix.utf8.count + namespace.utf8.count + key.utf8.count) + 160)
-        writer.command("UNLINK", argumentCount: 1)
-        keyspace.writeKey(key, in: namespace, to: &writer)
-        writePublish(key: key, in: namespace, to: &writer)
-        let encoded = writer.buffer
-        let replies = try await run(key: key) { connection throws(RedisError) in
-            try await connection.send(encoded: encoded, count: 2, name: "UNLINK")
+        try await write([.removeValue(for: key, in: namespace)])
+    }
+
+    /// Applies many changes in order, pipelined: the `SET … PX`/`UNLINK` and
+    /// `PUBLISH` commands of up to ``pipelineLimit`` changes go out in one write on
+    /// one connection, and their replies are awaited together. A ``Hoard/CacheStoreWrite/removeAll(in:)``
+    /// waits for the changes before it and runs as ``removeAll(in:)`` does.
+    ///
+    /// Each change is the one ``set(_:for:in:storedAt:expiresAt:)`` or
+    /// ``removeValue(for:in:)`` would make, invalidation included; the server runs
+    /// the commands of one connection in order, so the last change to a key wins.
+    ///
+    /// - Throws: The first ``RedisError``: a reply that was an error, or a round trip
+    ///   that failed (then the changes of that round trip may or may not have been
+    ///   applied).
+    public func write(_ batch: [CacheStoreWrite]) async throws(RedisError) {
+        var writer = _RESPCommandWriter(capacity: encodedSize(of: batch.prefix(Self.pipelineLimit)))
+        // The command and key of each change in `writer`, for its two replies.
+        var sent: [(command: String, key: String)] = []
+        var firstError: RedisError?
+        var next = 0
+        func send() async throws(RedisError) {
+            guard !sent.isEmpty else { return }
+            let encoded = writer.buffer
+            let changes = sent
+            writer = _RESPCommandWriter(capacity: encodedSize(of: batch[next...].prefix(Self.pipelineLimit)))
+            sent = []
+            let replies = try await run(key: changes.count == 1 ? changes[0].key : nil) { connection throws(RedisError) in
+                try await connection.send(encoded: encoded, count: 2 * changes.count, name: changes[0].command)
+            }
+            for (index, change) in changes.enumerated() where firstError == nil {
+                do {
+                    try Self.check(replies[2 * index], command: change.command, key: change.key)
+                    try Self.check(replies[2 * index + 1], command: "PUBLISH", key: change.key)
+                } catch {
+                    firstError = error
+                }
+            }
         }
-        try Self.check(replies[0], command: "UNLINK", key: key)
-        try Self.check(replies[1], command: "PUBLISH", key: key)
+        for change in batch {
+            next += 1
+            switch change {
+            case .set(let data, let key, let namespace, let storedAt, let expiresAt):
+                var lifetime: Int64?
+                if let expiresAt {
+                    let milliseconds = (expiresAt.timeIntervalSince(clock.now()) * 1000).rounded(.up)
+                    if milliseconds <= 0 {
+                        // Already expired: not stored, and any older value removed.
+                        writeUnlink(key: key, in: namespace, to: &writer)
+                        sent.append(("UNLINK", key))
+                        break
+                    }
+                    // Beyond ~30,000 years the server could overflow; such an entry is as good as eternal.
+                    if milliseconds < 1e15 { lifetime = Int64(milliseconds) }
+                }
+                writer.command("SET", argumentCount: lifetime == nil ? 2 : 4)
+                keyspace.writeKey(key, in: namespace, to: &writer)
+                _RedisEntryFormat.write(data, storedAt: storedAt, expiresAt: expiresAt, to: &writer)
+                if let lifetime {
+                    writer.argument("PX")
+                    writer.argument(String(lifetime))
+                }
+                writePublish(key: key, in: namespace, to: &writer)
+                sent.append(("SET", key))
+            case .removeValue(let key, let namespace):
+                writeUnlink(key: key, in: namespace, to: &writer)
+                sent.append(("UNLINK", key))
+            case .removeAll(let namespace):
+                try await send()
+                try await removeAll(in: namespace)
+            }
+            if sent.count >= Self.pipelineLimit { try await send() }
+        }
+        try await send()
+        if let firstError { throw firstError }
+    }
+
+    /// The most changes ``write(_:)`` sends in one round trip.
+    public static var pipelineLimit: Int { 256 }
+
+    /// About how many bytes the commands of `changes` take, so their buffer is
+    /// allocated once.
+    private func encodedSize(of changes: ArraySlice<CacheStoreWrite>) -> Int {
+        let fixed = 160 + 2 * keyspace.prefix.utf8.count
+        return changes.reduce(0) { total, change in
+            switch change {
+            case .set(let data, let key, let namespace, _, _):
+                total + fixed + data.count + 2 * (namespace.utf8.count + key.utf8.count)
+            case .removeValue(let key, let namespace):
+                total + fixed + 2 * (namespace.utf8.count + key.utf8.count)
+            case .removeAll:
+                total
+            }
+        }
     }
 
     /// Removes every entry of `namespace` and no other, then publishes
@@ -288,6 +347,13 @@ public final class RedisStore: RemoteCacheStore {
 
     private func publish(_ message: ByteBuffer, in namespace: String) -> _RedisCommand {
         _RedisCommand("PUBLISH", .bytes(keyspace.channel(for: namespace)), .bytes(message))
+    }
+
+    /// Appends `UNLINK <key>` and its `PUBLISH`.
+    private func writeUnlink(key: String, in namespace: String, to writer: inout _RESPCommandWriter) {
+        writer.command("UNLINK", argumentCount: 1)
+        keyspace.writeKey(key, in: namespace, to: &writer)
+        writePublish(key: key, in: namespace, to: &writer)
     }
 
     /// Appends `PUBLISH <channel of namespace> <"key changed" message>`.

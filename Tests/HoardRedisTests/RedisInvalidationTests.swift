@@ -47,6 +47,40 @@ struct RedisInvalidationTests {
         #expect(await otherNamespace.wait(forCount: 1) == [.key("o1")])
     }
 
+    @Test("write(_:) applies a batch in order, pipelined: the last change to a key wins, each change is announced")
+    func batchWrite() async throws {
+        let configuration = try RedisTestServer.configuration()
+        let writer = try RedisStore(configuration: configuration)
+        let reader = try RedisStore(configuration: configuration)
+        defer { Task { await writer.shutdown(); await reader.shutdown() } }
+        let seen = InvalidationRecorder(reader.invalidations(in: "batch"))
+        defer { seen.cancel() }
+        #expect(try await waitForSubscribers(1, store: writer, namespace: "batch"))
+
+        let now = Date()
+        // More changes than one round trip carries, so the batch spans several.
+        var batch: [CacheStoreWrite] = (0..<(RedisStore.pipelineLimit + 10)).map {
+            .set(Data([UInt8(truncatingIfNeeded: $0)]), for: "k\($0)", in: "batch", storedAt: now, expiresAt: nil)
+        }
+        batch += [
+            .set(Data([1]), for: "same", in: "batch", storedAt: now, expiresAt: nil),
+            .set(Data([2]), for: "same", in: "batch", storedAt: now, expiresAt: nil),
+            .removeValue(for: "k0", in: "batch"),
+            .set(Data([3]), for: "expired", in: "batch", storedAt: now, expiresAt: now - 1),
+        ]
+        try await writer.write(batch)
+
+        #expect(try await reader.entry(for: "same", in: "batch")?.data == Data([2]))
+        #expect(try await reader.entry(for: "k0", in: "batch") == nil)
+        #expect(try await reader.entry(for: "k1", in: "batch")?.data == Data([1]))
+        let last = RedisStore.pipelineLimit + 9
+        #expect(try await reader.entry(for: "k\(last)", in: "batch")?.data == Data([UInt8(truncatingIfNeeded: last)]))
+        #expect(try await reader.entry(for: "expired", in: "batch") == nil)
+        let announced = await seen.wait(forCount: batch.count)
+        #expect(announced.count == batch.count)
+        #expect(announced.last == .key("expired"))
+    }
+
     @Test("When its last stream ends, the store unsubscribes; shutdown finishes the streams")
     func unsubscribeAndShutdown() async throws {
         let configuration = try RedisTestServer.configuration()

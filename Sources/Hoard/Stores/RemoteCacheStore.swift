@@ -68,6 +68,20 @@ public protocol RemoteCacheStore: Sendable {
     ///   have been removed.
     func removeAll(in namespace: String) async throws
 
+    /// Applies many changes, in order, in as few round trips as the store can.
+    ///
+    /// A cache's write-behind queue hands its writes over this way. Changes are
+    /// applied in the order given, so the last change to a key wins, and other
+    /// instances are told of each as ``set(_:for:in:storedAt:expiresAt:)``,
+    /// ``removeValue(for:in:)`` and ``removeAll(in:)`` tell them. The default
+    /// implementation calls those one after the other; a store overrides it to send
+    /// the batch pipelined or in one transaction.
+    ///
+    /// - Parameter batch: The changes, oldest first; an empty batch costs nothing.
+    /// - Throws: The store's first error. Changes before the failing one may have been
+    ///   applied, and, for a pipelining store, changes after it too.
+    func write(_ batch: [CacheStoreWrite]) async throws
+
     /// Keys other instances changed or removed in `namespace` (never this instance's own writes), for cross-instance invalidation.
     ///
     /// The stream yields ``RemoteInvalidation/key(_:)`` for each key another
@@ -80,4 +94,21 @@ public protocol RemoteCacheStore: Sendable {
     /// - Parameter namespace: The namespace to watch.
     /// - Returns: A stream of invalidations, as they arrive.
     func invalidations(in namespace: String) -> AsyncStream<RemoteInvalidation>
+}
+
+extension RemoteCacheStore {
+    /// Applies the changes one after the other with ``set(_:for:in:storedAt:expiresAt:)``,
+    /// ``removeValue(for:in:)`` and ``removeAll(in:)``, stopping at the first error.
+    public func write(_ batch: [CacheStoreWrite]) async throws {
+        for change in batch {
+            switch change {
+            case .set(let data, let key, let namespace, let storedAt, let expiresAt):
+                try await set(data, for: key, in: namespace, storedAt: storedAt, expiresAt: expiresAt)
+            case .removeValue(let key, let namespace):
+                try await removeValue(for: key, in: namespace)
+            case .removeAll(let namespace):
+                try await removeAll(in: namespace)
+            }
+        }
+    }
 }

@@ -238,23 +238,34 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
             }
         }
 
-        for (index, store) in remoteStores.enumerated() {
+        if !remoteStores.isEmpty {
+            var writes: [CacheStoreWrite] = []
+            writes.reserveCapacity(batch.count)
+            var positions: [Int] = []
+            positions.reserveCapacity(batch.count)
             for (position, operation) in zip(0..., batch) {
-                do {
-                    switch operation.kind {
-                    case .set(let key, _, let storedAt, _, let remoteExpiry, _):
-                        guard let data = encoded[position] else { continue }
-                        try await store.set(data, for: key.cacheKeyString, in: namespace, storedAt: storedAt, expiresAt: remoteExpiry)
-                    case .remove(let key):
-                        try await store.removeValue(for: key.cacheKeyString, in: namespace)
-                    case .removeAll(_, let remote):
-                        guard remote else { continue }
-                        try await store.removeAll(in: namespace)
+                switch operation.kind {
+                case .set(let key, _, let storedAt, _, let remoteExpiry, _):
+                    guard let data = encoded[position] else { continue }
+                    writes.append(.set(data, for: key.cacheKeyString, in: namespace, storedAt: storedAt, expiresAt: remoteExpiry))
+                case .remove(let key):
+                    writes.append(.removeValue(for: key.cacheKeyString, in: namespace))
+                case .removeAll(_, let remote):
+                    guard remote else { continue }
+                    writes.append(.removeAll(in: namespace))
+                }
+                positions.append(position)
+            }
+            if !writes.isEmpty {
+                for (index, store) in remoteStores.enumerated() {
+                    do {
+                        try await store.write(writes)
+                    } catch {
+                        for position in positions where failures[position] == nil { failures[position] = error }
+                        report(CacheFailure(key: writes.count == 1 ? Self.key(of: writes[0]) : nil,
+                                            tier: .remote(index), operation: Self.isRemoval(writes) ? .remove : .write,
+                                            error: error))
                     }
-                } catch {
-                    if failures[position] == nil { failures[position] = error }
-                    report(CacheFailure(key: Self.key(of: operation.kind), tier: .remote(index),
-                                        operation: Self.isRemoval(operation.kind) ? .remove : .write, error: error))
                 }
             }
         }
@@ -268,15 +279,8 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
         }
     }
 
-    private static func key(of kind: Operation.Kind) -> String? {
-        switch kind {
-        case .set(let key, _, _, _, _, _), .remove(let key): key.cacheKeyString
-        case .removeAll: nil
-        }
-    }
-
-    private static func isRemoval(_ kind: Operation.Kind) -> Bool {
-        if case .set = kind { return false }
-        return true
+    /// Whether a failed batch only removed entries (reported as a removal).
+    private static func isRemoval(_ writes: [CacheStoreWrite]) -> Bool {
+        writes.allSatisfy { if case .set = $0 { false } else { true } }
     }
 }
