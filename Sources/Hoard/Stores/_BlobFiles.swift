@@ -82,9 +82,8 @@ struct _BlobFiles: Sendable {
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw _FileSystem.error("could not create a value file", path: temporary) }
         var failure: HoardError?
-        let written = data.withUnsafeBytes { _FileSystem.writeFully(fd, $0) }
-        if !written {
-            failure = _FileSystem.error("could not write a value file", path: temporary)
+        if case .failure(let written) = data.withUnsafeBytes({ _POSIX.write(fd, $0, at: 0) }) {
+            failure = _FileSystem.error("could not write a value file", path: temporary, errno: written.code)
         } else if syncsFiles, fsync(fd) != 0 {
             failure = _FileSystem.error("could not flush a value file to disk", path: temporary)
         }
@@ -123,12 +122,15 @@ struct _BlobFiles: Sendable {
         if Int(info.st_size) != size { return .sizeMismatch(actual: Int(info.st_size)) }
         if size == 0 { return .data(Data()) }
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 16)
-        let count = _FileSystem.readFully(fd, into: buffer)
-        if count != size {
-            let error = _FileSystem.error("could not read a value file", path: filePath)
+        switch _POSIX.read(fd, into: buffer, at: 0) {
+        case .failure(let failure):
             buffer.deallocate()
-            if count < 0 { throw error }
+            throw _FileSystem.error("could not read a value file", path: filePath, errno: failure.code)
+        case .success(let count) where count != size:
+            buffer.deallocate()
             return .sizeMismatch(actual: count)
+        case .success:
+            break
         }
         return .data(Data(bytesNoCopy: buffer.baseAddress!, count: size, deallocator: .custom { pointer, _ in
             pointer.deallocate()

@@ -78,13 +78,16 @@ enum _POSIX {
         return .success(done)
     }
 
-    /// Writes all of `bytes` at `offset`.
+    /// Writes all of `bytes` at `offset`. A write that makes no progress fails with
+    /// `EIO` rather than spinning.
     static func write(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int) -> Result<Void, Failure> {
         var done = 0
         while done < bytes.count {
             let n = pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t(offset + done))
-            if n >= 0 {
+            if n > 0 {
                 done += n
+            } else if n == 0 {
+                return .failure(Failure(call: "pwrite", code: EIO))
             } else if errno != EINTR {
                 return .failure(Failure(call: "pwrite", code: errno))
             }

@@ -1,9 +1,13 @@
 import Foundation
 
-/// The POSIX calls the disk store makes, with `errno` turned into ``HoardError``.
+/// Path-level file operations (kinds, directories, listings, removal) with `errno`
+/// turned into ``HoardError``, for the disk store and housekeeping.
 ///
-/// Foundation re-exports the C library on every platform Hoard supports (Glibc on
-/// Linux, Darwin on Apple platforms), so nothing here branches on the platform.
+/// Reading and writing through a descriptor goes through ``_POSIX``, the one place
+/// that loops over short transfers and retries on `EINTR`; this type only adds the
+/// operations on paths. Foundation re-exports the C library on every platform Hoard
+/// supports (Glibc on Linux, Darwin on Apple platforms), so nothing here branches on
+/// the platform.
 enum _FileSystem {
     /// The error code for an `errno` value a caller can act on, or `nil`.
     static func code(forErrno value: Int32) -> HoardError.Code? {
@@ -84,42 +88,10 @@ enum _FileSystem {
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         var buffer = [UInt8](repeating: 0, count: count)
-        let read = buffer.withUnsafeMutableBytes { readFully(fd, into: $0) }
-        guard read >= 0 else { return nil }
+        guard case .success(let read) = buffer.withUnsafeMutableBytes({ _POSIX.read(fd, into: $0, at: 0) }) else {
+            return nil
+        }
         return Array(buffer.prefix(read))
-    }
-
-    /// Reads until `buffer` is full or the file ends; returns the count or -1.
-    static func readFully(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) -> Int {
-        var done = 0
-        while done < buffer.count {
-            let n = read(fd, buffer.baseAddress! + done, buffer.count - done)
-            if n > 0 {
-                done += n
-            } else if n == 0 {
-                break
-            } else if errno != EINTR {
-                return -1
-            }
-        }
-        return done
-    }
-
-    /// Writes every byte of `buffer`; returns `false` with `errno` set on failure.
-    static func writeFully(_ fd: Int32, _ buffer: UnsafeRawBufferPointer) -> Bool {
-        var done = 0
-        while done < buffer.count {
-            let n = write(fd, buffer.baseAddress! + done, buffer.count - done)
-            if n > 0 {
-                done += n
-            } else if n < 0, errno == EINTR {
-                continue
-            } else {
-                if n == 0 { errno = EIO }
-                return false
-            }
-        }
-        return true
     }
 
     /// Flushes a directory's entries (a rename into it) to stable storage.
