@@ -5,9 +5,15 @@ import Synchronization
 /// were made, many per store transaction, and remembers what is still pending so
 /// reads never see an older value from a store while a newer write waits.
 ///
-/// Work runs in one unstructured task at a time, started when the first write
-/// arrives and ending when the queue is empty. It holds everything it needs (the
-/// stores, the codec), so queued writes complete even after the cache is gone.
+/// Work runs on the writer's own serial dispatch queue, started when the first
+/// write arrives and ending when the queue is empty: encoding and the local stores'
+/// writes block a thread for as long as the disk takes, and that must never be one
+/// of the few threads Swift concurrency shares among all tasks (on a two-core
+/// machine, writes queued by a task would otherwise wait for that task to yield
+/// before any of them reached the disk). Remote stores are async; the writer's
+/// thread waits for them, which keeps every tier in write order. The writer holds
+/// everything it needs (the stores, the codec), so queued writes complete even
+/// after the cache is gone.
 final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
     /// One write, in the order it was made.
     struct Operation: Sendable {
@@ -53,6 +59,8 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
     private let remoteStores: [any RemoteCacheStore]
     private let codec: ValueCodec<Value>?
     private let report: @Sendable (CacheFailure) -> Void
+    /// Where batches are applied, one at a time.
+    private let queue = DispatchQueue(label: "Hoard.Cache.writer", qos: .utility)
     /// The most operations applied in one store transaction: large enough that the
     /// commit is a small part of a batch, small enough that readers of the store
     /// are not held off for long.
@@ -99,7 +107,7 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
             return true
         }
         if start {
-            Task { await self.drain() }
+            queue.async { self.drain() }
         }
     }
 
@@ -135,8 +143,9 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
     }
 
     /// Takes everything queued at once (one lock, no shifting of a long queue) and
-    /// applies it in store transactions of at most ``batchLimit`` operations.
-    private func drain() async {
+    /// applies it in store transactions of at most ``batchLimit`` operations. Runs
+    /// on ``queue``.
+    private func drain() {
         while true {
             let taken = state.withLock { state -> [Operation] in
                 if state.queue.isEmpty {
@@ -151,16 +160,18 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
             var start = taken.startIndex
             while start < taken.endIndex {
                 let end = min(start + Self.batchLimit, taken.endIndex)
-                await complete(taken[start..<end])
+                complete(taken[start..<end])
                 start = end
             }
         }
     }
 
     /// Applies one batch, then resumes its waiters and the flushes it satisfies.
-    private func complete(_ batch: ArraySlice<Operation>) async {
+    private func complete(_ batch: ArraySlice<Operation>) {
         guard let last = batch.last else { return }
-        let failures = await apply(batch)
+        let (localFailures, encoded) = encodeAndWriteLocally(batch)
+        let failures = remoteStores.isEmpty
+            ? localFailures : waitForRemoteWrites(batch, encoded: encoded, failures: localFailures)
         let (completions, waiters) = state.withLock { state in
             state.completed = last.sequence
             for operation in batch {
@@ -188,13 +199,16 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
         for waiter in waiters { waiter.resume() }
     }
 
-    /// Applies a batch to every store; returns the first error per operation, by
-    /// position in the batch.
-    private func apply(_ batch: ArraySlice<Operation>) async -> [(any Error)?] {
+    /// Encodes the batch's values and writes the local stores, in one transaction
+    /// each.
+    ///
+    /// - Returns: The first error per operation and the encoded values, by position
+    ///   in the batch.
+    private func encodeAndWriteLocally(_ batch: ArraySlice<Operation>) -> ([(any Error)?], [Data?]) {
         var failures = [(any Error)?](repeating: nil, count: batch.count)
         var encoded = [Data?](repeating: nil, count: batch.count)
-        for (position, operation) in zip(0..., batch) {
-            guard case .set(let key, let value, _, _, _, _) = operation.kind else { continue }
+        for position in 0..<batch.count {
+            guard case .set(let key, let value, _, _, _, _) = batch[batch.startIndex + position].kind else { continue }
             guard let codec else {
                 failures[position] = HoardError(.noCodec, "the cache has stores but no codec for \(Value.self)")
                 continue
@@ -206,67 +220,89 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
                 report(CacheFailure(key: key.cacheKeyString, tier: .memory, operation: .encode, error: error))
             }
         }
+        guard !localStores.isEmpty else { return (failures, encoded) }
 
-        if !localStores.isEmpty {
-            var writes: [CacheStoreWrite] = []
-            writes.reserveCapacity(batch.count)
-            var positions: [Int] = []
-            positions.reserveCapacity(batch.count)
-            for (position, operation) in zip(0..., batch) {
-                switch operation.kind {
-                case .set(let key, _, let storedAt, let localExpiry, _, let local):
-                    guard local, let data = encoded[position] else { continue }
-                    writes.append(.set(data, for: key.cacheKeyString, in: namespace, storedAt: storedAt, expiresAt: localExpiry))
-                case .remove(let key):
-                    writes.append(.removeValue(for: key.cacheKeyString, in: namespace))
-                case .removeAll(let local, _):
-                    guard local else { continue }
-                    writes.append(.removeAll(in: namespace))
-                }
-                positions.append(position)
+        var writes: [CacheStoreWrite] = []
+        writes.reserveCapacity(batch.count)
+        var positions: [Int] = []
+        positions.reserveCapacity(batch.count)
+        for position in 0..<batch.count {
+            switch batch[batch.startIndex + position].kind {
+            case .set(let key, _, let storedAt, let localExpiry, _, let local):
+                guard local, let data = encoded[position] else { continue }
+                writes.append(.set(data, for: key.cacheKeyString, in: namespace, storedAt: storedAt, expiresAt: localExpiry))
+            case .remove(let key):
+                writes.append(.removeValue(for: key.cacheKeyString, in: namespace))
+            case .removeAll(let local, _):
+                guard local else { continue }
+                writes.append(.removeAll(in: namespace))
             }
-            if !writes.isEmpty {
-                for (index, store) in localStores.enumerated() {
-                    do {
-                        try store.write(writes)
-                    } catch {
-                        for position in positions where failures[position] == nil { failures[position] = error }
-                        report(CacheFailure(key: writes.count == 1 ? Self.key(of: writes[0]) : nil,
-                                            tier: .local(index), operation: .write, error: error))
-                    }
-                }
+            positions.append(position)
+        }
+        guard !writes.isEmpty else { return (failures, encoded) }
+        for (index, store) in localStores.enumerated() {
+            do {
+                try store.write(writes)
+            } catch {
+                for position in positions where failures[position] == nil { failures[position] = error }
+                report(CacheFailure(key: writes.count == 1 ? Self.key(of: writes[0]) : nil,
+                                    tier: .local(index), operation: .write, error: error))
             }
         }
+        return (failures, encoded)
+    }
 
-        if !remoteStores.isEmpty {
-            var writes: [CacheStoreWrite] = []
-            writes.reserveCapacity(batch.count)
-            var positions: [Int] = []
-            positions.reserveCapacity(batch.count)
-            for (position, operation) in zip(0..., batch) {
-                switch operation.kind {
-                case .set(let key, _, let storedAt, _, let remoteExpiry, _):
-                    guard let data = encoded[position] else { continue }
-                    writes.append(.set(data, for: key.cacheKeyString, in: namespace, storedAt: storedAt, expiresAt: remoteExpiry))
-                case .remove(let key):
-                    writes.append(.removeValue(for: key.cacheKeyString, in: namespace))
-                case .removeAll(_, let remote):
-                    guard remote else { continue }
-                    writes.append(.removeAll(in: namespace))
-                }
-                positions.append(position)
+    /// Writes the batch to the remote stores from a task, and blocks the writer's
+    /// thread (never a Swift concurrency thread) until they have answered, so the
+    /// next batch cannot overtake this one.
+    ///
+    /// - Returns: `failures` with the remote stores' first error added for each
+    ///   operation that had none.
+    private func waitForRemoteWrites(
+        _ batch: ArraySlice<Operation>, encoded: [Data?], failures: [(any Error)?]
+    ) -> [(any Error)?] {
+        let done = DispatchSemaphore(value: 0)
+        let result = Mutex(failures)
+        Task {
+            let updated = await self.writeRemotely(batch, encoded: encoded, failures: failures)
+            result.withLock { $0 = updated }
+            done.signal()
+        }
+        done.wait()
+        return result.withLock { $0 }
+    }
+
+    /// Hands the batch to every remote store in one ``RemoteCacheStore/write(_:)``.
+    private func writeRemotely(
+        _ batch: ArraySlice<Operation>, encoded: [Data?], failures: [(any Error)?]
+    ) async -> [(any Error)?] {
+        var failures = failures
+        var writes: [CacheStoreWrite] = []
+        writes.reserveCapacity(batch.count)
+        var positions: [Int] = []
+        positions.reserveCapacity(batch.count)
+        for position in 0..<batch.count {
+            switch batch[batch.startIndex + position].kind {
+            case .set(let key, _, let storedAt, _, let remoteExpiry, _):
+                guard let data = encoded[position] else { continue }
+                writes.append(.set(data, for: key.cacheKeyString, in: namespace, storedAt: storedAt, expiresAt: remoteExpiry))
+            case .remove(let key):
+                writes.append(.removeValue(for: key.cacheKeyString, in: namespace))
+            case .removeAll(_, let remote):
+                guard remote else { continue }
+                writes.append(.removeAll(in: namespace))
             }
-            if !writes.isEmpty {
-                for (index, store) in remoteStores.enumerated() {
-                    do {
-                        try await store.write(writes)
-                    } catch {
-                        for position in positions where failures[position] == nil { failures[position] = error }
-                        report(CacheFailure(key: writes.count == 1 ? Self.key(of: writes[0]) : nil,
-                                            tier: .remote(index), operation: Self.isRemoval(writes) ? .remove : .write,
-                                            error: error))
-                    }
-                }
+            positions.append(position)
+        }
+        guard !writes.isEmpty else { return failures }
+        for (index, store) in remoteStores.enumerated() {
+            do {
+                try await store.write(writes)
+            } catch {
+                for position in positions where failures[position] == nil { failures[position] = error }
+                report(CacheFailure(key: writes.count == 1 ? Self.key(of: writes[0]) : nil,
+                                    tier: .remote(index), operation: Self.isRemoval(writes) ? .remove : .write,
+                                    error: error))
             }
         }
         return failures
