@@ -1,0 +1,224 @@
+import Logging
+import PostgresNIO
+import Synchronization
+
+/// The store's postgres-nio client (its connection pool) and the bounds on every
+/// operation run through it.
+///
+/// Each operation runs under two timers: while it waits for a connection one allows
+/// `connectionWaitTimeout`, once it has one the other allows `commandTimeout`. Both
+/// are scheduled on event loops, so a bound costs no task. When the wait runs
+/// out the operation fails with `connectionFailed` and later operations fail at once
+/// for a backoff delay (doubling up to the maximum, reset by the next connection
+/// had), so a server that is down costs each caller nothing. When the statement
+/// runs out, the connection is closed, which fails the statement at once, and the
+/// pool replaces it.
+final class _PostgresPool: Sendable {
+    struct Settings: Sendable {
+        var host: String
+        var port: Int
+        var connectionWaitTimeout: Duration
+        var commandTimeout: Duration
+        var initialReconnectDelay: Duration
+        var maximumReconnectDelay: Duration
+    }
+
+    private struct State {
+        var isShutdown = false
+        /// Operations fail at once until then, after a connection could not be had.
+        var blockedUntil: ContinuousClock.Instant?
+        var nextDelay: Duration
+    }
+
+    static let logger = Logger(label: "hoard.postgres", factory: { _ in SwiftLogNoOpLogHandler() })
+
+    let client: PostgresClient
+    private let group: any EventLoopGroup
+    private let connectFailures: _ConnectFailureLog
+    private let settings: Settings
+    private let state: Mutex<State>
+    private let runner: Task<Void, Never>
+
+    init(configuration: PostgresClient.Configuration, group: any EventLoopGroup, settings: Settings) {
+        let connectFailures = _ConnectFailureLog()
+        self.connectFailures = connectFailures
+        let client = PostgresClient(
+            configuration: configuration, eventLoopGroup: group, backgroundLogger: connectFailures.logger)
+        self.client = client
+        self.group = group
+        self.settings = settings
+        state = Mutex(State(nextDelay: settings.initialReconnectDelay))
+        runner = Task { await client.run() }
+    }
+
+    /// Stops the client: its connections close and later operations fail with `shutdown`.
+    func shutdown() {
+        state.withLock { $0.isShutdown = true }
+        runner.cancel()
+    }
+
+    /// Runs `body` on a connection of the pool, within the timeouts.
+    func run<T: Sendable>(
+        _ operation: String, key: String?, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
+    ) async throws(PostgresStoreError) -> T {
+        try checkAvailable(operation, key: key)
+        let lease = _Lease(commandTimeout: TimeAmount(settings.commandTimeout))
+        let client = self.client
+        let pool = self
+        let task = Task<T, any Error> {
+            try await client.withConnection { connection in
+                guard lease.start(connection) else { throw CancellationError() }
+                pool.noteConnected()
+                do {
+                    return try await body(connection)
+                } catch {
+                    // A connection closed for running out of time goes back to the pool
+                    // only once the pool has seen it close, so nobody leases it again.
+                    if lease.commandExpired { try? await connection.closeFuture.get() }
+                    throw error
+                }
+            }
+        }
+        let waitTimer = group.any().scheduleTask(in: TimeAmount(settings.connectionWaitTimeout)) {
+            if lease.expireWait() { task.cancel() }
+        }
+        let result = await withTaskCancellationHandler { await task.result } onCancel: { task.cancel() }
+        waitTimer.cancel()
+        switch (result, lease.finish()) {
+        case (.success(let value), _):
+            return value
+        case (.failure, .wait):
+            noteConnectionFailure()
+            throw waitExpired(operation: operation).with(key: key)
+        case (.failure, .command):
+            throw PostgresStoreError(
+                .timeout,
+                "The PostgreSQL server did not answer within \(settings.commandTimeout); the connection was closed.",
+                operation: operation, key: key)
+        case (.failure(let error), .none):
+            throw PostgresStoreError(from: error, operation: operation).with(key: key)
+        }
+    }
+
+    /// The error of an operation that waited in vain for a connection, saying why
+    /// the latest connection attempt failed when one did.
+    private func waitExpired(operation: String) -> PostgresStoreError {
+        var message = "No connection to the PostgreSQL server at \(settings.host):\(settings.port) within "
+            + "\(settings.connectionWaitTimeout)"
+        if let reason = connectFailures.reason {
+            message += "; the latest attempt failed: \(reason.prefix(1_000))"
+        } else {
+            message += ": it does not answer, or every connection of the pool stayed busy."
+        }
+        return PostgresStoreError(.connectionFailed, message, operation: operation)
+    }
+
+    private func checkAvailable(_ operation: String, key: String?) throws(PostgresStoreError) {
+        let (isShutdown, blockedUntil) = state.withLock { ($0.isShutdown, $0.blockedUntil) }
+        if isShutdown { throw PostgresStoreError(.shutdown, "The store has been shut down.", operation: operation, key: key) }
+        if let blockedUntil, ContinuousClock.now < blockedUntil {
+            throw PostgresStoreError(
+                .connectionFailed,
+                "The PostgreSQL server at \(settings.host):\(settings.port) could not be reached just now; "
+                    + "the store tries again after its reconnect delay.",
+                operation: operation, key: key)
+        }
+    }
+
+    /// A connection was had: operations wait for connections again.
+    func noteConnected() {
+        if connectFailures.reason != nil { connectFailures.clear() }
+        state.withLock { state in
+            guard state.blockedUntil != nil else { return }
+            state.blockedUntil = nil
+            state.nextDelay = settings.initialReconnectDelay
+        }
+    }
+
+    private func noteConnectionFailure() {
+        state.withLock { state in
+            state.blockedUntil = .now + state.nextDelay
+            state.nextDelay = min(state.nextDelay * 2, settings.maximumReconnectDelay)
+        }
+    }
+}
+
+/// One operation's progress, shared by the operation and its two timers: the wait
+/// for a connection (on any event loop) and the statement (on the connection's loop).
+final class _Lease: Sendable {
+    /// Which limit an operation ran into, if any.
+    enum Expiry: Sendable {
+        case none, wait, command
+    }
+
+    private enum State {
+        case waiting
+        case running(PostgresConnection, Scheduled<Void>)
+        case finished
+        case expired(Expiry)
+    }
+
+    private let commandTimeout: TimeAmount
+    private let state = Mutex<State>(.waiting)
+
+    init(commandTimeout: TimeAmount) {
+        self.commandTimeout = commandTimeout
+    }
+
+    /// Records the connection the operation got and starts the statement's timer;
+    /// `false` when the wait has already run out.
+    func start(_ connection: PostgresConnection) -> Bool {
+        state.withLock { state in
+            guard case .waiting = state else { return false }
+            let timer = connection.eventLoop.scheduleTask(in: commandTimeout) { self.expireCommand() }
+            state = .running(connection, timer)
+            return true
+        }
+    }
+
+    /// The wait for a connection ran out: `true` when the operation was still waiting
+    /// (and is now given up).
+    func expireWait() -> Bool {
+        state.withLock { state in
+            guard case .waiting = state else { return false }
+            state = .expired(.wait)
+            return true
+        }
+    }
+
+    /// The statement ran out: closes its connection, which fails it at once.
+    private func expireCommand() {
+        let connection = state.withLock { state -> PostgresConnection? in
+            guard case .running(let connection, _) = state else { return nil }
+            state = .expired(.command)
+            return connection
+        }
+        // The pool's `close()`, which closes the channel without waiting.
+        if let connection { connection.close() as Void }
+    }
+
+    /// Whether the statement ran out of time (and its connection was closed).
+    var commandExpired: Bool {
+        state.withLock { state in
+            if case .expired(.command) = state { return true }
+            return false
+        }
+    }
+
+    /// Ends the operation, stopping the statement's timer; returns the limit it ran
+    /// into, if any.
+    func finish() -> Expiry {
+        state.withLock { state in
+            defer { if case .expired = state {} else { state = .finished } }
+            switch state {
+            case .running(_, let timer):
+                timer.cancel()
+                return .none
+            case .expired(let expiry):
+                return expiry
+            case .waiting, .finished:
+                return .none
+            }
+        }
+    }
+}
