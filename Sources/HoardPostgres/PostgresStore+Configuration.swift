@@ -76,9 +76,11 @@ extension PostgresStore {
         /// How long opening a connection may take. Defaults to 5 seconds.
         public var connectTimeout: Duration
 
-        /// How long the server may take to answer a statement once it is sent. A
-        /// statement that times out fails with ``PostgresStoreError/Code/timeout`` and its
-        /// connection is closed. Defaults to 5 seconds.
+        /// How long a statement may run. The server cancels it then (the sessions'
+        /// `statement_timeout`), and it fails with ``PostgresStoreError/Code/timeout``;
+        /// when no answer has come one second later still (a server or network that
+        /// does not answer at all), the connection is closed and the operation fails
+        /// with the same code. Defaults to 5 seconds.
         public var commandTimeout: Duration
 
         /// How long an operation waits for a connection (a free one from the pool, or
@@ -255,7 +257,11 @@ extension PostgresStore {
             configuration.options.connectTimeout = connectTimeout
             configuration.options.maximumConnections = connections
             configuration.options.minimumConnections = 0
-            configuration.options.additionalStartupParameters = [("application_name", applicationName)]
+            let milliseconds = max(1, Int(commandTimeout / .milliseconds(1)))
+            configuration.options.additionalStartupParameters = [
+                ("application_name", applicationName),
+                ("statement_timeout", String(milliseconds)),
+            ]
             return configuration
         }
     }

@@ -88,7 +88,7 @@ public final class PostgresStore: RemoteCacheStore {
             settings: .init(
                 host: configuration.host, port: configuration.port,
                 connectionWaitTimeout: configuration.connectionWaitTimeout,
-                commandTimeout: configuration.commandTimeout,
+                commandTimeout: configuration.commandTimeout + .seconds(1),
                 initialReconnectDelay: configuration.initialReconnectDelay,
                 maximumReconnectDelay: configuration.maximumReconnectDelay))
         hub = _PostgresNotifications(instanceID: instanceID.uuidString)

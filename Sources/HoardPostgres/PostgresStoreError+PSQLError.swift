@@ -37,6 +37,11 @@ extension PostgresStoreError {
                 self.init(
                     .connectionClosed, "PostgreSQL ended the session: \(message)", operation: operation,
                     serverMessage: serverMessage, sqlState: sqlState, underlying: error)
+            } else if sqlState == "57014" {
+                // query_canceled: the session's statement_timeout (commandTimeout) ran out.
+                self.init(
+                    .timeout, "PostgreSQL cancelled the statement: \(message)", operation: operation,
+                    serverMessage: serverMessage, sqlState: sqlState, underlying: error)
             } else {
                 self.init(
                     .serverError, "PostgreSQL answered with an error: \(message)", operation: operation,

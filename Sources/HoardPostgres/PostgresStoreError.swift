@@ -40,8 +40,9 @@ public struct PostgresStoreError: Error, Sendable, CustomStringConvertible {
         public static let connectionClosed = Code("connectionClosed")
         /// The server refused the user, the password or the database.
         public static let authenticationFailed = Code("authenticationFailed")
-        /// The server did not answer within ``PostgresStore/Configuration/commandTimeout``.
-        /// The connection is closed, so the statement no longer holds it.
+        /// The statement ran past ``PostgresStore/Configuration/commandTimeout``: the
+        /// server cancelled it (SQLSTATE `57014`), or, when the server did not answer at
+        /// all a second later, the connection was closed.
         public static let timeout = Code("timeout")
         /// The server answered a statement with an error; see
         /// ``PostgresStoreError/serverMessage`` and ``PostgresStoreError/sqlState``.

@@ -58,44 +58,66 @@ final class _PostgresPool: Sendable {
     }
 
     /// Runs `body` on a connection of the pool, within the timeouts.
+    ///
+    /// The caller resumes as soon as the operation ends or a limit is reached, even
+    /// if postgres-nio has not yet wound the operation down: the bound holds
+    /// whatever the library does after it.
     func run<T: Sendable>(
         _ operation: String, key: String?, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
     ) async throws(PostgresStoreError) -> T {
         try checkAvailable(operation, key: key)
-        let lease = _Lease(commandTimeout: TimeAmount(settings.commandTimeout))
         let client = self.client
         let pool = self
-        let task = Task<T, any Error> {
-            try await client.withConnection { connection in
-                guard lease.start(connection) else { throw CancellationError() }
-                pool.noteConnected()
-                do {
-                    return try await body(connection)
-                } catch {
-                    // A connection closed for running out of time goes back to the pool
-                    // only once the pool has seen it close, so nobody leases it again.
-                    if lease.commandExpired { try? await connection.closeFuture.get() }
-                    throw error
+        let outcome = _Outcome<T>()
+        let lease = _Lease(commandTimeout: TimeAmount(settings.commandTimeout), outcome: outcome)
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Result<T, any Error>, Never>) in
+                outcome.set(continuation)
+                let task = Task<Void, Never> {
+                    do {
+                        let value = try await client.withConnection { connection in
+                            guard lease.start(connection) else { throw CancellationError() }
+                            pool.noteConnected()
+                            do {
+                                let value = try await body(connection)
+                                lease.statementEnded()
+                                return value
+                            } catch {
+                                // A connection closed for running out of time goes back to the
+                                // pool only once the pool has seen it close.
+                                if !lease.statementEnded() { try? await connection.closeFuture.get() }
+                                throw error
+                            }
+                        }
+                        outcome.resume(.success(value))
+                    } catch {
+                        outcome.resume(.failure(error))
+                    }
                 }
+                outcome.setTask(task)
+                let waitTimer = group.any().scheduleTask(in: TimeAmount(settings.connectionWaitTimeout)) {
+                    if lease.expireWait() {
+                        task.cancel()
+                        outcome.resume(.failure(_Limit.wait))
+                    }
+                }
+                outcome.setWaitTimer(waitTimer)
             }
+        } onCancel: {
+            outcome.cancel()
         }
-        let waitTimer = group.any().scheduleTask(in: TimeAmount(settings.connectionWaitTimeout)) {
-            if lease.expireWait() { task.cancel() }
-        }
-        let result = await withTaskCancellationHandler { await task.result } onCancel: { task.cancel() }
-        waitTimer.cancel()
-        switch (result, lease.finish()) {
-        case (.success(let value), _):
+        switch result {
+        case .success(let value):
             return value
-        case (.failure, .wait):
+        case .failure(_Limit.wait):
             noteConnectionFailure()
             throw waitExpired(operation: operation).with(key: key)
-        case (.failure, .command):
+        case .failure(_Limit.command):
             throw PostgresStoreError(
                 .timeout,
                 "The PostgreSQL server did not answer within \(settings.commandTimeout); the connection was closed.",
                 operation: operation, key: key)
-        case (.failure(let error), .none):
+        case .failure(let error):
             throw PostgresStoreError(from: error, operation: operation).with(key: key)
         }
     }
@@ -143,26 +165,84 @@ final class _PostgresPool: Sendable {
     }
 }
 
-/// One operation's progress, shared by the operation and its two timers: the wait
-/// for a connection (on any event loop) and the statement (on the connection's loop).
-final class _Lease: Sendable {
-    /// Which limit an operation ran into, if any.
-    enum Expiry: Sendable {
-        case none, wait, command
+/// The limits an operation can run into.
+enum _Limit: Error {
+    case wait, command
+}
+
+/// Where an operation's result goes: resumed once, by the operation, a timer, or
+/// the caller's cancellation, whichever comes first.
+final class _Outcome<T: Sendable>: Sendable {
+    private struct State {
+        var continuation: CheckedContinuation<Result<T, any Error>, Never>?
+        var task: Task<Void, Never>?
+        var waitTimer: Scheduled<Void>?
+        var isDone = false
     }
 
+    private let state = Mutex(State())
+
+    func set(_ continuation: CheckedContinuation<Result<T, any Error>, Never>) {
+        state.withLock { $0.continuation = continuation }
+    }
+
+    func setTask(_ task: Task<Void, Never>) {
+        let cancelled = state.withLock { state in
+            state.task = task
+            return state.isDone
+        }
+        if cancelled { task.cancel() }
+    }
+
+    func setWaitTimer(_ timer: Scheduled<Void>) {
+        let done = state.withLock { state in
+            state.waitTimer = timer
+            return state.isDone
+        }
+        if done { timer.cancel() }
+    }
+
+    /// Resumes the caller with `result`, unless it was resumed already.
+    func resume(_ result: Result<T, any Error>) {
+        let (continuation, timer) = state.withLock { state in
+            state.isDone = true
+            defer { state.continuation = nil }
+            return (state.continuation, state.waitTimer)
+        }
+        timer?.cancel()
+        continuation?.resume(returning: result)
+    }
+
+    /// The caller was cancelled: stops the operation and resumes the caller.
+    func cancel() {
+        cancelTask()
+        resume(.failure(CancellationError()))
+    }
+
+    /// Cancels the task running the operation, so that it winds down.
+    func cancelTask() {
+        let task = state.withLock { $0.task }
+        task?.cancel()
+    }
+}
+
+/// One operation's progress, shared by the operation and its two timers: the wait
+/// for a connection (on any event loop) and the statement (on the connection's loop).
+final class _Lease<T: Sendable>: Sendable {
     private enum State {
         case waiting
         case running(PostgresConnection, Scheduled<Void>)
-        case finished
-        case expired(Expiry)
+        case ended
+        case expired
     }
 
     private let commandTimeout: TimeAmount
+    private let outcome: _Outcome<T>
     private let state = Mutex<State>(.waiting)
 
-    init(commandTimeout: TimeAmount) {
+    init(commandTimeout: TimeAmount, outcome: _Outcome<T>) {
         self.commandTimeout = commandTimeout
+        self.outcome = outcome
     }
 
     /// Records the connection the operation got and starts the statement's timer;
@@ -181,43 +261,41 @@ final class _Lease: Sendable {
     func expireWait() -> Bool {
         state.withLock { state in
             guard case .waiting = state else { return false }
-            state = .expired(.wait)
+            state = .expired
             return true
         }
     }
 
-    /// The statement ran out: closes its connection, which fails it at once.
+    /// The statement ran out: closes its connection, which fails it, and resumes the
+    /// caller at once.
     private func expireCommand() {
         let connection = state.withLock { state -> PostgresConnection? in
             guard case .running(let connection, _) = state else { return nil }
-            state = .expired(.command)
+            state = .expired
             return connection
         }
+        guard let connection else { return }
         // The pool's `close()`, which closes the channel without waiting.
-        if let connection { connection.close() as Void }
+        connection.close() as Void
+        outcome.resume(.failure(_Limit.command))
+        outcome.cancelTask()
     }
 
-    /// Whether the statement ran out of time (and its connection was closed).
-    var commandExpired: Bool {
+    /// The statement ended (before the connection goes back to the pool): stops its
+    /// timer. `false` when the timer had already run out and closed the connection.
+    @discardableResult
+    func statementEnded() -> Bool {
         state.withLock { state in
-            if case .expired(.command) = state { return true }
-            return false
-        }
-    }
-
-    /// Ends the operation, stopping the statement's timer; returns the limit it ran
-    /// into, if any.
-    func finish() -> Expiry {
-        state.withLock { state in
-            defer { if case .expired = state {} else { state = .finished } }
             switch state {
             case .running(_, let timer):
                 timer.cancel()
-                return .none
-            case .expired(let expiry):
-                return expiry
-            case .waiting, .finished:
-                return .none
+                state = .ended
+                return true
+            case .expired:
+                return false
+            case .waiting, .ended:
+                state = .ended
+                return true
             }
         }
     }

@@ -115,7 +115,7 @@ struct PostgresUnreachableTests {
     .enabled(if: PostgresTestServer.isAvailable, PostgresTestServer.skipMessage),
     .timeLimit(.minutes(3)))
 struct PostgresFaultTests {
-    @Test("A statement that runs past commandTimeout fails with timeout; its connection is replaced")
+    @Test("A statement that runs past commandTimeout is cancelled by the server: timeout, and the connection stays usable")
     func slowStatement() async throws {
         var configuration = try PostgresTestServer.configuration()
         // The table is made by a store with the default timeout: a busy server may
@@ -124,7 +124,7 @@ struct PostgresFaultTests {
         try await creator.set(Data([1]), for: "k", in: "ns", storedAt: .now, expiresAt: nil)
         await creator.shutdown()
         configuration.commandTimeout = .milliseconds(300)
-        configuration.maximumConnections = 1  // the next operation must get a new connection
+        configuration.maximumConnections = 1  // the next operation reuses the same connection
         let store = try PostgresStore(configuration: configuration)
         let started = ContinuousClock.now
         let slow = await outcome { () async throws(PostgresStoreError) in
@@ -135,10 +135,36 @@ struct PostgresFaultTests {
         #expect(ContinuousClock.now - started < .seconds(4), "not the statement's 5 s")
         if case .failure(let error) = slow {
             #expect(error.code == .timeout, "\(error)")
+            #expect(error.sqlState == "57014", "cancelled by the server's statement_timeout")
         } else {
             Issue.record("pg_sleep(5) must time out")
         }
         #expect(try await store.entry(for: "k", in: "ns")?.data == Data([1]), "the next operation works")
+        await store.shutdown()
+        await PostgresTestServer.drop(configuration)
+    }
+
+    @Test("No answer at all a second past commandTimeout: the operation fails with timeout at once, the pool goes on")
+    func unansweredStatement() async throws {
+        var configuration = try PostgresTestServer.configuration()
+        let creator = try PostgresStore(configuration: configuration)
+        try await creator.set(Data([1]), for: "k", in: "ns", storedAt: .now, expiresAt: nil)
+        await creator.shutdown()
+        configuration.commandTimeout = .milliseconds(200)
+        let store = try PostgresStore(configuration: configuration)
+        let started = ContinuousClock.now
+        // A body that never hears back, as from a server that stopped answering.
+        let stuck = await outcome { () async throws(PostgresStoreError) in
+            try await store.run("stuck", key: "k") { _ in try await Task.sleep(for: .seconds(60)) }
+        }
+        #expect(ContinuousClock.now - started < .seconds(30), "bounded by commandTimeout + 1 s, not the minute")
+        if case .failure(let error) = stuck {
+            #expect(error.code == .timeout, "\(error)")
+            #expect(error.key == "k")
+        } else {
+            Issue.record("the stuck operation must time out")
+        }
+        #expect(try await store.entry(for: "k", in: "ns")?.data == Data([1]), "another connection serves the next operation")
         await store.shutdown()
         await PostgresTestServer.drop(configuration)
     }
