@@ -14,9 +14,16 @@ extension PostgresStoreError {
         // postgres-nio maps its pool's shutdown and cancellation errors to PSQLError;
         // the one left, its circuit breaker, is of a type it does not export.
         if String(reflecting: type(of: error)).hasSuffix("ConnectionPoolError") {
-            self.init(
-                .connectionFailed, "No connection to the PostgreSQL server could be opened for a long while.",
-                operation: operation, underlying: error)
+            let text = String(reflecting: error)
+            if text.contains("requestCancelled") {
+                self.init(.cancelled, "The wait for a connection was cancelled.", operation: operation, underlying: error)
+            } else if text.contains("poolShutdown") {
+                self.init(.shutdown, "The store has been shut down.", operation: operation, underlying: error)
+            } else {
+                self.init(
+                    .connectionFailed, "No connection to the PostgreSQL server could be opened for a long while.",
+                    operation: operation, underlying: error)
+            }
             return
         }
         guard let psql = error as? PSQLError else {

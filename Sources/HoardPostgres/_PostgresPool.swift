@@ -97,8 +97,9 @@ final class _PostgresPool: Sendable {
                 outcome.setTask(task)
                 let waitTimer = group.any().scheduleTask(in: TimeAmount(settings.connectionWaitTimeout)) {
                     if lease.expireWait() {
-                        task.cancel()
+                        // Resumed first, so the cancelled lease cannot answer in its place.
                         outcome.resume(.failure(_Limit.wait))
+                        task.cancel()
                     }
                 }
                 outcome.setWaitTimer(waitTimer)
@@ -127,12 +128,14 @@ final class _PostgresPool: Sendable {
     private func waitExpired(operation: String) -> PostgresStoreError {
         var message = "No connection to the PostgreSQL server at \(settings.host):\(settings.port) within "
             + "\(settings.connectionWaitTimeout)"
-        if let reason = connectFailures.reason {
-            message += "; the latest attempt failed: \(reason.prefix(1_000))"
-        } else {
+        guard let reason = connectFailures.reason else {
             message += ": it does not answer, or every connection of the pool stayed busy."
+            return PostgresStoreError(.connectionFailed, message, operation: operation)
         }
-        return PostgresStoreError(.connectionFailed, message, operation: operation)
+        message += "; the latest attempt failed: \(reason.prefix(1_000))"
+        // SQLSTATE class 28 (invalid authorization) or 3D000 (no such database).
+        let refusedLogin = ["sqlState: 28", "sqlState: 3D000", "SQLSTATE 28", "SQLSTATE 3D000"].contains { reason.contains($0) }
+        return PostgresStoreError(refusedLogin ? .authenticationFailed : .connectionFailed, message, operation: operation)
     }
 
     private func checkAvailable(_ operation: String, key: String?) throws(PostgresStoreError) {
