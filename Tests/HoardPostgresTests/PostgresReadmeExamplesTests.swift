@@ -16,6 +16,9 @@ struct PostgresReadmeExamplesTests {
         configuration.isUnlogged = true
         configuration.maximumRows = 1_000_000
         configuration.commandTimeout = .seconds(2)
+        // Not in the README: other suites may starve this one's tasks for seconds.
+        configuration.commandTimeout = .seconds(60)
+        configuration.connectionWaitTimeout = .seconds(60)
         let store = try PostgresStore(configuration: configuration)
 
         try await store.set(Data("Ada".utf8), for: "user:42", in: "profiles", storedAt: .now, expiresAt: .now + 300)

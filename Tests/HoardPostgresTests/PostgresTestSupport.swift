@@ -22,12 +22,18 @@ enum PostgresTestServer {
     static let skipMessage: Comment =
         "needs a PostgreSQL server: set HOARD_POSTGRES_URL=postgres://postgres@127.0.0.1:PORT/postgres (scripts/test starts one)"
 
-    /// A configuration for the server with a table no other test uses.
+    /// A configuration for the server with a table no other test uses, and
+    /// generous time limits.
     static func configuration(table: String = "hoard_test_\(UUID().uuidString.prefix(8).lowercased())") throws
         -> PostgresStore.Configuration
     {
         var configuration = try PostgresStore.Configuration(url: url ?? "postgres://postgres@127.0.0.1:5432/postgres")
         configuration.table = table
+        // Generous limits: other suites may hold both threads of the cooperative pool
+        // for many seconds, starving the pool's connection attempts. Tests of the
+        // limits set their own.
+        configuration.connectionWaitTimeout = .seconds(60)
+        configuration.commandTimeout = .seconds(60)
         return configuration
     }
 
