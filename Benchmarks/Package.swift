@@ -15,6 +15,7 @@ let package = Package(
         // The explicit trait list is required: a default trait of 1.38.1 pulls a
         // package the local mirror does not have.
         .package(url: "https://github.com/ordo-one/benchmark", exact: "1.38.1", traits: ["MallocInterposer"]),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
     ],
     targets: [
         // Throughput of MemoryCache against Mutex<Dictionary> and NSCache baselines.
@@ -75,6 +76,20 @@ let package = Package(
                 .product(name: "Benchmark", package: "benchmark"),
             ],
             path: "Benchmarks/MessageLogBenchmarks",
+            swiftSettings: strict,
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+        // PostgresStore against postgres-nio prepared statements on the same table
+        // (and, through Benchmarks/scripts/postgres-vs-pgbench, against pgbench).
+        .executableTarget(
+            name: "PostgresStoreBenchmarks",
+            dependencies: [
+                .product(name: "Hoard", package: "Hoard"),
+                .product(name: "HoardPostgres", package: "Hoard"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Benchmark", package: "benchmark"),
+            ],
+            path: "Benchmarks/PostgresStoreBenchmarks",
             swiftSettings: strict,
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
