@@ -13,11 +13,14 @@ let package = Package(
     products: [
         .library(name: "Hoard", targets: ["Hoard"]),
         .library(name: "HoardRedis", targets: ["HoardRedis"]),
+        .library(name: "HoardPostgres", targets: ["HoardPostgres"]),
         .executable(name: "hoard", targets: ["hoard"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
         .systemLibrary(
@@ -40,6 +43,15 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        .target(
+            name: "HoardPostgres",
+            dependencies: [
+                "Hoard",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
         .executableTarget(
             name: "hoard",
             dependencies: [
@@ -58,6 +70,23 @@ let package = Package(
             path: "Tests/Support/HoardCrashWriter",
             swiftSettings: strict
         ),
+        // Not a product: the child process of the two-process invalidation tests, a
+        // Cache on a Redis or PostgreSQL store. Separate from HoardCrashWriter so that
+        // the disk store's tests do not build SwiftNIO.
+        .executableTarget(
+            name: "HoardRemoteWriter",
+            dependencies: ["Hoard", "HoardRedis", "HoardPostgres"],
+            path: "Tests/Support/HoardRemoteWriter",
+            swiftSettings: strict
+        ),
+        // Not a product: what the Redis and PostgreSQL tests share to drive
+        // HoardRemoteWriter.
+        .target(
+            name: "HoardRemoteTestSupport",
+            dependencies: ["Hoard"],
+            path: "Tests/Support/HoardRemoteTestSupport",
+            swiftSettings: strict
+        ),
         .testTarget(
             name: "HoardTests",
             dependencies: ["Hoard", "HoardCrashWriter", "hoard"],
@@ -67,7 +96,22 @@ let package = Package(
             name: "HoardRedisTests",
             dependencies: [
                 "HoardRedis",
+                "HoardRemoteWriter",
+                "HoardRemoteTestSupport",
                 "Hoard",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "HoardPostgresTests",
+            dependencies: [
+                "HoardPostgres",
+                "HoardRemoteWriter",
+                "HoardRemoteTestSupport",
+                "Hoard",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],

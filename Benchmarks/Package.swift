@@ -17,6 +17,7 @@ let package = Package(
         .package(url: "https://github.com/ordo-one/benchmark", exact: "1.38.1", traits: ["MallocInterposer"]),
         // For the bare-NIO reference client of RedisStoreBenchmarks (Hoard already depends on it).
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
     ],
     targets: [
         // Throughput of MemoryCache against Mutex<Dictionary> and NSCache baselines.
@@ -92,6 +93,20 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
             path: "Benchmarks/RedisStoreBenchmarks",
+            swiftSettings: strict,
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+        // PostgresStore against postgres-nio prepared statements on the same table
+        // (and, through Benchmarks/scripts/postgres-vs-pgbench, against pgbench).
+        .executableTarget(
+            name: "PostgresStoreBenchmarks",
+            dependencies: [
+                .product(name: "Hoard", package: "Hoard"),
+                .product(name: "HoardPostgres", package: "Hoard"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Benchmark", package: "benchmark"),
+            ],
+            path: "Benchmarks/PostgresStoreBenchmarks",
             swiftSettings: strict,
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),

@@ -1,0 +1,184 @@
+import Foundation
+import Hoard
+import HoardPostgres
+import PostgresNIO
+import Synchronization
+
+/// The store and the baseline client, both on `public.hoard_bench`, opened once.
+final class PostgresFixture: Sendable {
+    static let table = "hoard_bench"
+    static let namespace = "bench"
+    static let keyCount = 10_000
+
+    private struct Opened: Sendable {
+        let store: PostgresStore
+        let client: PostgresClient
+    }
+
+    private let url: String
+    private let opened = Mutex<Opened?>(nil)
+    let value = Data((0..<1_024).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+
+    init(url: String) {
+        self.url = url
+    }
+
+    /// Opens the store and the baseline client, and fills the table, once.
+    func open() async throws {
+        if opened.withLock({ $0 != nil }) { return }
+        var configuration = try PostgresStore.Configuration(url: url)
+        configuration.table = Self.table
+        configuration.maintenanceInterval = 0
+        let store = try PostgresStore(configuration: configuration)
+        var clientConfiguration = PostgresClient.Configuration(
+            host: configuration.host, port: configuration.port, username: configuration.username,
+            password: configuration.password, database: configuration.database, tls: .disable)
+        clientConfiguration.options.maximumConnections = configuration.maximumConnections
+        let client = PostgresClient(configuration: clientConfiguration)
+        Task { await client.run() }
+        let existing = try await store.entries(for: (0..<Self.keyCount).map { Self.key($0) }, in: Self.namespace)
+        if existing.count < Self.keyCount {
+            for index in 0..<Self.keyCount {
+                try await store.set(value, for: Self.key(index), in: Self.namespace, storedAt: Date(), expiresAt: nil)
+            }
+        }
+        opened.withLock { $0 = Opened(store: store, client: client) }
+    }
+
+    static func key(_ index: Int) -> String { "key-\(index)" }
+
+    private var store: PostgresStore { opened.withLock { $0!.store } }
+    private var client: PostgresClient { opened.withLock { $0!.client } }
+
+    // MARK: PostgresStore
+
+    func storeGet() async throws {
+        let entry = try await store.entry(for: Self.key(Int.random(in: 0..<Self.keyCount)), in: Self.namespace)
+        precondition(entry?.data.count == 1_024)
+    }
+
+    func storeSet() async throws {
+        try await store.set(
+            value, for: Self.key(Int.random(in: 0..<Self.keyCount)), in: Self.namespace, storedAt: Date(), expiresAt: nil)
+    }
+
+    func storeMultiGet() async throws {
+        let start = Int.random(in: 0...(Self.keyCount - 100))
+        let entries = try await store.entries(for: (start..<(start + 100)).map { Self.key($0) }, in: Self.namespace)
+        precondition(entries.count == 100)
+    }
+
+    // MARK: Baseline: postgres-nio prepared statements, same SQL
+
+    func baselineGet() async throws {
+        let statement = GetStatement(key: ByteBuffer(string: Self.key(Int.random(in: 0..<Self.keyCount))), now: Date())
+        var found = 0
+        for try await row in try await client.execute(statement) {
+            precondition(row.0.readableBytes == 1_024)
+            found += 1
+        }
+        precondition(found == 1)
+    }
+
+    func baselineSet() async throws {
+        let key = Self.key(Int.random(in: 0..<Self.keyCount))
+        let statement = SetStatement(
+            key: ByteBuffer(string: key), value: ByteBuffer(bytes: value), storedAt: Date(),
+            payload: "baseline k 5:bench\(key)")
+        for try await _ in try await client.execute(statement) {}
+    }
+
+    func baselineMultiGet() async throws {
+        let start = Int.random(in: 0...(Self.keyCount - 100))
+        let statement = MultiGetStatement(
+            keys: (start..<(start + 100)).map { ByteBuffer(string: Self.key($0)) }, now: Date())
+        var found = 0
+        for try await _ in try await client.execute(statement) { found += 1 }
+        precondition(found == 100)
+    }
+
+    /// Runs `operation` `perClient` times on each of `clients` tasks at once.
+    func concurrently(_ clients: Int, _ perClient: Int, _ operation: @escaping @Sendable () async throws -> Void) async throws {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<clients {
+                group.addTask { for _ in 0..<perClient { try await operation() } }
+            }
+            try await group.waitForAll()
+        }
+    }
+}
+
+private let namespaceBytes = ByteBuffer(string: PostgresFixture.namespace)
+
+/// The store's get, as a named prepared statement.
+struct GetStatement: PostgresPreparedStatement {
+    static let sql = """
+        SELECT value, stored_at, expires_at FROM "public"."hoard_bench"
+        WHERE namespace = $1 AND key = $2 AND (expires_at IS NULL OR expires_at > $3)
+        """
+    typealias Row = (ByteBuffer, Date, Date?)
+    var key: ByteBuffer
+    var now: Date
+
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 3)
+        bindings.append(namespaceBytes)
+        bindings.append(key)
+        bindings.append(now)
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
+}
+
+/// The store's multi-get, as a named prepared statement.
+struct MultiGetStatement: PostgresPreparedStatement {
+    static let sql = """
+        SELECT key, value, stored_at, expires_at FROM "public"."hoard_bench"
+        WHERE namespace = $1 AND key = ANY($2) AND (expires_at IS NULL OR expires_at > $3)
+        """
+    typealias Row = (ByteBuffer, ByteBuffer, Date, Date?)
+    var keys: [ByteBuffer]
+    var now: Date
+
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 3)
+        bindings.append(namespaceBytes)
+        bindings.append(keys)
+        bindings.append(now)
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
+}
+
+/// The store's set (upsert and `pg_notify` in one statement), as a named prepared statement.
+struct SetStatement: PostgresPreparedStatement {
+    static let sql = """
+        WITH written AS (
+            INSERT INTO "public"."hoard_bench" (namespace, key, value, stored_at, expires_at) VALUES ($1, $2, $3, $4, $5)
+            ON CONFLICT (namespace, key) DO UPDATE
+            SET value = EXCLUDED.value, stored_at = EXCLUDED.stored_at, expires_at = EXCLUDED.expires_at
+            RETURNING 1)
+        SELECT pg_notify($6, $7)
+        """
+    typealias Row = ()
+    var key: ByteBuffer
+    var value: ByteBuffer
+    var storedAt: Date
+    var payload: String
+
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 7)
+        bindings.append(namespaceBytes)
+        bindings.append(key)
+        bindings.append(value)
+        bindings.append(storedAt)
+        bindings.append(Date?.none)
+        bindings.append("hoard:public.hoard_bench")
+        bindings.append(payload)
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> Row {}
+}

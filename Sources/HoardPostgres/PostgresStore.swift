@@ -1,0 +1,309 @@
+import Foundation
+import Hoard
+import PostgresNIO
+import Synchronization
+
+/// A remote cache tier in a PostgreSQL table, over postgres-nio's connection pool,
+/// with `LISTEN`/`NOTIFY` invalidations between instances.
+///
+/// ```swift
+/// let store = try PostgresStore(configuration: .init(url: "postgres://app@db.internal/app"))
+/// try await store.set(bytes, for: "user:42", in: "profiles", storedAt: .now, expiresAt: .now + 300)
+/// let entry = try await store.entry(for: "user:42", in: "profiles")      // StoredEntry?
+/// let many = try await store.entries(for: ["user:1", "user:2"], in: "profiles")  // one SELECT … ANY($2)
+/// for await change in store.invalidations(in: "profiles") { … }         // other instances' writes
+/// ```
+///
+/// What it guarantees:
+/// - **Table.** Entries are rows `(namespace, key, value, stored_at, expires_at)` of
+///   ``Configuration/table`` in ``Configuration/schema``, keyed by namespace and key
+///   (both `bytea` holding UTF-8, so any string, NUL included, is a key). On first use
+///   the store creates schema, table (`UNLOGGED` if configured) and indexes when
+///   they are missing, under an advisory lock so concurrent first uses do not race.
+///   Names are always quoted: a crafted name is a name, never SQL.
+/// - **Expiry.** A row whose `expires_at` is not after the store's clock is a miss
+///   (the clock's time is a parameter of every read). Expired rows are deleted by
+///   ``removeExpired()`` and by maintenance, which runs every
+///   ``Configuration/maintenanceInterval`` writes and also trims the table, oldest
+///   `stored_at` first, to ``Configuration/maximumRows`` and
+///   ``Configuration/maximumBytes``.
+/// - **One round trip.** A get, a multi-get (`key = ANY($2)`), a set (an upsert),
+///   a removal and a namespace clear are each one statement; the writes carry their
+///   `pg_notify` in the same statement.
+/// - **Invalidations.** Every set, removal and clear notifies the table's channel
+///   naming this instance, which ignores its own notifications;
+///   ``invalidations(in:)`` delivers the others'. A key whose notification would pass
+///   PostgreSQL's 8000-byte payload limit is announced as its whole namespace cleared.
+/// - **Bounds.** At most ``Configuration/maximumConnections`` connections, plus one
+///   for `LISTEN`. An operation waits at most ``Configuration/connectionWaitTimeout``
+///   for a connection and ``Configuration/commandTimeout`` for the answer; after a
+///   failed wait, operations fail at once for a backoff delay. A lost connection is
+///   replaced on the next operation. No thread ever blocks.
+/// - **Errors.** Every failure is a ``PostgresStoreError``.
+///
+/// A store needs no explicit shutdown; ``shutdown()`` closes its connections at once
+/// and finishes its invalidation streams.
+public final class PostgresStore: RemoteCacheStore {
+    /// The configuration the store was created with.
+    public let configuration: Configuration
+
+    /// This instance's unique id, sent with every notification it makes so that it
+    /// can ignore its own.
+    public let instanceID: UUID
+
+    let statements: _PostgresStatements
+    let pool: _PostgresPool
+    let channel: String
+    let hub: _PostgresNotifications
+    private let listener: _PostgresListener
+    private let clock: any CacheClock
+    private let tableIsReady = Atomic<Bool>(false)
+    private let writes = Atomic<Int>(0)
+
+    /// Creates a store. It connects, and creates its table if needed, when it is first used.
+    ///
+    /// - Parameters:
+    ///   - configuration: The server, credentials, table, budgets and timeouts.
+    ///   - clock: Where the store reads the time, to tell live entries from expired
+    ///     ones. Defaults to ``Hoard/SystemClock``.
+    ///   - eventLoopGroup: The event loops its connections run on. Defaults to
+    ///     postgres-nio's default group.
+    /// - Throws: ``PostgresStoreError/Code/invalidConfiguration`` when a setting is out of
+    ///   range or a name is not allowed.
+    public init(
+        configuration: Configuration,
+        clock: any CacheClock = SystemClock(),
+        eventLoopGroup: any EventLoopGroup = PostgresClient.defaultEventLoopGroup
+    ) throws(PostgresStoreError) {
+        try configuration.validate()
+        self.configuration = configuration
+        self.clock = clock
+        instanceID = UUID()
+        channel = configuration.channel
+        statements = _PostgresStatements(
+            schema: configuration.schema, table: configuration.table, isUnlogged: configuration.isUnlogged)
+        pool = _PostgresPool(
+            configuration: configuration.clientConfiguration(connections: configuration.maximumConnections),
+            group: eventLoopGroup,
+            settings: .init(
+                host: configuration.host, port: configuration.port,
+                connectionWaitTimeout: configuration.connectionWaitTimeout,
+                commandTimeout: configuration.commandTimeout + .seconds(1),
+                initialReconnectDelay: configuration.initialReconnectDelay,
+                maximumReconnectDelay: configuration.maximumReconnectDelay))
+        hub = _PostgresNotifications(instanceID: instanceID.uuidString)
+        listener = _PostgresListener(
+            client: PostgresClient(
+                configuration: configuration.clientConfiguration(connections: 1), eventLoopGroup: eventLoopGroup),
+            hub: hub, channel: channel, initialDelay: configuration.initialReconnectDelay,
+            maximumDelay: configuration.maximumReconnectDelay)
+    }
+
+    deinit {
+        pool.shutdown()
+        listener.shutdown()
+        hub.finishAll()
+    }
+
+    /// Closes every connection and finishes every invalidation stream. Operations
+    /// after it fail with ``PostgresStoreError/Code/shutdown``.
+    public func shutdown() async {
+        pool.shutdown()
+        listener.shutdown()
+        hub.finishAll()
+    }
+
+    // MARK: Reading
+
+    /// The entry stored for `key` in `namespace`, if there is a live one: one `SELECT`.
+    ///
+    /// - Returns: The entry; `nil` when there is none or it has expired by the
+    ///   store's clock.
+    /// - Throws: ``PostgresStoreError`` when the server cannot answer.
+    public func entry(for key: String, in namespace: String) async throws(PostgresStoreError) -> StoredEntry? {
+        var binds = PostgresBindings(capacity: 3)
+        binds.append(ByteBuffer(string: namespace))
+        binds.append(ByteBuffer(string: key))
+        binds.append(clock.now())
+        let query = PostgresQuery(unsafeSQL: statements.get, binds: binds)
+        return try await run("get", key: key) { connection in
+            let rows = try await connection.query(query, logger: _PostgresPool.logger)
+            for try await (value, storedAt, expiresAt) in rows.decode((ByteBuffer, Date, Date?).self) {
+                return StoredEntry(data: Data(value.readableBytesView), storedAt: storedAt, expiresAt: expiresAt)
+            }
+            return nil
+        }
+    }
+
+    /// The live entries for many keys of one namespace: one `SELECT … key = ANY($2)`,
+    /// one round trip.
+    ///
+    /// - Returns: The entries found, by key; expired entries are absent.
+    /// - Throws: ``PostgresStoreError`` when the server cannot answer.
+    public func entries(for keys: [String], in namespace: String) async throws(PostgresStoreError) -> [String: StoredEntry] {
+        guard !keys.isEmpty else { return [:] }
+        var binds = PostgresBindings(capacity: 3)
+        binds.append(ByteBuffer(string: namespace))
+        binds.append(keys.map { ByteBuffer(string: $0) })
+        binds.append(clock.now())
+        let query = PostgresQuery(unsafeSQL: statements.multiGet, binds: binds)
+        let capacity = keys.count
+        return try await run("multi-get", key: nil) { connection in
+            let rows = try await connection.query(query, logger: _PostgresPool.logger)
+            var entries: [String: StoredEntry] = [:]
+            entries.reserveCapacity(capacity)
+            for try await (key, value, storedAt, expiresAt) in rows.decode((ByteBuffer, ByteBuffer, Date, Date?).self) {
+                entries[String(buffer: key)] = StoredEntry(
+                    data: Data(value.readableBytesView), storedAt: storedAt, expiresAt: expiresAt)
+            }
+            return entries
+        }
+    }
+
+    // MARK: Writing
+
+    /// Stores `data` for `key` in `namespace` with one upsert
+    /// (`INSERT … ON CONFLICT (namespace, key) DO UPDATE`) that also notifies the change.
+    ///
+    /// An entry whose `expiresAt` is not after the store's clock is not stored, and
+    /// any older value for the key is removed (as ``removeValue(for:in:)`` does).
+    ///
+    /// - Throws: ``PostgresStoreError`` when the server cannot answer, or when the
+    ///   maintenance this write started fails; the value may or may not have been stored.
+    public func set(
+        _ data: Data, for key: String, in namespace: String, storedAt: Date, expiresAt: Date?
+    ) async throws(PostgresStoreError) {
+        if let expiresAt, expiresAt <= clock.now() {
+            try await removeValue(for: key, in: namespace)
+            return
+        }
+        var binds = PostgresBindings(capacity: 7)
+        binds.append(ByteBuffer(string: namespace))
+        binds.append(ByteBuffer(string: key))
+        binds.append(ByteBuffer(bytes: data))
+        binds.append(storedAt)
+        binds.append(expiresAt)
+        binds.append(channel)
+        binds.append(hub.payload(key: key, in: namespace))
+        try await execute("set", key: key, PostgresQuery(unsafeSQL: statements.set, binds: binds))
+        try await countWrite()
+    }
+
+    /// Removes the entry for `key` in `namespace` with one `DELETE` that also
+    /// notifies the change.
+    ///
+    /// - Throws: ``PostgresStoreError`` when the server cannot answer, or when the
+    ///   maintenance this write started fails.
+    public func removeValue(for key: String, in namespace: String) async throws(PostgresStoreError) {
+        var binds = PostgresBindings(capacity: 4)
+        binds.append(ByteBuffer(string: namespace))
+        binds.append(ByteBuffer(string: key))
+        binds.append(channel)
+        binds.append(hub.payload(key: key, in: namespace))
+        try await execute("remove", key: key, PostgresQuery(unsafeSQL: statements.remove, binds: binds))
+        try await countWrite()
+    }
+
+    /// Removes every entry of `namespace` and no other with one `DELETE`, which also
+    /// notifies ``Hoard/RemoteInvalidation/all``; it is atomic, as every statement is.
+    ///
+    /// - Throws: ``PostgresStoreError`` when the server cannot answer; then nothing was removed.
+    public func removeAll(in namespace: String) async throws(PostgresStoreError) {
+        var binds = PostgresBindings(capacity: 3)
+        binds.append(ByteBuffer(string: namespace))
+        binds.append(channel)
+        binds.append(hub.payloadAll(in: namespace))
+        try await execute("clear", key: nil, PostgresQuery(unsafeSQL: statements.clear, binds: binds))
+    }
+
+    // MARK: Invalidations
+
+    /// Keys other instances changed or removed in `namespace` (never this instance's
+    /// own writes), for cross-instance invalidation.
+    ///
+    /// The first stream makes the store `LISTEN` on its channel over a connection of
+    /// its own, opened on first use and reopened, with backoff, whenever it is lost;
+    /// the last stream to end stops it. After a lost connection is reopened every
+    /// stream receives ``Hoard/RemoteInvalidation/all``, since changes made meanwhile
+    /// were missed. Changes made before the server confirmed the first `LISTEN` are not
+    /// reported. The stream buffers without limit and ends when the consumer stops
+    /// iterating or the store shuts down.
+    ///
+    /// - Parameter namespace: The namespace to watch.
+    /// - Returns: A stream of ``Hoard/RemoteInvalidation``s.
+    public func invalidations(in namespace: String) -> AsyncStream<RemoteInvalidation> {
+        let (stream, continuation) = AsyncStream.makeStream(of: RemoteInvalidation.self)
+        guard let id = hub.add(continuation, namespace: namespace) else { return stream }
+        let hub = self.hub
+        let listener = self.listener
+        continuation.onTermination = { _ in
+            hub.remove(id: id, namespace: namespace)
+            listener.sync()
+        }
+        listener.sync()
+        return stream
+    }
+
+    /// Whether the store is listening for other instances' notifications right now.
+    public var isListening: Bool { hub.isListening }
+
+    /// Why the invalidation listener last failed to listen, while it waits to try
+    /// again; `nil` while it listens or before it first tried.
+    public var invalidationError: PostgresStoreError? { listener.lastError }
+
+    // MARK: Running statements
+
+    /// Runs `body` on a pooled connection, within the timeouts, once the table exists.
+    func run<T: Sendable>(
+        _ operation: String, key: String?, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
+    ) async throws(PostgresStoreError) -> T {
+        if configuration.createsTable, !tableIsReady.load(ordering: .relaxed) {
+            do { try await createTable() } catch { throw error.with(key: key) }
+        }
+        return try await pool.run(operation, key: key, body)
+    }
+
+    /// Runs one statement whose rows do not matter.
+    func execute(_ operation: String, key: String?, _ query: PostgresQuery) async throws(PostgresStoreError) {
+        try await run(operation, key: key) { connection in
+            let rows = try await connection.query(query, logger: _PostgresPool.logger)
+            for try await _ in rows {}
+        }
+    }
+
+    /// Runs one statement answering one `bigint`.
+    func count(_ operation: String, _ query: PostgresQuery) async throws(PostgresStoreError) -> Int {
+        try await run(operation, key: nil) { connection in
+            let rows = try await connection.query(query, logger: _PostgresPool.logger)
+            var count = 0
+            for try await value in rows.decode(Int64.self) { count = Int(value) }
+            return count
+        }
+    }
+
+    private func createTable() async throws(PostgresStoreError) {
+        let statements = self.statements
+        let lockName = "hoard:" + statements.qualifiedTable
+        try await pool.run("create table", key: nil) { connection in
+            try await connection.withTransaction(logger: _PostgresPool.logger) { connection in
+                try await connection.query("SELECT pg_advisory_xact_lock(hashtext(\(lockName)))", logger: _PostgresPool.logger)
+                for sql in [statements.createSchema, statements.createTable, statements.createStoredAtIndex,
+                    statements.createExpiresAtIndex].compactMap({ $0 })
+                {
+                    try await connection.query(PostgresQuery(unsafeSQL: sql), logger: _PostgresPool.logger)
+                }
+            }
+        }
+        tableIsReady.store(true, ordering: .relaxed)
+    }
+
+    func clockNow() -> Date { clock.now() }
+
+    private func countWrite() async throws(PostgresStoreError) {
+        let interval = configuration.maintenanceInterval
+        guard interval > 0 else { return }
+        if writes.add(1, ordering: .relaxed).newValue % interval == 0 {
+            _ = try await maintain()
+        }
+    }
+}

@@ -1,0 +1,48 @@
+import Logging
+import Synchronization
+
+/// The reason of the pool's latest failed connection attempt, so that an operation
+/// that could not get a connection can say why.
+///
+/// postgres-nio's pool retries failed connection attempts by itself and only logs
+/// them (at `info`, "Connection creation failed", with the error as `psql_error`
+/// metadata); this log handler, the pool's background logger, keeps that text. A
+/// successful connection clears it.
+final class _ConnectFailureLog: Sendable {
+    private let latest = Mutex<String?>(nil)
+
+    /// What the latest failed attempt reported; `nil` when none failed since the last success.
+    var reason: String? { latest.withLock { $0 } }
+
+    func clear() { latest.withLock { $0 = nil } }
+
+    fileprivate func record(_ reason: String) { latest.withLock { $0 = reason } }
+
+    /// A logger whose connection-failure messages land here; every other message is dropped.
+    var logger: Logger {
+        Logger(label: "hoard.postgres.pool") { _ in Handler(log: self) }
+    }
+
+    private struct Handler: LogHandler {
+        let log: _ConnectFailureLog
+        var metadata: Logger.Metadata = [:]
+        var metadataProvider: Logger.MetadataProvider?
+        var logLevel: Logger.Level = .info
+
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+
+        func log(event: LogEvent) {
+            guard event.message.description == "Connection creation failed" else { return }
+            if let error = event.metadata?["psql_error"] {
+                log.record("\(error)")
+            } else if let error = event.error {
+                log.record(String(reflecting: error))
+            } else {
+                log.record("no reason given")
+            }
+        }
+    }
+}

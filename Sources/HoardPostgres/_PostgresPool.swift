@@ -1,0 +1,305 @@
+import Logging
+import PostgresNIO
+import Synchronization
+
+/// The store's postgres-nio client (its connection pool) and the bounds on every
+/// operation run through it.
+///
+/// Each operation runs under two timers: while it waits for a connection one allows
+/// `connectionWaitTimeout`, once it has one the other allows `commandTimeout`. Both
+/// are scheduled on event loops, so a bound costs no task. When the wait runs
+/// out the operation fails with `connectionFailed` and later operations fail at once
+/// for a backoff delay (doubling up to the maximum, reset by the next connection
+/// had), so a server that is down costs each caller nothing. When the statement
+/// runs out, the connection is closed, which fails the statement at once, and the
+/// pool replaces it.
+final class _PostgresPool: Sendable {
+    struct Settings: Sendable {
+        var host: String
+        var port: Int
+        var connectionWaitTimeout: Duration
+        var commandTimeout: Duration
+        var initialReconnectDelay: Duration
+        var maximumReconnectDelay: Duration
+    }
+
+    private struct State {
+        var isShutdown = false
+        /// Operations fail at once until then, after a connection could not be had.
+        var blockedUntil: ContinuousClock.Instant?
+        var nextDelay: Duration
+    }
+
+    static let logger = Logger(label: "hoard.postgres", factory: { _ in SwiftLogNoOpLogHandler() })
+
+    let client: PostgresClient
+    private let group: any EventLoopGroup
+    private let connectFailures: _ConnectFailureLog
+    private let settings: Settings
+    private let state: Mutex<State>
+    private let runner: Task<Void, Never>
+
+    init(configuration: PostgresClient.Configuration, group: any EventLoopGroup, settings: Settings) {
+        let connectFailures = _ConnectFailureLog()
+        self.connectFailures = connectFailures
+        let client = PostgresClient(
+            configuration: configuration, eventLoopGroup: group, backgroundLogger: connectFailures.logger)
+        self.client = client
+        self.group = group
+        self.settings = settings
+        state = Mutex(State(nextDelay: settings.initialReconnectDelay))
+        runner = Task { await client.run() }
+    }
+
+    /// Stops the client: its connections close and later operations fail with `shutdown`.
+    func shutdown() {
+        state.withLock { $0.isShutdown = true }
+        runner.cancel()
+    }
+
+    /// Runs `body` on a connection of the pool, within the timeouts.
+    ///
+    /// The caller resumes as soon as the operation ends or a limit is reached, even
+    /// if postgres-nio has not yet wound the operation down: the bound holds
+    /// whatever the library does after it.
+    func run<T: Sendable>(
+        _ operation: String, key: String?, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
+    ) async throws(PostgresStoreError) -> T {
+        try checkAvailable(operation, key: key)
+        let client = self.client
+        let pool = self
+        let outcome = _Outcome<T>()
+        let lease = _Lease(commandTimeout: TimeAmount(settings.commandTimeout), outcome: outcome)
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Result<T, any Error>, Never>) in
+                outcome.set(continuation)
+                let task = Task<Void, Never> {
+                    do {
+                        let value = try await client.withConnection { connection in
+                            guard lease.start(connection) else { throw CancellationError() }
+                            pool.noteConnected()
+                            do {
+                                let value = try await body(connection)
+                                lease.statementEnded()
+                                return value
+                            } catch {
+                                // A connection closed for running out of time goes back to the
+                                // pool only once the pool has seen it close.
+                                if !lease.statementEnded() { try? await connection.closeFuture.get() }
+                                throw error
+                            }
+                        }
+                        outcome.resume(.success(value))
+                    } catch {
+                        outcome.resume(.failure(error))
+                    }
+                }
+                outcome.setTask(task)
+                let waitTimer = group.any().scheduleTask(in: TimeAmount(settings.connectionWaitTimeout)) {
+                    if lease.expireWait() {
+                        // Resumed first, so the cancelled lease cannot answer in its place.
+                        outcome.resume(.failure(_Limit.wait))
+                        task.cancel()
+                    }
+                }
+                outcome.setWaitTimer(waitTimer)
+            }
+        } onCancel: {
+            outcome.cancel()
+        }
+        switch result {
+        case .success(let value):
+            return value
+        case .failure(_Limit.wait):
+            noteConnectionFailure()
+            throw waitExpired(operation: operation).with(key: key)
+        case .failure(_Limit.command):
+            throw PostgresStoreError(
+                .timeout,
+                "The PostgreSQL server did not answer within \(settings.commandTimeout); the connection was closed.",
+                operation: operation, key: key)
+        case .failure(let error):
+            throw PostgresStoreError(from: error, operation: operation).with(key: key)
+        }
+    }
+
+    /// The error of an operation that waited in vain for a connection, saying why
+    /// the latest connection attempt failed when one did.
+    private func waitExpired(operation: String) -> PostgresStoreError {
+        var message = "No connection to the PostgreSQL server at \(settings.host):\(settings.port) within "
+            + "\(settings.connectionWaitTimeout)"
+        guard let reason = connectFailures.reason else {
+            message += ": it does not answer, or every connection of the pool stayed busy."
+            return PostgresStoreError(.connectionFailed, message, operation: operation)
+        }
+        message += "; the latest attempt failed: \(reason.prefix(1_000))"
+        // SQLSTATE class 28 (invalid authorization) or 3D000 (no such database).
+        let refusedLogin = ["sqlState: 28", "sqlState: 3D000", "SQLSTATE 28", "SQLSTATE 3D000"].contains { reason.contains($0) }
+        return PostgresStoreError(refusedLogin ? .authenticationFailed : .connectionFailed, message, operation: operation)
+    }
+
+    private func checkAvailable(_ operation: String, key: String?) throws(PostgresStoreError) {
+        let (isShutdown, blockedUntil) = state.withLock { ($0.isShutdown, $0.blockedUntil) }
+        if isShutdown { throw PostgresStoreError(.shutdown, "The store has been shut down.", operation: operation, key: key) }
+        if let blockedUntil, ContinuousClock.now < blockedUntil {
+            throw PostgresStoreError(
+                .connectionFailed,
+                "The PostgreSQL server at \(settings.host):\(settings.port) could not be reached just now; "
+                    + "the store tries again after its reconnect delay.",
+                operation: operation, key: key)
+        }
+    }
+
+    /// A connection was had: operations wait for connections again.
+    func noteConnected() {
+        if connectFailures.reason != nil { connectFailures.clear() }
+        state.withLock { state in
+            guard state.blockedUntil != nil else { return }
+            state.blockedUntil = nil
+            state.nextDelay = settings.initialReconnectDelay
+        }
+    }
+
+    private func noteConnectionFailure() {
+        state.withLock { state in
+            state.blockedUntil = .now + state.nextDelay
+            state.nextDelay = min(state.nextDelay * 2, settings.maximumReconnectDelay)
+        }
+    }
+}
+
+/// The limits an operation can run into.
+enum _Limit: Error {
+    case wait, command
+}
+
+/// Where an operation's result goes: resumed once, by the operation, a timer, or
+/// the caller's cancellation, whichever comes first.
+final class _Outcome<T: Sendable>: Sendable {
+    private struct State {
+        var continuation: CheckedContinuation<Result<T, any Error>, Never>?
+        var task: Task<Void, Never>?
+        var waitTimer: Scheduled<Void>?
+        var isDone = false
+    }
+
+    private let state = Mutex(State())
+
+    func set(_ continuation: CheckedContinuation<Result<T, any Error>, Never>) {
+        state.withLock { $0.continuation = continuation }
+    }
+
+    func setTask(_ task: Task<Void, Never>) {
+        let cancelled = state.withLock { state in
+            state.task = task
+            return state.isDone
+        }
+        if cancelled { task.cancel() }
+    }
+
+    func setWaitTimer(_ timer: Scheduled<Void>) {
+        let done = state.withLock { state in
+            state.waitTimer = timer
+            return state.isDone
+        }
+        if done { timer.cancel() }
+    }
+
+    /// Resumes the caller with `result`, unless it was resumed already.
+    func resume(_ result: Result<T, any Error>) {
+        let (continuation, timer) = state.withLock { state in
+            state.isDone = true
+            defer { state.continuation = nil }
+            return (state.continuation, state.waitTimer)
+        }
+        timer?.cancel()
+        continuation?.resume(returning: result)
+    }
+
+    /// The caller was cancelled: stops the operation and resumes the caller.
+    func cancel() {
+        cancelTask()
+        resume(.failure(CancellationError()))
+    }
+
+    /// Cancels the task running the operation, so that it winds down.
+    func cancelTask() {
+        let task = state.withLock { $0.task }
+        task?.cancel()
+    }
+}
+
+/// One operation's progress, shared by the operation and its two timers: the wait
+/// for a connection (on any event loop) and the statement (on the connection's loop).
+final class _Lease<T: Sendable>: Sendable {
+    private enum State {
+        case waiting
+        case running(PostgresConnection, Scheduled<Void>)
+        case ended
+        case expired
+    }
+
+    private let commandTimeout: TimeAmount
+    private let outcome: _Outcome<T>
+    private let state = Mutex<State>(.waiting)
+
+    init(commandTimeout: TimeAmount, outcome: _Outcome<T>) {
+        self.commandTimeout = commandTimeout
+        self.outcome = outcome
+    }
+
+    /// Records the connection the operation got and starts the statement's timer;
+    /// `false` when the wait has already run out.
+    func start(_ connection: PostgresConnection) -> Bool {
+        state.withLock { state in
+            guard case .waiting = state else { return false }
+            let timer = connection.eventLoop.scheduleTask(in: commandTimeout) { self.expireCommand() }
+            state = .running(connection, timer)
+            return true
+        }
+    }
+
+    /// The wait for a connection ran out: `true` when the operation was still waiting
+    /// (and is now given up).
+    func expireWait() -> Bool {
+        state.withLock { state in
+            guard case .waiting = state else { return false }
+            state = .expired
+            return true
+        }
+    }
+
+    /// The statement ran out: closes its connection, which fails it, and resumes the
+    /// caller at once.
+    private func expireCommand() {
+        let connection = state.withLock { state -> PostgresConnection? in
+            guard case .running(let connection, _) = state else { return nil }
+            state = .expired
+            return connection
+        }
+        guard let connection else { return }
+        // The pool's `close()`, which closes the channel without waiting.
+        connection.close() as Void
+        outcome.resume(.failure(_Limit.command))
+        outcome.cancelTask()
+    }
+
+    /// The statement ended (before the connection goes back to the pool): stops its
+    /// timer. `false` when the timer had already run out and closed the connection.
+    @discardableResult
+    func statementEnded() -> Bool {
+        state.withLock { state in
+            switch state {
+            case .running(_, let timer):
+                timer.cancel()
+                state = .ended
+                return true
+            case .expired:
+                return false
+            case .waiting, .ended:
+                state = .ended
+                return true
+            }
+        }
+    }
+}

@@ -1,0 +1,225 @@
+import Foundation
+import Hoard
+import HoardRemoteTestSupport
+import PostgresNIO
+import Synchronization
+import Testing
+
+@testable import HoardPostgres
+
+/// Failures a cache reports, collected for a test.
+final class FailureLog: Sendable {
+    private let failures = Mutex<[CacheFailure]>([])
+    func append(_ failure: CacheFailure) { failures.withLock { $0.append(failure) } }
+    var all: [CacheFailure] { failures.withLock { $0 } }
+}
+
+@Suite("PostgresStore with no server, a silent server, a slow statement", .timeLimit(.minutes(3)))
+struct PostgresUnreachableTests {
+    private func unreachable(port: Int) -> PostgresStore.Configuration {
+        var configuration = PostgresStore.Configuration(port: port)
+        configuration.connectionWaitTimeout = .milliseconds(300)
+        configuration.connectTimeout = .milliseconds(300)
+        configuration.initialReconnectDelay = .seconds(30)
+        configuration.maximumReconnectDelay = .seconds(30)
+        return configuration
+    }
+
+    @Test("Server down at start: operations fail with connectionFailed within the wait, then at once during the backoff")
+    func serverDown() async throws {
+        let store = try PostgresStore(configuration: unreachable(port: try await freePort()))
+        let started = ContinuousClock.now
+        let first = await outcome { () async throws(PostgresStoreError) in try await store.entry(for: "k", in: "ns") }
+        #expect(ContinuousClock.now - started < .seconds(20), "bounded by the wait (300 ms), with room for a busy machine")
+        guard case .failure(let error) = first else {
+            Issue.record("nothing listens: the read must fail")
+            return
+        }
+        #expect(error.code == .connectionFailed, "\(error)")
+        #expect(error.key == "k")
+        #expect(error.operation == "create table", "the first use creates the table")
+
+        for _ in 0..<3 {
+            let quick = ContinuousClock.now
+            let again = await outcome { () async throws(PostgresStoreError) in
+                try await store.set(Data([1]), for: "k", in: "ns", storedAt: .now, expiresAt: nil)
+            }
+            guard case .failure(let error) = again else {
+                Issue.record("must fail")
+                return
+            }
+            #expect(error.code == .connectionFailed)
+            #expect(error.message.contains("reconnect delay"), "failed at once: \(error)")
+            #expect(ContinuousClock.now - quick < .seconds(5))
+        }
+        await store.shutdown()
+    }
+
+    @Test("A server that accepts and never answers: connectionFailed within the wait")
+    func silentServer() async throws {
+        let silent = try await SilentServer()
+        var configuration = unreachable(port: silent.port)
+        configuration.connectTimeout = .seconds(60)
+        let store = try PostgresStore(configuration: configuration)
+        let started = ContinuousClock.now
+        let result = await outcome { () async throws(PostgresStoreError) in try await store.entries(for: ["a", "b"], in: "ns") }
+        #expect(ContinuousClock.now - started < .seconds(20), "bounded by the wait, not the 60 s connect timeout")
+        if case .failure(let error) = result {
+            #expect(error.code == .connectionFailed)
+        } else {
+            Issue.record("a silent server must fail the read")
+        }
+        await store.shutdown()
+        await silent.close()
+    }
+
+    @Test("Server down at start: the Cache keeps serving memory and disk and reports the remote tier's errors")
+    func cacheServesLocalTiers() async throws {
+        try await withTemporaryDirectory { directory in
+            let remote = try PostgresStore(configuration: unreachable(port: try await freePort()))
+            let disk = try DiskStore(directory: directory)
+            let failures = FailureLog()
+            var configuration = Cache<String, String>.Configuration(name: "profiles")
+            configuration.localStores = .stores([disk])
+            configuration.remoteStores = [remote]
+            configuration.onError = { failures.append($0) }
+            let cache = try Cache<String, String>(configuration: configuration)
+            let events = cache.events
+
+            await #expect(throws: PostgresStoreError.self, "set returns the remote store's error") {
+                try await cache.set("Ada", for: "user:1")
+            }
+            #expect(cache["user:1"] == "Ada", "memory kept it")
+            #expect(try disk.entry(for: "user:1", in: "profiles") != nil, "the disk store kept it")
+            cache["user:2"] = "Grace"  // write-behind: the remote failure is reported, not thrown
+            await cache.flush()
+            let failed = await firstEvent(in: events) { event in
+                if case .failed(let failure) = event { failure.tier == .remote(0) && failure.key == "user:2" } else { false }
+            }
+            #expect(failed != nil)
+            #expect(failures.all.contains { $0.tier == .remote(0) && $0.operation == .write && $0.error is PostgresStoreError })
+
+            // A second cache on the same disk, memory empty: the disk answers.
+            var second = configuration
+            second.onError = nil
+            let reopened = try Cache<String, String>(configuration: second)
+            #expect(try await reopened.value(for: "user:2") == "Grace")
+            #expect(reopened.statistics.localHits == 1)
+            await remote.shutdown()
+        }
+    }
+}
+
+@Suite(
+    "PostgresStore faults against a server",
+    .enabled(if: PostgresTestServer.isAvailable, PostgresTestServer.skipMessage),
+    .timeLimit(.minutes(3)))
+struct PostgresFaultTests {
+    @Test("A statement that runs past commandTimeout is cancelled by the server: timeout, and the connection stays usable")
+    func slowStatement() async throws {
+        var configuration = try PostgresTestServer.configuration()
+        // The table is made by a store with the default timeout: a busy server may
+        // take longer than 300 ms to create it.
+        let creator = try PostgresStore(configuration: configuration)
+        try await creator.set(Data([1]), for: "k", in: "ns", storedAt: .now, expiresAt: nil)
+        await creator.shutdown()
+        configuration.commandTimeout = .milliseconds(300)
+        configuration.maximumConnections = 1  // the next operation reuses the same connection
+        let store = try PostgresStore(configuration: configuration)
+        let started = ContinuousClock.now
+        let slow = await outcome { () async throws(PostgresStoreError) in
+            try await store.run("slow", key: nil) { connection in
+                try await connection.query("SELECT pg_sleep(60)", logger: _PostgresPool.logger).collect()
+            }
+        }
+        #expect(ContinuousClock.now - started < .seconds(30), "not the statement's minute")
+        if case .failure(let error) = slow {
+            #expect(error.code == .timeout, "\(error)")
+            #expect(error.sqlState == "57014", "cancelled by the server's statement_timeout")
+        } else {
+            Issue.record("pg_sleep(60) must time out")
+        }
+        #expect(try await store.entry(for: "k", in: "ns")?.data == Data([1]), "the next operation works")
+        await store.shutdown()
+        await PostgresTestServer.drop(configuration)
+    }
+
+    @Test("No answer at all a second past commandTimeout: the operation fails with timeout at once, the pool goes on")
+    func unansweredStatement() async throws {
+        var configuration = try PostgresTestServer.configuration()
+        let creator = try PostgresStore(configuration: configuration)
+        try await creator.set(Data([1]), for: "k", in: "ns", storedAt: .now, expiresAt: nil)
+        await creator.shutdown()
+        configuration.commandTimeout = .milliseconds(200)
+        let store = try PostgresStore(configuration: configuration)
+        let started = ContinuousClock.now
+        // A body that never hears back, as from a server that stopped answering.
+        let stuck = await outcome { () async throws(PostgresStoreError) in
+            try await store.run("stuck", key: "k") { _ in try await Task.sleep(for: .seconds(60)) }
+        }
+        #expect(ContinuousClock.now - started < .seconds(30), "bounded by commandTimeout + 1 s, not the minute")
+        if case .failure(let error) = stuck {
+            #expect(error.code == .timeout, "\(error)")
+            #expect(error.key == "k")
+        } else {
+            Issue.record("the stuck operation must time out")
+        }
+        #expect(try await store.entry(for: "k", in: "ns")?.data == Data([1]), "another connection serves the next operation")
+        await store.shutdown()
+        await PostgresTestServer.drop(configuration)
+    }
+
+    @Test("Sessions terminated by the server (pg_terminate_backend): the pool reconnects, the listener resumes with .all")
+    func terminatedSessions() async throws {
+        var configuration = try PostgresTestServer.configuration()
+        configuration.applicationName = "hoard-terminate-\(UUID().uuidString.prefix(8))"
+        configuration.initialReconnectDelay = .milliseconds(20)
+        configuration.maximumReconnectDelay = .milliseconds(200)
+        let store = try PostgresStore(configuration: configuration)
+        var otherConfiguration = configuration
+        otherConfiguration.applicationName = "hoard-other"
+        let other = try PostgresStore(configuration: otherConfiguration)
+        let seen = InvalidationRecorder(store.invalidations(in: "ns"))
+        #expect(await waitUntilListening(store))
+        try await store.set(Data([1]), for: "k", in: "ns", storedAt: .now, expiresAt: nil)
+
+        let terminated = try await PostgresTestServer.sql(
+            "SELECT pg_terminate_backend(pid)::text FROM pg_stat_activity WHERE application_name = '\(configuration.applicationName)'")
+        #expect(terminated.count >= 2, "the pooled and the listening session")
+
+        // The first operation may meet the dead connection; soon they work again.
+        #expect(await eventually { (try? await store.entry(for: "k", in: "ns"))?.data == Data([1]) })
+        #expect(await eventually { seen.all.contains(.all) }, "changes may have been missed while it was away")
+        #expect(await eventually { store.isListening })
+        try await other.set(Data([2]), for: "after", in: "ns", storedAt: .now, expiresAt: nil)
+        #expect(await eventually { seen.all.last == .key("after") })
+        seen.cancel()
+        await store.shutdown()
+        await other.shutdown()
+        await PostgresTestServer.drop(configuration)
+    }
+
+    @Test("Wrong user or database: the operation fails and says what the server refused")
+    func authentication() async throws {
+        for (change, name) in [
+            ({ (c: inout PostgresStore.Configuration) in c.username = "nobody_here" }, "nobody_here"),
+            ({ $0.database = "no_such_db" }, "no_such_db"),
+        ] {
+            var configuration = try PostgresTestServer.configuration()
+            change(&configuration)
+            configuration.connectionWaitTimeout = .seconds(20)
+            let store = try PostgresStore(configuration: configuration)
+            // The pool retries a refused login by itself; a starved test process may
+            // see a wait run out before the first refusal, so ask again until it did.
+            var last: PostgresStoreError?
+            let refused = await eventually(timeout: .seconds(60), every: .milliseconds(200)) {
+                let result = await outcome { () async throws(PostgresStoreError) in try await store.entry(for: "k", in: "ns") }
+                guard case .failure(let error) = result else { return false }
+                last = error
+                return error.code == .authenticationFailed && error.description.contains(name)
+            }
+            #expect(refused, "\(last.map(String.init(describing:)) ?? "no failure")")
+            await store.shutdown()
+        }
+    }
+}

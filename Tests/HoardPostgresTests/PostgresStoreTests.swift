@@ -1,0 +1,231 @@
+import Foundation
+import Hoard
+import Testing
+
+@testable import HoardPostgres
+
+@Suite(
+    "PostgresStore against a server",
+    .enabled(if: PostgresTestServer.isAvailable, PostgresTestServer.skipMessage),
+    .timeLimit(.minutes(3)))
+struct PostgresStoreTests {
+    /// Runs `body` with a store on a fresh table, dropped afterwards.
+    private func withStore(
+        clock: any CacheClock = SystemClock(), _ change: (inout PostgresStore.Configuration) -> Void = { _ in },
+        _ body: (PostgresStore) async throws -> Void
+    ) async throws {
+        var configuration = try PostgresTestServer.configuration()
+        change(&configuration)
+        let store = try PostgresStore(configuration: configuration, clock: clock)
+        do {
+            try await body(store)
+        } catch {
+            await store.shutdown()
+            await PostgresTestServer.drop(configuration)
+            throw error
+        }
+        await store.shutdown()
+        await PostgresTestServer.drop(configuration)
+    }
+
+    @Test("Set, get, overwrite and remove; bytes come back exactly, dates to the microsecond")
+    func roundTrip() async throws {
+        try await withStore { store in
+            // Dates timestamptz holds exactly (whole microseconds, exact in binary).
+            let storedAt = Date(timeIntervalSince1970: 1_700_000_000.5)
+            let expiresAt = Date(timeIntervalSince1970: 4_000_000_000.25)
+            let bytes = Data((0..<1_024).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+            #expect(try await store.entry(for: "k", in: "ns") == nil)
+            try await store.set(bytes, for: "k", in: "ns", storedAt: storedAt, expiresAt: expiresAt)
+            #expect(try await store.entry(for: "k", in: "ns") == StoredEntry(data: bytes, storedAt: storedAt, expiresAt: expiresAt))
+            #expect(try await store.entry(for: "k", in: "other") == nil, "namespaces are separate")
+
+            try await store.set(Data(), for: "k", in: "ns", storedAt: storedAt, expiresAt: nil)
+            #expect(try await store.entry(for: "k", in: "ns") == StoredEntry(data: Data(), storedAt: storedAt, expiresAt: nil))
+            try await store.removeValue(for: "k", in: "ns")
+            #expect(try await store.entry(for: "k", in: "ns") == nil)
+            try await store.removeValue(for: "never-there", in: "ns")
+        }
+    }
+
+    @Test("Any key: NUL, quotes, unicode, 10 KB; a 1 MiB value")
+    func oddKeys() async throws {
+        try await withStore { store in
+            let keys = ["a\0b", "'; DROP TABLE x; --", "\"quoted\"", "ключ 🔑", String(repeating: "long", count: 2_500), ""]
+            for (index, key) in keys.enumerated() {
+                try await store.set(Data([UInt8(index)]), for: key, in: "n\0s", storedAt: .now, expiresAt: nil)
+            }
+            for (index, key) in keys.enumerated() {
+                #expect(try await store.entry(for: key, in: "n\0s")?.data == Data([UInt8(index)]))
+            }
+            #expect(try await store.entry(for: "a", in: "n\0s") == nil, "NUL is part of the key, not its end")
+            let many = try await store.entries(for: keys, in: "n\0s")
+            #expect(Set(many.keys) == Set(keys))
+            let large = Data(repeating: 0xAB, count: 1 << 20)
+            try await store.set(large, for: "large", in: "ns", storedAt: .now, expiresAt: nil)
+            #expect(try await store.entry(for: "large", in: "ns")?.data == large)
+        }
+    }
+
+    @Test("Multi-get of 100 keys in one statement: found ones by key, missing and expired ones absent, duplicates fine")
+    func multiGet() async throws {
+        let clock = ManualClock(start: wholeMilliseconds())
+        try await withStore(clock: clock) { store in
+            for index in 0..<100 where index % 3 != 0 {
+                let expiry: Date? = index % 10 == 1 ? clock.now().addingTimeInterval(5) : nil
+                try await store.set(Data("v\(index)".utf8), for: "k\(index)", in: "ns", storedAt: clock.now(), expiresAt: expiry)
+            }
+            clock.advance(by: 10)
+            let keys = (0..<100).map { "k\($0)" } + ["k1", "k2", "k2"]
+            let found = try await store.entries(for: keys, in: "ns")
+            let expected = Set((0..<100).filter { $0 % 3 != 0 && $0 % 10 != 1 }.map { "k\($0)" })
+            #expect(Set(found.keys) == expected)
+            for key in expected { #expect(found[key]?.data == Data("v\(key.dropFirst())".utf8)) }
+            #expect(try await store.entries(for: [], in: "ns").isEmpty)
+            #expect(try await store.entries(for: ["k2"], in: "other").isEmpty)
+        }
+    }
+
+    @Test("Expiry by the store's clock: expired rows are misses, removeExpired deletes them, an expired set removes the old value")
+    func expiry() async throws {
+        let clock = ManualClock(start: wholeMilliseconds())
+        try await withStore(clock: clock) { store in
+            let start = clock.now()
+            try await store.set(Data([1]), for: "short", in: "ns", storedAt: start, expiresAt: start.addingTimeInterval(10))
+            try await store.set(Data([2]), for: "long", in: "ns", storedAt: start, expiresAt: start.addingTimeInterval(100))
+            try await store.set(Data([3]), for: "forever", in: "ns", storedAt: start, expiresAt: nil)
+            clock.advance(by: 9.999)
+            #expect(try await store.entry(for: "short", in: "ns")?.data == Data([1]))
+            clock.advance(by: 0.001)
+            #expect(try await store.entry(for: "short", in: "ns") == nil, "expired exactly at expiresAt")
+            #expect(try await store.usage().count == 3, "still in the table until swept")
+            #expect(try await store.removeExpired() == 1)
+            #expect(try await store.usage().count == 2)
+            #expect(try await store.removeExpired() == 0)
+
+            try await store.set(Data([4]), for: "forever", in: "ns", storedAt: clock.now(), expiresAt: clock.now())
+            #expect(try await store.entry(for: "forever", in: "ns") == nil, "an already expired set removes the older value")
+            clock.advance(by: 1_000)
+            #expect(try await store.entry(for: "long", in: "ns") == nil)
+            #expect(try await store.removeExpired() == 1)
+            #expect(try await store.usage() == StoreUsage(count: 0, bytes: 0))
+        }
+    }
+
+    @Test("removeAll clears one namespace and no other")
+    func clearNamespace() async throws {
+        try await withStore { store in
+            for namespace in ["a", "b", "a:", "A"] {
+                for index in 0..<5 {
+                    try await store.set(Data([1, 2]), for: "k\(index)", in: namespace, storedAt: .now, expiresAt: nil)
+                }
+            }
+            try await store.removeAll(in: "a")
+            #expect(try await store.entries(for: (0..<5).map { "k\($0)" }, in: "a").isEmpty)
+            for namespace in ["b", "a:", "A"] {
+                #expect(try await store.entries(for: (0..<5).map { "k\($0)" }, in: namespace).count == 5)
+            }
+            #expect(try await store.usage() == StoreUsage(count: 15, bytes: 30))
+        }
+    }
+
+    @Test("Trimming deletes the oldest rows first, to a row budget and to a byte budget")
+    func trimming() async throws {
+        try await withStore { store in
+            let start = wholeMilliseconds()
+            // Written out of order: age, not insertion order, decides.
+            for index in [5, 0, 9, 3, 7, 1, 8, 2, 6, 4] {
+                try await store.set(
+                    Data(repeating: 1, count: 100), for: "k\(index)", in: index % 2 == 0 ? "even" : "odd",
+                    storedAt: start.addingTimeInterval(Double(index)), expiresAt: nil)
+            }
+            #expect(try await store.usage() == StoreUsage(count: 10, bytes: 1_000))
+            #expect(try await store.trim(toRows: 7, bytes: nil) == 3)
+            #expect(try await store.entries(for: ["k0", "k2"], in: "even").isEmpty)
+            #expect(try await store.entry(for: "k1", in: "odd") == nil)
+            #expect(try await store.entry(for: "k3", in: "odd") != nil)
+
+            #expect(try await store.trim(toRows: nil, bytes: 450) == 3, "7 rows of 100 bytes down to 4")
+            #expect(Set(try await store.entries(for: ["k6", "k8"], in: "even").keys) == ["k6", "k8"])
+            #expect(Set(try await store.entries(for: ["k3", "k5", "k7", "k9"], in: "odd").keys) == ["k7", "k9"])
+            #expect(try await store.trim(toRows: 10, bytes: 10_000) == 0)
+            #expect(try await store.trim(toRows: nil, bytes: nil) == 0)
+            #expect(try await store.trim(toRows: 0, bytes: nil) == 4)
+            await #expect(throws: PostgresStoreError.self) { try await store.trim(toRows: -1, bytes: nil) }
+        }
+    }
+
+    @Test("Maintenance runs every maintenanceInterval writes: sweeps expired rows, then trims to the budgets")
+    func maintenance() async throws {
+        let clock = ManualClock(start: wholeMilliseconds())
+        try await withStore(clock: clock, { $0.maintenanceInterval = 10; $0.maximumRows = 6 }) { store in
+            try await store.set(Data([0]), for: "expiring", in: "ns", storedAt: clock.now(), expiresAt: clock.now().addingTimeInterval(1))
+            clock.advance(by: 2)
+            for index in 1..<10 {
+                clock.advance(by: 1)
+                try await store.set(Data([UInt8(index)]), for: "k\(index)", in: "ns", storedAt: clock.now(), expiresAt: nil)
+            }
+            // The tenth write ran maintenance: the expired row went, then the 3 oldest of 9.
+            #expect(try await store.usage().count == 6)
+            #expect(Set(try await store.entries(for: (1..<10).map { "k\($0)" }, in: "ns").keys) == Set((4..<10).map { "k\($0)" }))
+            let nothingLeft = try await store.maintain()
+            #expect(nothingLeft.expired == 0 && nothingLeft.trimmed == 0)
+        }
+    }
+
+    @Test("UNLOGGED is honoured; an existing table is reused; without createsTable a missing table is a serverError 42P01")
+    func tableCreation() async throws {
+        try await withStore({ $0.isUnlogged = true }) { store in
+            try await store.set(Data([1]), for: "k", in: "ns", storedAt: .now, expiresAt: nil)
+            let persistence = try await PostgresTestServer.sql(
+                "SELECT relpersistence::text FROM pg_class WHERE oid = '\(store.statements.qualifiedTable)'::regclass")
+            #expect(persistence == ["u"])
+            // A second store on the same table finds the row.
+            let again = try PostgresStore(configuration: store.configuration)
+            #expect(try await again.entry(for: "k", in: "ns")?.data == Data([1]))
+            await again.shutdown()
+        }
+        try await withStore { store in
+            try await store.set(Data([1]), for: "k", in: "ns", storedAt: .now, expiresAt: nil)
+            let persistence = try await PostgresTestServer.sql(
+                "SELECT relpersistence::text FROM pg_class WHERE oid = '\(store.statements.qualifiedTable)'::regclass")
+            #expect(persistence == ["p"])
+        }
+        try await withStore({ $0.createsTable = false }) { store in
+            let result = await outcome { () async throws(PostgresStoreError) in try await store.entry(for: "k", in: "ns") }
+            guard case .failure(let error) = result else {
+                Issue.record("a missing table must fail")
+                return
+            }
+            #expect(error.code == .serverError)
+            #expect(error.sqlState == "42P01")
+            #expect(error.operation == "get")
+            #expect(error.key == "k")
+        }
+    }
+
+    @Test("Crafted schema and table names are names, not SQL")
+    func craftedIdentifiers() async throws {
+        let victim = "hoard_victim_\(UUID().uuidString.prefix(8).lowercased())"
+        _ = try await PostgresTestServer.sql("CREATE TABLE \(victim) (x int)")
+        let schema = "evil\"; DROP TABLE \(victim); --"
+        let table = "t\"); DROP TABLE \(victim); --"
+        var configuration = try PostgresTestServer.configuration()
+        configuration.schema = schema
+        configuration.table = table
+        let store = try PostgresStore(configuration: configuration)
+        try await store.set(Data([9]), for: "k", in: "ns", storedAt: .now, expiresAt: nil)
+        #expect(try await store.entry(for: "k", in: "ns")?.data == Data([9]))
+        #expect(try await store.removeExpired() == 0)
+        #expect(try await store.trim(toRows: 10, bytes: nil) == 0)
+        try await store.removeAll(in: "ns")
+        await store.shutdown()
+
+        let tables = try await PostgresTestServer.sql(
+            "SELECT schemaname || '|' || tablename FROM pg_tables WHERE tablename IN ('\(victim)', '\(table.replacingOccurrences(of: "'", with: "''"))') ORDER BY 1")
+        #expect(tables.contains("\(schema)|\(table)"), "the table has exactly the crafted name, in the crafted schema")
+        #expect(tables.contains("public|\(victim)"), "nothing was dropped")
+        _ = try await PostgresTestServer.sql("DROP SCHEMA \(_PostgresStatements.quote(schema)) CASCADE")
+        _ = try await PostgresTestServer.sql("DROP TABLE \(victim)")
+    }
+}
