@@ -208,7 +208,10 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
         var failures = [(any Error)?](repeating: nil, count: batch.count)
         var encoded = [Data?](repeating: nil, count: batch.count)
         for position in 0..<batch.count {
-            guard case .set(let key, let value, _, _, _, _) = batch[batch.startIndex + position].kind else { continue }
+            guard case .set(let key, let value, _, _, _, let local) = batch[batch.startIndex + position].kind else { continue }
+            // A write-through set already reached the local stores from the caller;
+            // it needs bytes here only for the remote stores.
+            guard local || !remoteStores.isEmpty else { continue }
             guard let codec else {
                 failures[position] = HoardError(.noCodec, "the cache has stores but no codec for \(Value.self)")
                 continue
