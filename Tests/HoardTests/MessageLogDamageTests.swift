@@ -15,13 +15,17 @@ struct MessageLogDamageTests {
     static func fixture(
         at url: URL, maximumBytes: Int, overwrites: Bool, count: Int, seed: UInt64
     ) throws -> Fixture {
-        let log = try rawLog(url, maximumBytes: maximumBytes, overwrites: overwrites)
         var model = LogModel(maximumBytes: maximumBytes, overwrites: overwrites)
-        var random = SplitMix64(seed: seed)
-        for sequence in 0..<count {
-            let message = taggedMessage(writer: 0, sequence: sequence, padding: Int(random.next() % 60))
-            try log.append(message)
-            _ = model.append(message)
+        do {
+            // The instance is gone at the end of this scope: its append lease is let go
+            // and the header counts every record (a log at rest, not a crash image).
+            let log = try rawLog(url, maximumBytes: maximumBytes, overwrites: overwrites)
+            var random = SplitMix64(seed: seed)
+            for sequence in 0..<count {
+                let message = taggedMessage(writer: 0, sequence: sequence, padding: Int(random.next() % 60))
+                try log.append(message)
+                _ = model.append(message)
+            }
         }
         return Fixture(model: model, file: try bytes(of: url))
     }
@@ -310,6 +314,12 @@ struct MessageLogDamageTests {
         }
     }
 
+    /// Appends `messages` through an instance that is gone when this returns.
+    func appendAll(_ messages: [Data], to url: URL, maximumBytes: Int) throws {
+        let log = try rawLog(url, maximumBytes: maximumBytes, overwrites: true)
+        for message in messages { try log.append(message) }
+    }
+
     @Test("Zeros, or an older record of the same size, where a record should be are never read as a message")
     func staleAndZeroSlots() throws {
         try withTemporaryDirectory { directory in
@@ -317,13 +327,14 @@ struct MessageLogDamageTests {
             let url = directory.appendingPathComponent("ring.log")
             let budget = 64 + 10 * 32
             let messages = (0..<11).map { taggedMessage(writer: 0, sequence: $0, padding: 8) }
-            let log = try rawLog(url, maximumBytes: budget, overwrites: true)
-            for message in messages.prefix(10) { try log.append(message) }
+            // (each instance is gone before the file is read: its lease let go, the
+            // header exact)
+            try appendAll(Array(messages.prefix(10)), to: url, maximumBytes: budget)
             let before = try bytes(of: url)
             // When the eleventh append wraps to offset 64 but a crash keeps its record
             // from the disk: the slot still holds message 0, a valid record of the same
             // size from the previous lap (a payload-only checksum would accept it)
-            try log.append(messages[10])
+            try appendAll([messages[10]], to: url, maximumBytes: budget)
             let after = try bytes(of: url)
             let stale = Array(after[0..<64]) + Array(before[64...])
             let copy = directory.appendingPathComponent("copy.log")

@@ -55,43 +55,51 @@ extension MessageLog {
         }
     }
 
-    /// Appends one encoded message.
+    /// Appends one encoded message under the append lease: one `pwritev` of the
+    /// record, preceded by a checkpoint header only when the append evicts a record the
+    /// file's checkpoint still counts (see ``_LogLease``).
     func _append(_ payload: Data) throws(HoardError) {
         try _checkSize(payload.count)
-        try _withFileLock(exclusive: true) { state, fileHeader throws(HoardError) in
-            var header = try _writableHeader(fileHeader, state: &state)
+        try _withLease { state, lease, header throws(HoardError) in
+            var placed = header
             var source = _WindowSlotSource(file: state.file, window: state.window)
             state.window = nil
-            let placement = try header.place(
+            let placement = try placed.place(
                 recordSize: _LogRecord.prefixSize + payload.count, path: path, source: &source)
             state.window = source.window
-            header.lastAppendStart = placement.offset
-
-            // Header first: a crash before the record is written leaves a newest
-            // record that fails its check (its slot holds older bytes), which the next
-            // open or append drops.
-            state.trusted = nil
-            try state.file.writeMutableHeader(header)
-            if durability == .fsync && placement.evicted > 0 { try state.file.synchronize() }
-            if let marker = placement.wrapMarker { try Self._writeWrapMarker(at: marker, file: state.file) }
-            try Self._writeRecord(payload, lap: placement.lap, at: placement.offset, file: state.file)
-            if durability == .fsync { try state.file.synchronize() }
-            state.trusted = header
+            placed.lastAppendStart = placement.offset
+            do throws(HoardError) {
+                if placement.evicted > lease.aheadCount {
+                    try _writeCheckpoint(
+                        placed, pending: placement, payloadLength: payload.count, state: &state, lease: &lease)
+                } else {
+                    lease.aheadCount -= placement.evicted
+                }
+                if let marker = placement.wrapMarker { try Self._writeWrapMarker(at: marker, file: state.file) }
+                try Self._writeRecord(payload, lap: placement.lap, at: placement.offset, file: state.file)
+                if durability == .fsync { try state.file.synchronize() }
+            } catch {
+                _abandonLease(&state)
+                throw error
+            }
+            header = placed
         }
     }
 
-    /// Appends encoded messages as one batch.
+    /// Appends encoded messages as one batch under the append lease: one write per
+    /// contiguous run of records, preceded by a checkpoint header when the batch evicts
+    /// a record the file's checkpoint still counts.
     func _append(contentsOf payloads: [Data]) throws(HoardError) {
         guard !payloads.isEmpty else { return }
         for payload in payloads { try _checkSize(payload.count) }
-        try _withFileLock(exclusive: true) { state, fileHeader throws(HoardError) in
-            var header = try _writableHeader(fileHeader, state: &state)
+        try _withLease { state, lease, header throws(HoardError) in
+            var placed = header
             var source = _BatchSlotSource(
                 inner: _WindowSlotSource(file: state.file, window: state.window), payloads: payloads)
             state.window = nil
             var evicted = 0
             for index in payloads.indices {
-                let placement = try header.place(
+                let placement = try placed.place(
                     recordSize: _LogRecord.prefixSize + payloads[index].count, path: path, source: &source)
                 evicted += placement.evicted
                 if let marker = placement.wrapMarker { source.pending.append(.init(offset: marker, record: nil)) }
@@ -101,15 +109,54 @@ extension MessageLog {
             // it must not outlive the batch.
             state.window = nil
             let live = source.pending[source.head...]
-            header.lastAppendStart = live.first { $0.record != nil }?.offset ?? header.next
-
-            state.trusted = nil
-            try state.file.writeMutableHeader(header)
-            if durability == .fsync && evicted > 0 { try state.file.synchronize() }
-            try Self._writeRuns(live, payloads: payloads, file: state.file)
-            if durability == .fsync { try state.file.synchronize() }
-            state.trusted = header
+            placed.lastAppendStart = live.first { $0.record != nil }?.offset ?? placed.next
+            do throws(HoardError) {
+                if evicted > lease.aheadCount {
+                    // No records dropped ahead: the oldest ones may be this batch's own,
+                    // which are not in the file yet.
+                    var checkpoint = placed
+                    checkpoint.isLeased = true
+                    try state.file.writeMutableHeader(checkpoint)
+                    if durability == .fsync { try state.file.synchronize() }
+                    lease.checkpoint = checkpoint
+                    lease.aheadCount = 0
+                } else {
+                    lease.aheadCount -= evicted
+                }
+                try Self._writeRuns(live, payloads: payloads, file: state.file)
+                if durability == .fsync { try state.file.synchronize() }
+            } catch {
+                _abandonLease(&state)
+                throw error
+            }
+            header = placed
         }
+    }
+
+    /// Writes a new checkpoint: `placed` (the header after the append in progress,
+    /// whose record is not written yet) minus the oldest records that fill
+    /// ``_LogLease/aheadBytes(maximumBytes:)``, which later appends may then overwrite
+    /// without a header write. With ``Durability/fsync`` it syncs before the append
+    /// overwrites what the previous checkpoint counted.
+    ///
+    /// - Parameter pending: Where the append will write its record (of
+    ///   `payloadLength` bytes) and wrap marker, which are not in the file yet and which
+    ///   dropping records ahead may step onto.
+    private func _writeCheckpoint(
+        _ placed: _LogHeader, pending: _Placement, payloadLength: Int, state: inout _LogState,
+        lease: inout _LogLease
+    ) throws(HoardError) {
+        var checkpoint = placed
+        checkpoint.isLeased = true
+        // A fresh read-ahead each time: appends since the last checkpoint have
+        // overwritten the records it dropped ahead, which a kept window would still hold.
+        var ahead = _WindowSlotSource(file: state.file, pending: pending, payloadLength: payloadLength)
+        let dropped = try checkpoint.evictAhead(
+            toFree: _LogLease.aheadBytes(maximumBytes: maximumBytes), path: path, source: &ahead)
+        try state.file.writeMutableHeader(checkpoint)
+        if durability == .fsync { try state.file.synchronize() }
+        lease.checkpoint = checkpoint
+        lease.aheadCount = dropped
     }
 
     // MARK: Writing records

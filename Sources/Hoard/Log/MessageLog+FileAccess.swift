@@ -4,7 +4,9 @@ import Foundation
 /// what every public operation goes through.
 extension MessageLog {
     /// Runs `body` with the instance's mutex and the file lock held, and the header
-    /// just read and validated.
+    /// just read, validated and settled (a header left by a writer that died holding
+    /// the append lease counts the records appended after it; see ``_LogLease``). The
+    /// instance's own lease, if held, is let go first.
     ///
     /// - Throws: ``HoardError/Code/fileCorrupted`` (offset 0) when the file no longer
     ///   holds a valid header, ``HoardError/Code/unsupportedFormat``, I/O errors, and
@@ -13,9 +15,10 @@ extension MessageLog {
         exclusive: Bool, _ body: (inout _LogState, _LogHeader) throws(HoardError) -> T
     ) throws(HoardError) -> T {
         try state.withLock { (state: inout _LogState) throws(HoardError) -> T in
+            _endLease(&state)
             try state.file.lock(exclusive: exclusive)
             defer { state.file.unlock() }
-            let header: _LogHeader
+            var header: _LogHeader
             do throws(HoardError) {
                 header = try Self._validHeader(state.file.readHeader().parsed, path: path)
             } catch {
@@ -24,6 +27,8 @@ extension MessageLog {
             }
             state.isWritable = !readsOnly && state.file.isWritable
                 && header.matches(maximumBytes: maximumBytes, overwritesOldMessages: overwritesOldMessages)
+            header = try Self._settle(
+                header, file: state.file, persist: exclusive && state.isWritable, durability: durability)
             return try body(&state, header)
         }
     }
@@ -89,7 +94,8 @@ extension MessageLog {
             else { return _LogState(file: file, isWritable: false) }
             var state = _LogState(file: file, isWritable: true)
             do throws(HoardError) {
-                _ = try _checkLastAppend(header, state: &state, durability: durability, path: path)
+                let settled = try _settle(header, file: file, persist: true, durability: durability)
+                _ = try _checkLastAppend(settled, state: &state, durability: durability, path: path)
             } catch where error.code == .fileCorrupted {
                 // Damage before a torn last append: reads report it, recover() repairs it;
                 // opening must not fail, or there would be no instance to recover with.

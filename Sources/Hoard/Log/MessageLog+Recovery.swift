@@ -18,6 +18,7 @@ extension MessageLog {
     ///   size) to find the next intact record.
     public func verify() throws(HoardError) -> MessageLogReport {
         try state.withLock { (state: inout _LogState) throws(HoardError) -> MessageLogReport in
+            _endLease(&state)
             try state.file.lock(exclusive: false)
             defer { state.file.unlock() }
             return try _inspect(state.file).report
@@ -47,6 +48,7 @@ extension MessageLog {
     @discardableResult
     public func recover() throws(HoardError) -> MessageLogReport {
         try state.withLock { (state: inout _LogState) throws(HoardError) -> MessageLogReport in
+            _endLease(&state)
             try state.file.lock(exclusive: true)
             defer { state.file.unlock() }
             let inspection = try _inspect(state.file)
@@ -54,7 +56,15 @@ extension MessageLog {
                 guard !readsOnly, state.file.isWritable,
                       header.matches(maximumBytes: maximumBytes, overwritesOldMessages: overwritesOldMessages)
                 else { throw _notWritable(header, file: state.file) }
+                if let settlement = inspection.settlement {
+                    // A writer died holding the lease: clear what it left past its records.
+                    for range in settlement.stale { try state.file.zero(range) }
+                }
                 if inspection.report.isIntact {
+                    if inspection.settlement != nil {
+                        try state.file.writeHeader(header)
+                        if durability == .fsync { try state.file.synchronize() }
+                    }
                     state.isWritable = true
                     return inspection.report
                 }
@@ -82,15 +92,24 @@ extension MessageLog {
     }
 
     /// Scans the file under a lock the caller holds.
-    private func _inspect(
-        _ file: _LogFile
-    ) throws(HoardError) -> (header: _LogHeader?, scan: _LogScan, report: MessageLogReport) {
+    ///
+    /// A header left by a writer that died holding the append lease is settled in
+    /// memory first; `settlement` says what settling found, for `recover()` to write.
+    private func _inspect(_ file: _LogFile) throws(HoardError) -> (
+        header: _LogHeader?, settlement: _LogHeader.Settlement?, scan: _LogScan, report: MessageLogReport
+    ) {
         let parsed = try file.readHeader().parsed
         switch parsed {
+        case .header(let leased) where leased.isLeased:
+            let settlement = try leased.settled(file: file)
+            let header = settlement.header
+            let image = try _LogImage.loadLive(header, from: header.oldest, file: file)
+            let scan = _LogScan.scan(header, image: image)
+            return (header, settlement, scan, Self._report(scan, header: header))
         case .header(let header):
             let image = try _LogImage.loadLive(header, from: header.oldest, file: file)
             let scan = _LogScan.scan(header, image: image)
-            return (header, scan, Self._report(scan, header: header))
+            return (header, nil, scan, Self._report(scan, header: header))
         case .damaged(_, let lap, _):
             let image = try _LogImage.load([(_LogHeader.recordsStart, maximumBytes)], from: file)
             let scan = _LogScan.scanWithoutHeader(
@@ -98,7 +117,7 @@ extension MessageLog {
             var report = Self._report(scan, header: nil)
             report.maximumBytes = maximumBytes
             report.overwritesOldMessages = overwritesOldMessages
-            return (nil, scan, report)
+            return (nil, nil, scan, report)
         case .notALog, .unsupportedVersion:
             throw Self._headerError(parsed, path: path)
         }

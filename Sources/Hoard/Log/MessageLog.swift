@@ -146,6 +146,9 @@ public final class MessageLog<Message: Sendable>: Sendable {
     /// Whether this instance was opened only to read (``init(forReadingFrom:codec:)``).
     let readsOnly: Bool
     let state: Mutex<_LogState>
+    /// The generation of the latest lease whose time is up: an append that finds its
+    /// lease expired lets it go before going on (see ``_LogLease``).
+    let leaseExpiry = Atomic<UInt64>(0)
 
     /// Opens the log at `fileURL`, creating the file when it is missing.
     ///
@@ -251,7 +254,10 @@ public final class MessageLog<Message: Sendable>: Sendable {
     }
 
     deinit {
-        state.withLock { $0.file.close() }
+        state.withLock { state in
+            _endLease(&state)
+            state.file.close()
+        }
     }
 
     // MARK: Where the log stands
@@ -297,6 +303,11 @@ struct _LogState: Sendable {
     var trusted: _LogHeader?
     /// Read-ahead over the oldest records, valid while the file's header is `trusted`.
     var window: _LogWindow?
+    /// The append lease, while this instance holds the file's exclusive lock across
+    /// appends; `trusted` is then the exact header and the file holds a checkpoint.
+    var lease: _LogLease?
+    /// The generation of the latest lease taken.
+    var leaseGeneration: UInt64 = 0
 
     init(file: _LogFile, isWritable: Bool, trusted: _LogHeader? = nil) {
         self.file = file

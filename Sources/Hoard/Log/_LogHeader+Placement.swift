@@ -68,16 +68,21 @@ extension _LogHeader {
             }
         } else if next + size > maximumBytes {
             let wrapAt = next
-            while count > 0 && wraps { try evictOldest(path: path, source: &source, placement: &placement) }
+            while count > 0 && wraps {
+                try evictOldest(path: path, source: &source)
+                placement.evicted += 1
+            }
             while count > 0 && oldest < start + size {
-                try evictOldest(path: path, source: &source, placement: &placement)
+                try evictOldest(path: path, source: &source)
+                placement.evicted += 1
             }
             if count > 0 && maximumBytes - wrapAt >= _LogRecord.prefixSize { placement.wrapMarker = wrapAt }
             lap = _LogRecord.lap(after: lap)
             next = start
         } else {
             while count > 0 && wraps && oldest < next + size {
-                try evictOldest(path: path, source: &source, placement: &placement)
+                try evictOldest(path: path, source: &source)
+                placement.evicted += 1
             }
         }
         if count == 0 { oldest = next }
@@ -90,9 +95,7 @@ extension _LogHeader {
 
     /// Removes the oldest record and moves `oldest` to the next record, over any
     /// marker.
-    private mutating func evictOldest(
-        path: String, source: inout some _SlotSource, placement: inout _Placement
-    ) throws(HoardError) {
+    mutating func evictOldest(path: String, source: inout some _SlotSource) throws(HoardError) {
         let inUpper = wraps
         let slot = try source.slot(at: oldest, segmentEnd: inUpper ? maximumBytes : next)
         guard case .record(let length) = slot else {
@@ -101,13 +104,38 @@ extension _LogHeader {
         source.passed(oldest)
         oldest += _LogRecord.prefixSize + length
         count -= 1
-        placement.evicted += 1
         if count == 0 {
             oldest = next
             source.evictedAll()
             return
         }
         try normalizeOldest(inUpper: inUpper, path: path, source: &source)
+    }
+
+    /// The bytes an append may write from `next` on before it must evict a record: up
+    /// to the oldest record around the ring, or up to the budget for a log that does
+    /// not overwrite or holds nothing.
+    var freeBytes: Int {
+        let start = Self.recordsStart
+        guard count > 0 else { return maximumBytes - start }
+        guard overwritesOldMessages else { return maximumBytes - next }
+        return wraps ? oldest - next : (maximumBytes - next) + (oldest - start)
+    }
+
+    /// Evicts the oldest records until `bytes` are free after `next` (or one record is
+    /// left), for a lease checkpoint that drops records ahead of the appends that will
+    /// overwrite them (see ``_LogLease``).
+    ///
+    /// - Returns: How many records it evicted.
+    mutating func evictAhead(toFree bytes: Int, path: String, source: inout some _SlotSource) throws(HoardError) -> Int {
+        var evicted = 0
+        // Never stop at offset 64: records dropped ahead are found again after a crash
+        // only when they lie in the oldest record's own segment.
+        while count > 1 && (freeBytes < bytes || oldest == Self.recordsStart) {
+            try evictOldest(path: path, source: &source)
+            evicted += 1
+        }
+        return evicted
     }
 
     /// Moves `oldest` over markers to the record they lead to.

@@ -4,7 +4,9 @@
 /// ```
 ///  0  8  magic "HOARDLOG"
 ///  8  4  format version (1)
-/// 12  4  flags: bit 0 set when the log overwrites old messages; other bits zero
+/// 12  4  flags: bit 0 set when the log overwrites old messages; bit 1 set while a
+///        writer holds the log's append lease (records may follow `next`); other
+///        bits zero
 /// 16  8  maximumBytes: the file's byte budget, this header included
 /// 24  8  oldest: offset of the oldest record (equal to next when empty)
 /// 32  8  next: offset just past the newest record
@@ -15,9 +17,12 @@
 /// 60  4  CRC-32C of bytes 0..<60
 /// ```
 ///
-/// Bytes 0..<24 never change after creation. Every append rewrites bytes 24..<64 with
-/// one `pwrite` of 40 bytes, before it writes the records themselves (see
-/// ``MessageLog`` for why in that order).
+/// Bytes 0..<24 change only in the lease flag. A writer sets the flag when it takes
+/// the append lease and clears it, with the exact offsets and count, when it lets the
+/// lease go; in between its header is a *checkpoint* that may lag behind the records
+/// (see ``_LogLease``). Any header that is written is written before the records it
+/// counts, so a crash between the two leaves a torn append, never a header that lost
+/// track of a record.
 ///
 /// Records live between offset 64 and `maximumBytes`. When the log has wrapped
 /// (`count > 0 && next <= oldest`) they run from `oldest` to a wrap point, then from 64
@@ -46,6 +51,10 @@ struct _LogHeader: Equatable, Sendable {
     var count: Int
     var lastAppendStart: Int
     var lap: UInt32
+    /// Set while a writer holds the append lease: records appended after this header
+    /// was written may follow `next`, and a reader that finds the flag set (the writer
+    /// died holding the lease) looks for them (``settled(file:)``).
+    var isLeased = false
 
     /// The header of a new, empty log.
     init(maximumBytes: Int, overwritesOldMessages: Bool) {
@@ -103,7 +112,7 @@ struct _LogHeader: Equatable, Sendable {
         }
         func damaged(_ reason: String) -> Parsed { .damaged(reason: reason, lap: lap, maximumBytes: budgetHint) }
         let flags = u32(12)
-        guard flags & ~1 == 0 else { return damaged("the header has unknown flags \(flags)") }
+        guard flags & ~3 == 0 else { return damaged("the header has unknown flags \(flags)") }
         guard let maximumBytes = Int(exactly: u64(16)), (minimumBytes...Self.maximumBytes).contains(maximumBytes),
               let oldest = Int(exactly: u64(24)), let next = Int(exactly: u64(32)),
               let count = Int(exactly: u64(40)), let lastAppendStart = Int(exactly: u64(48))
@@ -114,6 +123,7 @@ struct _LogHeader: Equatable, Sendable {
         header.count = count
         header.lastAppendStart = lastAppendStart
         header.lap = lap
+        header.isLeased = flags & 2 != 0
         if let problem = header.inconsistency { return damaged(problem) }
         return .header(header)
     }
@@ -155,7 +165,7 @@ struct _LogHeader: Equatable, Sendable {
         func put64(_ value: UInt64, _ offset: Int) { bytes.storeBytes(of: value.littleEndian, toByteOffset: offset, as: UInt64.self) }
         put64(Self.magic, 0)
         put32(Self.currentVersion, 8)
-        put32(overwritesOldMessages ? 1 : 0, 12)
+        put32((overwritesOldMessages ? 1 : 0) | (isLeased ? 2 : 0), 12)
         put64(UInt64(maximumBytes), 16)
         put64(UInt64(oldest), 24)
         put64(UInt64(next), 32)

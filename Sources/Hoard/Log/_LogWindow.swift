@@ -27,8 +27,29 @@ struct _LogWindow {
 struct _WindowSlotSource: _SlotSource {
     let file: _LogFile
     var window: _LogWindow?
+    /// What the append in progress will write and has not written yet: the slots there
+    /// are its record and wrap marker, whatever the file holds now.
+    var pending: _Placement?
+    /// The payload length of the pending record.
+    var pendingLength = 0
+
+    init(file: _LogFile, window: _LogWindow?) {
+        self.file = file
+        self.window = window
+    }
+
+    /// A source for the header after an append that is not written yet.
+    init(file: _LogFile, pending: _Placement, payloadLength: Int) {
+        self.file = file
+        self.pending = pending
+        self.pendingLength = payloadLength
+    }
 
     mutating func slot(at position: Int, segmentEnd: Int) throws(HoardError) -> _LogRecord.Slot {
+        if let pending {
+            if position == pending.offset { return .record(length: pendingLength) }
+            if position == pending.wrapMarker { return .wrap }
+        }
         if let slot = window?.slot(at: position, segmentEnd: segmentEnd) { return slot }
         let count = max(_LogRecord.prefixSize, min(_LogWindow.size, segmentEnd - position))
         let loaded = _LogWindow(start: position, bytes: try file.read(at: position, count: count))

@@ -1,0 +1,163 @@
+/// Settling a header left by a writer that died holding the append lease: counting the
+/// records it appended after its last checkpoint.
+///
+/// A leased header is a checkpoint (see ``_LogLease``): the records it counts are
+/// intact, and the writer appended further records after `next` in ring order, each
+/// where ``_LogHeader/place(recordSize:path:source:)`` put it, without touching a record
+/// the checkpoint counts. So the appended records are found by walking on from `next`
+/// the way appends move: a record that passes its check (bound to its offset and the
+/// lap) is the next one; a wrap marker, or fewer than 8 bytes before the budget, moves
+/// to offset 64 and the next lap; anything else is where the writer stopped.
+///
+/// Every byte after that point up to the checkpoint's oldest record is free space.
+/// Settling for a writer zeroes it, for the same reason a torn append is zeroed: a
+/// record of the current lap left there by the dead writer (after a torn one, when the
+/// system wrote its pages out of order) could otherwise line up behind a later append
+/// and pass as a newer message.
+extension _LogHeader {
+    /// What settling found.
+    struct Settlement {
+        /// The header with the lease flag cleared and the records found counted.
+        var header: _LogHeader
+        /// How many records were found after the checkpoint's `next`.
+        var found: Int
+        /// The free bytes after the last record found, clipped to the file's size:
+        /// what a writer zeroes before it writes the settled header.
+        var stale: [Range<Int>]
+    }
+
+    /// Finds the records appended after this leased header was written.
+    ///
+    /// Reads at most the bytes between `next` and the checkpoint's oldest record, in
+    /// chunks of 1 MiB, and never past the end of the file, whatever the header says.
+    func settled(file: _LogFile) throws(HoardError) -> Settlement {
+        let start = Self.recordsStart
+        var settled = self
+        settled.isLeased = false
+        let fileSize = try file.size()
+        // Appends wrap at most once between checkpoints (a second wrap would evict a
+        // record the checkpoint counts, which forces a new checkpoint first).
+        let mayWrap = overwritesOldMessages && count > 0 && !wraps
+        var inUpper = !wraps
+        var position = count == 0 ? start : next
+        var lap = count == 0 ? _LogRecord.lap(after: self.lap) : self.lap
+        var bound = inUpper ? maximumBytes : oldest
+        var found = 0
+        var reader = _ChunkReader(file: file, fileSize: fileSize)
+        scan: while true {
+            if inUpper && mayWrap && maximumBytes - position < _LogRecord.prefixSize {
+                (position, lap, bound, inUpper) = (start, _LogRecord.lap(after: lap), oldest, false)
+                continue
+            }
+            switch try reader.slot(at: position, segmentEnd: bound, lap: lap) {
+            case .record(let length):
+                if settled.count == 0 { settled.oldest = position }
+                settled.count += 1
+                settled.lap = lap
+                settled.next = position + _LogRecord.prefixSize + length
+                position = settled.next
+                found += 1
+            case .wrap where inUpper && mayWrap:
+                (position, lap, bound, inUpper) = (start, _LogRecord.lap(after: lap), oldest, false)
+            default:
+                break scan
+            }
+        }
+        if settled.count == 0 {
+            (settled.oldest, settled.next, settled.lastAppendStart) = (start, start, start)
+        } else if count == 0 {
+            settled.lastAppendStart = settled.oldest
+        }
+        if let ahead = try droppedAhead(after: settled, file: file, fileSize: fileSize) {
+            settled.oldest = ahead.start
+            settled.count += ahead.count
+        }
+        // The free space after the last record, up to the oldest one around the ring.
+        var stale: [Range<Int>] = []
+        if settled.count == 0 {
+            stale.append(start..<maximumBytes)
+        } else if settled.wraps {
+            stale.append(settled.next..<settled.oldest)
+        } else {
+            stale.append(settled.next..<maximumBytes)
+            if overwritesOldMessages { stale.append(start..<settled.oldest) }
+        }
+        let clipped = stale.compactMap { range -> Range<Int>? in
+            let end = min(range.upperBound, fileSize)
+            return range.lowerBound < end ? range.lowerBound..<end : nil
+        }
+        return Settlement(header: settled, found: found, stale: clipped)
+    }
+}
+
+extension _LogHeader {
+    /// The records this checkpoint dropped ahead of the appends (see ``_LogLease``) that
+    /// the dead writer had not overwritten yet: the longest run of intact records that
+    /// ends exactly at the checkpoint's oldest record, in the same segment, after the
+    /// records `settled` found.
+    ///
+    /// The writer's own header still counted them; only the checkpoint did not. Which of
+    /// them the later appends overwrote is not written anywhere, so they are found the way
+    /// ``_LogScan/resynchronize(_:from:segmentEnd:lap:)`` finds records after damage:
+    /// the first offset where a record passes its check (its lap is the oldest record's)
+    /// and a chain of such records lands exactly on the oldest record. Bytes that were not
+    /// such a chain pass only by a CRC-32C collision. Runs that straddle the wrap point,
+    /// or lie more than 1 MiB before the oldest record, are not searched.
+    fileprivate func droppedAhead(
+        after settled: _LogHeader, file: _LogFile, fileSize: Int
+    ) throws(HoardError) -> (start: Int, count: Int)? {
+        let start = Self.recordsStart
+        guard overwritesOldMessages, count > 0, oldest > start else { return nil }
+        let target = oldest
+        // Where the appends found stop in the oldest record's segment, if they reach it.
+        let from = (wraps || settled.wraps) ? settled.next : start
+        let low = max(from, target - (1 << 20))
+        guard low < target, target <= fileSize else { return nil }
+        let image = try _LogImage.load([(low, target)], from: file)
+        let lap = oldestLap
+        for candidate in low..<target {
+            var position = candidate
+            var found = 0
+            chain: while position < target {
+                switch image.slot(at: position, segmentEnd: target, lap: lap) {
+                case .record(let length):
+                    position += _LogRecord.prefixSize + length
+                    found += 1
+                case .skip(let size):
+                    position += size
+                default:
+                    break chain
+                }
+            }
+            if position == target && found > 0 { return (candidate, found) }
+        }
+        return nil
+    }
+}
+
+/// Reads a file forward in chunks for ``_LogHeader/settled(file:)``.
+private struct _ChunkReader {
+    static let chunkSize = 1 << 20
+
+    let file: _LogFile
+    let fileSize: Int
+    var image = _LogImage(pieces: [])
+
+    init(file: _LogFile, fileSize: Int) {
+        self.file = file
+        self.fileSize = fileSize
+    }
+
+    /// What starts at `position`, loading more of the file when the loaded bytes do not
+    /// hold it; bytes past the end of the file make it `.invalid`.
+    mutating func slot(at position: Int, segmentEnd: Int, lap: UInt32) throws(HoardError) -> _LogRecord.Slot {
+        var slot = image.slot(at: position, segmentEnd: segmentEnd, lap: lap)
+        if case .unavailable(let needed) = slot {
+            let end = max(position, min(fileSize, segmentEnd, position + max(needed, Self.chunkSize)))
+            image = try _LogImage.load([(position, end)], from: file)
+            slot = image.slot(at: position, segmentEnd: segmentEnd, lap: lap)
+            if case .unavailable = slot { return .invalid(reason: "the file ends before the record does") }
+        }
+        return slot
+    }
+}
