@@ -106,4 +106,11 @@ struct LogModel {
         next = position + size
         return true
     }
+
+    /// Drops the newest record, as opening a log does when a crash tore it (the
+    /// records it evicted stay evicted).
+    mutating func dropLast() {
+        records.removeLast()
+        next = records.last.map { $0.offset + $0.size } ?? 64
+    }
 }

@@ -68,9 +68,18 @@ extension _LogHeader {
         } else if count == 0 {
             settled.lastAppendStart = settled.oldest
         }
-        if let ahead = try droppedAhead(after: settled, file: file, fileSize: fileSize) {
-            settled.oldest = ahead.start
-            settled.count += ahead.count
+        if overwritesOldMessages && count > 0 {
+            if let ahead = try droppedAhead(after: settled, file: file, fileSize: fileSize) {
+                settled.oldest = ahead.start
+                settled.count += ahead.count
+            }
+            // A run that reaches offset 64 may have begun before the wrap point.
+            if settled.oldest == start, !settled.wraps, settled.lap > 1,
+               let upper = try droppedAheadBeforeWrap(after: settled, file: file, fileSize: fileSize)
+            {
+                settled.oldest = upper.start
+                settled.count += upper.count
+            }
         }
         // The free space after the last record, up to the oldest one around the ring.
         var stale: [Range<Int>] = []
@@ -103,6 +112,40 @@ extension _LogHeader {
     /// and a chain of such records lands exactly on the oldest record. Bytes that were not
     /// such a chain pass only by a CRC-32C collision. Runs that straddle the wrap point,
     /// or lie more than 1 MiB before the oldest record, are not searched.
+    /// The records before the wrap point that a run found by ``droppedAhead(after:file:fileSize:)``
+    /// from offset 64 continues: a chain of intact records of the lap before, after the
+    /// records `settled` found, that ends at a wrap marker or less than 8 bytes before
+    /// the budget.
+    fileprivate func droppedAheadBeforeWrap(
+        after settled: _LogHeader, file: _LogFile, fileSize: Int
+    ) throws(HoardError) -> (start: Int, count: Int)? {
+        let end = min(maximumBytes, fileSize)
+        let low = max(settled.next, end - (1 << 20))
+        guard low < end else { return nil }
+        let image = try _LogImage.load([(low, end)], from: file)
+        let lap = settled.lap &- 1
+        for candidate in low..<end {
+            var position = candidate
+            var found = 0
+            chain: while maximumBytes - position >= _LogRecord.prefixSize {
+                switch image.slot(at: position, segmentEnd: maximumBytes, lap: lap) {
+                case .record(let length):
+                    position += _LogRecord.prefixSize + length
+                    found += 1
+                case .skip(let size):
+                    position += size
+                case .wrap:
+                    break chain
+                default:
+                    found = 0
+                    break chain
+                }
+            }
+            if found > 0 { return (candidate, found) }
+        }
+        return nil
+    }
+
     fileprivate func droppedAhead(
         after settled: _LogHeader, file: _LogFile, fileSize: Int
     ) throws(HoardError) -> (start: Int, count: Int)? {
