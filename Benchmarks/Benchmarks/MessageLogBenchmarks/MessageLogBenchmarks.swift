@@ -21,10 +21,10 @@ import Hoard
 ///   - `flock+pwrite+unlock`: the same inside `flock(LOCK_EX)`/`flock(LOCK_UN)`: the
 ///     floor of any design that locks the file per append, which two processes sharing
 ///     a file need.
-///   - `MessageLog's 5 calls`: the calls a MessageLog append makes (lock, `pread` of
-///     the 64-byte header, `pwrite` of its 40 changing bytes, `pwritev` of prefix and
-///     payload, unlock) with no work between them: how far MessageLog is from its own
-///     floor.
+///   - `MessageLog's 5 calls`: the calls an append made before the append lease (lock,
+///     `pread` of the 64-byte header, `pwrite` of its 40 changing bytes, `pwritev` of
+///     prefix and payload, unlock) with no work between them: the floor of that design.
+///     With the lease an append makes one `pwritev`, so `write(2)` is its floor.
 /// - `append 64B JSON`: 1,000 appends of a `Codable` struct whose JSON is 68 bytes
 ///   through the default `.json` codec; `encode 64B JSON` encodes the same 1,000
 ///   values with `ValueCodec.json` alone, so the two together say how much of an

@@ -18,16 +18,18 @@ extension MessageLog {
     ///   ``HoardError/Code/fileNotWritable`` when ``isWritable`` is `false`;
     ///   ``HoardError/Code/fileCorrupted`` when the records to evict are damaged;
     ///   ``HoardError/Code/ioFailed``.
-    /// - Complexity: Five system calls without fsync (see ``MessageLog`` for why),
-    ///   plus one read per 64 KiB of evicted records; no allocation but the codec's
-    ///   and that read's buffer.
+    /// - Complexity: One `pwritev` without fsync while the instance holds its append
+    ///   lease (see ``MessageLog``); plus, per 64 KiB of evicted records, a header write
+    ///   and a read; and, once a millisecond at most, taking and letting go of the lease
+    ///   (lock, header read and write, unlock). No allocation but the codec's.
     public func append(_ message: Message) throws(HoardError) {
         let payload = try codec.encode(message)
         try _append(payload)
     }
 
-    /// Appends messages in order, as one write: one lock, one header update, one
-    /// write per contiguous run of records, and with ``Durability/fsync`` one sync.
+    /// Appends messages in order, as one write: one write per contiguous run of
+    /// records, a header write when the batch evicts what the file's header counts,
+    /// and with ``Durability/fsync`` one sync.
     ///
     /// All or nothing for the errors it checks first: when one message is too large, or
     /// (without overwrite) they do not all fit, nothing is written. With overwrite, a

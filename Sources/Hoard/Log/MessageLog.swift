@@ -27,15 +27,18 @@ import Synchronization
 ///   messages make room; what remains is always the newest messages in order, and at
 ///   least the message just appended.
 /// - **Safe to share.** Any number of threads and tasks may use one instance. Several
-///   instances, in one process or in several, may open the same file: every operation
-///   takes a `flock(2)` lock on the file (exclusive to append, shared to read) and
-///   re-reads the header under it, so each sees the others' appends and no two
-///   records ever interleave.
+///   instances, in one process or in several, may open the same file: they take turns
+///   through a `flock(2)` lock on the file (exclusive to append, shared to read), so each
+///   sees the others' appends and no two records ever interleave. An instance that
+///   appends keeps the lock for up to a millisecond (the *append lease*, below), so
+///   another instance or process waits at most about that long.
 /// - **Damage is found, never returned.** Every record carries a CRC-32C. A crash in
 ///   the middle of an append leaves a torn record that opening the log drops; any other
 ///   damage makes reads throw ``HoardError/Code/fileCorrupted`` with the byte offset,
 ///   and ``recover()`` keeps every intact message. No bytes in the file make it crash,
-///   and none make it return a message that was not appended.
+///   and none make it return a message that was not appended. (One limit: records
+///   appended in the last lease before a crash are found by walking on from the
+///   header, so damage among them reads as the end of the log, not as an error.)
 /// - **Never rewritten by mistake.** A file that is not a message log, a log of an
 ///   unknown format version, and a log created with another budget or overwrite setting
 ///   are never written to: the last one stays readable, and ``isWritable`` is `false`.
@@ -67,47 +70,54 @@ import Synchronization
 ///
 /// The layouts, byte by byte, are in `_LogHeader.swift` and `_LogRecord.swift`.
 ///
-/// ## Why an append costs what it does
+/// ## Why an append costs what it does: the append lease
 ///
-/// An append without fsync makes five system calls and no allocation besides the
-/// encoded message: take the file lock; read the header (another instance or process
-/// may have appended); write the header's 40 changing bytes in one `pwrite`; write the
-/// record's 8-byte prefix and payload in one `pwritev`; release the lock. The header
-/// goes first, and the record's check mixes in the header's lap, so a crash between
-/// the two leaves a newest record that fails its check and is dropped as torn (never an
-/// older record in its place, never a header that lost track of a record that was
-/// evicted). Records an append must evict are read from a 64 KiB read-ahead window:
-/// one read and one buffer per 64 KiB of evicted records, not one per record.
+/// A single append without fsync is one system call: a `pwritev` of the record's 8-byte
+/// prefix and payload. To get there, an instance that appends takes the exclusive file
+/// lock once and keeps it for up to a millisecond (its *lease*), instead of locking,
+/// reading the header and writing it for every message (five calls). While it holds the
+/// lease no one else can write, so it needs no header read; and it writes the header
+/// only at *checkpoints*:
+/// - Taking the lease rewrites the header with a lease flag set. From then on the
+///   file's header may lag behind the records: records appended since follow its
+///   `next` in ring order, each bound to its offset and lap by its check.
+/// - An append that must evict a record the file's header still counts first writes a
+///   new header (a checkpoint) that also drops 64 KiB more of the oldest records (a
+///   sixteenth of a smaller log), so the appends that overwrite those need no header
+///   write: one header write per 64 KiB of messages.
+/// - Letting the lease go (a timer a millisecond after taking it, any other operation
+///   of the instance, or its deinit) writes the exact header with the flag cleared and
+///   unlocks, so other instances and processes read an exact header.
 ///
-/// The system calls are the cost: `MessageLogBenchmarks` measures a single append at
-/// 1.15 to 1.35 times the same five calls made back to back with no work between them,
-/// so the code between them is not what to shrink. What was weighed to make fewer:
-/// - *Header and record in one `pwritev`*: a `pwritev` writes one contiguous range,
-///   and the header (offset 0) and the record (anywhere) are not contiguous.
-/// - *Skip re-reading the header when no one else wrote*: telling that needs state
-///   shared between processes; every kernel-held clue (size, modification time, the
-///   lock) costs a system call like the read it would save.
-/// - *Map the header page* (`mmap`, shared between processes): reads and writes of the
-///   header become memory accesses, three calls an append instead of five. Rejected: a
-///   mapped page of a file that another program truncates to zero bytes (log rotation
-///   does) kills the process with `SIGBUS`, and so does writing a mapped page when a
-///   copy-on-write file system (APFS, btrfs) is full, where `pwrite` returns `ENOSPC`.
-/// - *Scan for the end of the log at open instead of writing the header*: every other
-///   instance and process would still need a read to learn where the log ends, and a
-///   log that overwrites must record which records it evicted somewhere, or a crash
-///   leaves a header that claims overwritten records.
+/// A crash while holding the lease leaves the flag set. Whoever opens or locks the file
+/// next *settles* it: walks on from the header's `next` to count the records appended
+/// after it (stopping at the first that fails its check: a torn append), finds again
+/// the records the checkpoint dropped ahead that were not overwritten yet (the longest
+/// chain of intact records ending exactly at the header's oldest record), zeroes the
+/// free bytes after the last record, and writes the exact header. The tests copy the
+/// file after every append, as a crash would leave it, and read back exactly the
+/// acknowledged messages. A header is always written before the records it counts, so
+/// a crash never leaves a header that claims an overwritten record.
 ///
-/// Any design that takes a file lock per append pays the lock's two calls and one
-/// write at least: measured in the same run, that floor was 2.3 times the cost of a
-/// bare 72-byte `pwrite`. On the 2-core Linux VM this was built on (busy with other
-/// work, which slows system calls; medians), a bare `pwrite` ran at 1.6 million a
-/// second, the lock-and-write floor at 690,000, the five calls at 390,000 and a single
-/// 64-byte append at 287,000. A million single appends a second is out of reach of a
-/// log that several processes may share, here. ``append(contentsOf:)`` pays the five
-/// calls once per batch: 2.6 million 64-byte messages a second in batches of 100, 1.4
-/// times the time of a bare `write(2)` of the same bytes. For a `Codable` message the
-/// codec dominates: ``ValueCodec/json`` alone encoded 174,000 68-byte values a second in
-/// the same run, and appends of them through it ran at 106,000 a second.
+/// What was weighed:
+/// - *A file lock per append* (the first design): five calls an append; the lock's two
+///   calls and one write alone ran 2.3 times the time of a bare `pwrite`.
+/// - *Map the header page* (`mmap`): three calls an append, but a mapped page of a file
+///   that another program truncates (log rotation does) kills the process with
+///   `SIGBUS`, and so does writing one on a full copy-on-write file system.
+/// - *No checkpoints, only a header at the end of a lease*: a log that overwrites would
+///   then lose track, after a crash, of which old records the new ones overwrote.
+/// - The lease's cost: another instance or process waits up to a millisecond for the
+///   lock, and `flock` is not fair, so an instance appending without pause can win the
+///   lock back at each release; a crash loses nothing acknowledged.
+///
+/// Figures (`MessageLogBenchmarks`, 2-core Linux VM busy with other work, load average
+/// about 6, medians): a single 64-byte append in a wrapping 16 MiB log ran at 930,000 a
+/// second (1,076 ns) against 1.53 million bare 72-byte `pwrite`s (652 ns) in the same run:
+/// 1.65 times the time of the one system call it makes. The five-call design ran at
+/// 287,000 a second. ``append(contentsOf:)`` writes a batch with one `pwrite` per
+/// contiguous run. For a `Codable` message the codec dominates: ``ValueCodec/json``
+/// alone encoded 174,000 68-byte values a second in an earlier run.
 ///
 /// - Note: Reads and appends do file I/O while holding the instance's lock, which
 ///   serializes the threads that share its file descriptor (the file lock does the same
@@ -124,9 +134,9 @@ public final class MessageLog<Message: Sendable>: Sendable {
         case none
         /// Each append (each ``MessageLog/append(contentsOf:)`` batch) ends with a sync
         /// (`fdatasync`, `F_FULLFSYNC` on Apple platforms), so it survives power loss.
-        /// An append that evicts old messages syncs once more, after its header and
-        /// before its records, so that a power loss never leaves a header that still
-        /// claims the records being overwritten.
+        /// An append that writes a checkpoint (see "the append lease" above) syncs once
+        /// more, after that header and before its records, so that a power loss never
+        /// leaves a header that still claims the records being overwritten.
         case fsync
     }
 
@@ -299,7 +309,8 @@ struct _LogState: Sendable {
     var isWritable: Bool
     /// A header whose most recent append is known to be intact (this instance wrote
     /// it, or a read checked it). While the file's header equals it, appends skip
-    /// checking the previous append and may use ``window``.
+    /// checking the previous append and may use ``window``. While ``lease`` is held it
+    /// is the exact header, ahead of the checkpoint in the file.
     var trusted: _LogHeader?
     /// Read-ahead over the oldest records, valid while the file's header is `trusted`.
     var window: _LogWindow?
