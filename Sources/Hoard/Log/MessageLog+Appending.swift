@@ -64,11 +64,8 @@ extension MessageLog {
         try _checkSize(payload.count)
         try _withLease { state, lease, header throws(HoardError) in
             var placed = header
-            var source = _WindowSlotSource(file: state.file, window: state.window)
-            state.window = nil
             let placement = try placed.place(
-                recordSize: _LogRecord.prefixSize + payload.count, path: path, source: &source)
-            state.window = source.window
+                recordSize: _LogRecord.prefixSize + payload.count, path: path, source: &state.evictions)
             placed.lastAppendStart = placement.offset
             do throws(HoardError) {
                 if placement.evicted > lease.aheadCount {
@@ -97,7 +94,7 @@ extension MessageLog {
         try _withLease { state, lease, header throws(HoardError) in
             var placed = header
             var source = _BatchSlotSource(
-                inner: _WindowSlotSource(file: state.file, window: state.window), payloads: payloads)
+                inner: state.evictions, payloads: payloads)
             state.window = nil
             var evicted = 0
             for index in payloads.indices {

@@ -56,6 +56,7 @@ extension MessageLog {
             state.leaseGeneration &+= 1
             let lease = _LogLease(checkpoint: checkpoint, generation: state.leaseGeneration)
             state.lease = lease
+            leaseHeld.store(lease.generation, ordering: .relaxed)
             _scheduleLeaseRelease(generation: lease.generation, after: _LogLease.duration)
             return (lease, header)
         } catch {
@@ -74,6 +75,7 @@ extension MessageLog {
     func _endLease(_ state: inout _LogState) {
         guard state.lease != nil else { return }
         state.lease = nil
+        leaseHeld.store(0, ordering: .relaxed)
         if let header = state.trusted {
             do throws(HoardError) {
                 try state.file.writeHeader(header)
@@ -89,6 +91,7 @@ extension MessageLog {
     func _abandonLease(_ state: inout _LogState) {
         guard state.lease != nil else { return }
         state.lease = nil
+        leaseHeld.store(0, ordering: .relaxed)
         state.trusted = nil
         state.window = nil
         state.file.unlock()
@@ -102,15 +105,16 @@ extension MessageLog {
     }
 
     /// Marks the lease of `generation` expired and lets it go when the mutex is free;
-    /// when it is not, the append holding it lets the lease go itself, and the timer
-    /// tries again shortly in case that was the last append.
+    /// when it is not, the next append lets the lease go itself, and the timer tries
+    /// again a lease's time later in case there is no next append.
     private func _releaseExpiredLease(_ generation: UInt64) {
+        guard leaseHeld.load(ordering: .relaxed) == generation else { return }
         leaseExpiry.store(generation, ordering: .relaxed)
         let done: Bool? = state.withLockIfAvailable { state in
             if state.lease?.generation == generation { _endLease(&state) }
             return true
         }
-        if done == nil { _scheduleLeaseRelease(generation: generation, after: _LogLease.retryDelay) }
+        if done == nil { _scheduleLeaseRelease(generation: generation, after: _LogLease.duration) }
     }
 
     /// `header`, or when its lease flag is set, the header with the records its writer

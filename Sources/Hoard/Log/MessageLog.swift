@@ -111,13 +111,14 @@ import Synchronization
 ///   lock, and `flock` is not fair, so an instance appending without pause can win the
 ///   lock back at each release; a crash loses nothing acknowledged.
 ///
-/// Figures (`MessageLogBenchmarks`, 2-core Linux VM busy with other work, load average
-/// about 6, medians): a single 64-byte append in a wrapping 16 MiB log ran at 930,000 a
-/// second (1,076 ns) against 1.53 million bare 72-byte `pwrite`s (652 ns) in the same run:
-/// 1.65 times the time of the one system call it makes. The five-call design ran at
-/// 287,000 a second. ``append(contentsOf:)`` writes a batch with one `pwrite` per
+/// Figures (`MessageLogBenchmarks`, 2-core Linux VM shared with other work, load
+/// average 2 to 2.5, medians of one run): a single 64-byte append in a wrapping 16 MiB
+/// log took 872 ns (1.15 million a second), against 392 ns for a bare 72-byte `pwrite`
+/// (2.2 times) and 944 ns for `flock` + `pwrite` + unlock (0.92 times) in the same run;
+/// the five-call design's calls alone took 1,781 ns. Before the lease, a single append
+/// ran at 287,000 a second. ``append(contentsOf:)`` writes a batch with one `pwrite` per
 /// contiguous run. For a `Codable` message the codec dominates: ``ValueCodec/json``
-/// alone encoded 174,000 68-byte values a second in an earlier run.
+/// alone encodes about 350,000 68-byte values a second here.
 ///
 /// - Note: Reads and appends do file I/O while holding the instance's lock, which
 ///   serializes the threads that share its file descriptor (the file lock does the same
@@ -159,6 +160,9 @@ public final class MessageLog<Message: Sendable>: Sendable {
     /// The generation of the latest lease whose time is up: an append that finds its
     /// lease expired lets it go before going on (see ``_LogLease``).
     let leaseExpiry = Atomic<UInt64>(0)
+    /// The generation of the lease this instance holds, or 0: lets a release timer whose
+    /// lease is gone stop without waiting for the mutex.
+    let leaseHeld = Atomic<UInt64>(0)
 
     /// Opens the log at `fileURL`, creating the file when it is missing.
     ///
@@ -312,8 +316,15 @@ struct _LogState: Sendable {
     /// checking the previous append and may use ``window``. While ``lease`` is held it
     /// is the exact header, ahead of the checkpoint in the file.
     var trusted: _LogHeader?
-    /// Read-ahead over the oldest records, valid while the file's header is `trusted`.
-    var window: _LogWindow?
+    /// Where appends read the records they evict: the file through a read-ahead window
+    /// over the oldest records, valid while the file's header is `trusted`. Kept here,
+    /// and passed `inout`, so that an append copies neither the file nor the window.
+    var evictions: _WindowSlotSource
+    /// The read-ahead window of ``evictions``.
+    var window: _LogWindow? {
+        get { evictions.window }
+        set { evictions.window = newValue }
+    }
     /// The append lease, while this instance holds the file's exclusive lock across
     /// appends; `trusted` is then the exact header and the file holds a checkpoint.
     var lease: _LogLease?
@@ -322,6 +333,7 @@ struct _LogState: Sendable {
 
     init(file: _LogFile, isWritable: Bool, trusted: _LogHeader? = nil) {
         self.file = file
+        self.evictions = _WindowSlotSource(file: file, window: nil)
         self.isWritable = isWritable
         self.trusted = trusted
     }

@@ -28,8 +28,6 @@ import Dispatch
 struct _LogLease {
     /// How long an instance keeps the lock after taking it for an append.
     static let duration: DispatchTimeInterval = .milliseconds(1)
-    /// How long a release timer waits to try again when the instance's mutex is busy.
-    static let retryDelay: DispatchTimeInterval = .microseconds(200)
 
     /// The header in the file: the checkpoint (lease flag set).
     var checkpoint: _LogHeader
