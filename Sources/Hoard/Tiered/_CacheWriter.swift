@@ -225,23 +225,7 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
         }
         guard !localStores.isEmpty else { return (failures, encoded) }
 
-        var writes: [CacheStoreWrite] = []
-        writes.reserveCapacity(batch.count)
-        var positions: [Int] = []
-        positions.reserveCapacity(batch.count)
-        for position in 0..<batch.count {
-            switch batch[batch.startIndex + position].kind {
-            case .set(let key, _, let storedAt, let localExpiry, _, let local):
-                guard local, let data = encoded[position] else { continue }
-                writes.append(.set(data, for: key.cacheKeyString, in: namespace, storedAt: storedAt, expiresAt: localExpiry))
-            case .remove(let key):
-                writes.append(.removeValue(for: key.cacheKeyString, in: namespace))
-            case .removeAll(let local, _):
-                guard local else { continue }
-                writes.append(.removeAll(in: namespace))
-            }
-            positions.append(position)
-        }
+        let (writes, positions) = storeWrites(batch, encoded: encoded, remote: false)
         guard !writes.isEmpty else { return (failures, encoded) }
         for (index, store) in localStores.enumerated() {
             do {
@@ -280,23 +264,7 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
         _ batch: ArraySlice<Operation>, encoded: [Data?], failures: [(any Error)?]
     ) async -> [(any Error)?] {
         var failures = failures
-        var writes: [CacheStoreWrite] = []
-        writes.reserveCapacity(batch.count)
-        var positions: [Int] = []
-        positions.reserveCapacity(batch.count)
-        for position in 0..<batch.count {
-            switch batch[batch.startIndex + position].kind {
-            case .set(let key, _, let storedAt, _, let remoteExpiry, _):
-                guard let data = encoded[position] else { continue }
-                writes.append(.set(data, for: key.cacheKeyString, in: namespace, storedAt: storedAt, expiresAt: remoteExpiry))
-            case .remove(let key):
-                writes.append(.removeValue(for: key.cacheKeyString, in: namespace))
-            case .removeAll(_, let remote):
-                guard remote else { continue }
-                writes.append(.removeAll(in: namespace))
-            }
-            positions.append(position)
-        }
+        let (writes, positions) = storeWrites(batch, encoded: encoded, remote: true)
         guard !writes.isEmpty else { return failures }
         for (index, store) in remoteStores.enumerated() {
             do {
@@ -309,6 +277,35 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
             }
         }
         return failures
+    }
+
+    /// The store writes of one tier for a batch, and the batch position each came
+    /// from: sets that have bytes (and, for the local tier, were not already written
+    /// through by the caller), with the tier's expiry; removals; and clears of the
+    /// namespace the tier takes part in.
+    private func storeWrites(
+        _ batch: ArraySlice<Operation>, encoded: [Data?], remote: Bool
+    ) -> (writes: [CacheStoreWrite], positions: [Int]) {
+        var writes: [CacheStoreWrite] = []
+        writes.reserveCapacity(batch.count)
+        var positions: [Int] = []
+        positions.reserveCapacity(batch.count)
+        for position in 0..<batch.count {
+            switch batch[batch.startIndex + position].kind {
+            case .set(let key, _, let storedAt, let localExpiry, let remoteExpiry, let local):
+                guard remote || local, let data = encoded[position] else { continue }
+                writes.append(.set(
+                    data, for: key.cacheKeyString, in: namespace, storedAt: storedAt,
+                    expiresAt: remote ? remoteExpiry : localExpiry))
+            case .remove(let key):
+                writes.append(.removeValue(for: key.cacheKeyString, in: namespace))
+            case .removeAll(let local, let clearsRemote):
+                guard remote ? clearsRemote : local else { continue }
+                writes.append(.removeAll(in: namespace))
+            }
+            positions.append(position)
+        }
+        return (writes, positions)
     }
 
     private static func key(of write: CacheStoreWrite) -> String? {
