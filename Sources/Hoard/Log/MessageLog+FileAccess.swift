@@ -18,19 +18,29 @@ extension MessageLog {
             _endLease(&state)
             try state.file.lock(exclusive: exclusive)
             defer { state.file.unlock() }
-            var header: _LogHeader
-            do throws(HoardError) {
-                header = try Self._validHeader(state.file.readHeader().parsed, path: path)
-            } catch {
-                state.isWritable = false
-                throw error
-            }
-            state.isWritable = !readsOnly && state.file.isWritable
-                && header.matches(maximumBytes: maximumBytes, overwritesOldMessages: overwritesOldMessages)
-            header = try Self._settle(
-                header, file: state.file, persist: exclusive && state.isWritable, durability: durability)
+            let header = try _readLockedHeader(&state, persistingSettlement: exclusive)
             return try body(&state, header)
         }
+    }
+
+    /// Reads and validates the header under the file lock the caller holds, updates
+    /// ``isWritable`` from it, and settles it (see ``_LogLease``); with
+    /// `persistingSettlement`, under the exclusive lock of an instance that may write,
+    /// the settled header is written.
+    func _readLockedHeader(
+        _ state: inout _LogState, persistingSettlement: Bool
+    ) throws(HoardError) -> _LogHeader {
+        let header: _LogHeader
+        do throws(HoardError) {
+            header = try Self._validHeader(state.file.readHeader().parsed, path: path)
+        } catch {
+            state.isWritable = false
+            throw error
+        }
+        state.isWritable = !readsOnly && state.file.isWritable
+            && header.matches(maximumBytes: maximumBytes, overwritesOldMessages: overwritesOldMessages)
+        return try Self._settle(
+            header, file: state.file, persist: persistingSettlement && state.isWritable, durability: durability)
     }
 
     /// The header to append after, once the log is known to accept appends and its

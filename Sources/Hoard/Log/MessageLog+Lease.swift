@@ -37,17 +37,8 @@ extension MessageLog {
     private func _takeLease(_ state: inout _LogState) throws(HoardError) -> (_LogLease, _LogHeader) {
         try state.file.lock(exclusive: true)
         do throws(HoardError) {
-            var header: _LogHeader
-            do throws(HoardError) {
-                header = try Self._validHeader(state.file.readHeader().parsed, path: path)
-            } catch {
-                state.isWritable = false
-                throw error
-            }
-            state.isWritable = !readsOnly && state.file.isWritable
-                && header.matches(maximumBytes: maximumBytes, overwritesOldMessages: overwritesOldMessages)
+            var header = try _readLockedHeader(&state, persistingSettlement: true)
             guard state.isWritable else { throw _notWritable(header, file: state.file) }
-            header = try Self._settle(header, file: state.file, persist: true, durability: durability)
             header = try Self._checkLastAppend(header, state: &state, durability: durability, path: path)
             var checkpoint = header
             checkpoint.isLeased = true

@@ -123,27 +123,8 @@ extension _LogHeader {
         let low = max(settled.next, end - (1 << 20))
         guard low < end else { return nil }
         let image = try _LogImage.load([(low, end)], from: file)
-        let lap = settled.lap &- 1
-        for candidate in low..<end {
-            var position = candidate
-            var found = 0
-            chain: while maximumBytes - position >= _LogRecord.prefixSize {
-                switch image.slot(at: position, segmentEnd: maximumBytes, lap: lap) {
-                case .record(let length):
-                    position += _LogRecord.prefixSize + length
-                    found += 1
-                case .skip(let size):
-                    position += size
-                case .wrap:
-                    break chain
-                default:
-                    found = 0
-                    break chain
-                }
-            }
-            if found > 0 { return (candidate, found) }
-        }
-        return nil
+        return Self.firstRun(
+            in: image, from: low, before: end, segmentEnd: maximumBytes, lap: settled.lap &- 1, endsAtWrap: true)
     }
 
     fileprivate func droppedAhead(
@@ -157,22 +138,34 @@ extension _LogHeader {
         let low = max(from, target - (1 << 20))
         guard low < target, target <= fileSize else { return nil }
         let image = try _LogImage.load([(low, target)], from: file)
-        let lap = oldestLap
-        for candidate in low..<target {
+        return Self.firstRun(
+            in: image, from: low, before: target, segmentEnd: target, lap: oldestLap, endsAtWrap: false)
+    }
+
+    /// The first offset in `low..<end` (the loaded bytes: a header may claim a budget
+    /// far larger than the file) where intact records of `lap` (and skip markers) run
+    /// without a gap to `segmentEnd` or, with `endsAtWrap`, to a wrap marker or less
+    /// than 8 bytes before it; and how many records that run holds (at least one).
+    private static func firstRun(
+        in image: _LogImage, from low: Int, before end: Int, segmentEnd: Int, lap: UInt32, endsAtWrap: Bool
+    ) -> (start: Int, count: Int)? {
+        candidates: for candidate in low..<end {
             var position = candidate
             var found = 0
-            chain: while position < target {
-                switch image.slot(at: position, segmentEnd: target, lap: lap) {
+            while position != segmentEnd && !(endsAtWrap && segmentEnd - position < _LogRecord.prefixSize) {
+                switch image.slot(at: position, segmentEnd: segmentEnd, lap: lap) {
                 case .record(let length):
                     position += _LogRecord.prefixSize + length
                     found += 1
                 case .skip(let size):
                     position += size
+                case .wrap where endsAtWrap && found > 0:
+                    return (candidate, found)
                 default:
-                    break chain
+                    continue candidates
                 }
             }
-            if position == target && found > 0 { return (candidate, found) }
+            if found > 0 { return (candidate, found) }
         }
         return nil
     }
