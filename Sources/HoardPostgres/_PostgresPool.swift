@@ -83,9 +83,16 @@ final class _PostgresPool: Sendable {
                                 lease.statementEnded()
                                 return value
                             } catch {
-                                // A connection closed for running out of time goes back to the
-                                // pool only once the pool has seen it close.
-                                if !lease.statementEnded() { try? await connection.closeFuture.get() }
+                                // A connection closed for running out of time, or closed here
+                                // because a statement failed to prepare on it (which postgres-nio
+                                // would remember), goes back to the pool only once the pool has
+                                // seen it close.
+                                var isClosing = !lease.statementEnded()
+                                if !isClosing, _PostgresPreparedStatement.spoilsConnection(error) {
+                                    Self.close(connection)
+                                    isClosing = true
+                                }
+                                if isClosing { try? await connection.closeFuture.get() }
                                 throw error
                             }
                         }
@@ -121,6 +128,12 @@ final class _PostgresPool: Sendable {
         case .failure(let error):
             throw PostgresStoreError(from: error, operation: operation).with(key: key)
         }
+    }
+
+    /// Closes `connection` without waiting (the pool's `close()`, not the async one
+    /// that waits for the server), which fails whatever runs on it at once.
+    static func close(_ connection: PostgresConnection) {
+        connection.close() as Void
     }
 
     /// The error of an operation that waited in vain for a connection, saying why
@@ -278,8 +291,7 @@ final class _Lease<T: Sendable>: Sendable {
             return connection
         }
         guard let connection else { return }
-        // The pool's `close()`, which closes the channel without waiting.
-        connection.close() as Void
+        _PostgresPool.close(connection)
         outcome.resume(.failure(_Limit.command))
         outcome.cancelTask()
     }
