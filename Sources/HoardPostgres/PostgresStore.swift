@@ -28,7 +28,8 @@ import Synchronization
 ///   `stored_at` first, to ``Configuration/maximumRows`` and
 ///   ``Configuration/maximumBytes``.
 /// - **One round trip.** A get, a multi-get (`key = ANY($2)`), a set (an upsert),
-///   a removal and a namespace clear are each one statement; the writes carry their
+///   a removal and a namespace clear are each one statement, a named prepared
+///   statement that each connection parses and plans once; the writes carry their
 ///   `pg_notify` in the same statement.
 /// - **Invalidations.** Every set, removal and clear notifies the table's channel
 ///   naming this instance, which ignores its own notifications;
