@@ -13,7 +13,7 @@ extension PostgresStore {
     public func removeExpired() async throws(PostgresStoreError) -> Int {
         var binds = PostgresBindings(capacity: 1)
         binds.append(clockNow())
-        return try await count("sweep", PostgresQuery(unsafeSQL: statements.sweep, binds: binds))
+        return try await count("sweep", statements.sweep, binds)
     }
 
     /// Deletes the oldest rows (by `stored_at`, across namespaces) until at most
@@ -37,7 +37,7 @@ extension PostgresStore {
         var binds = PostgresBindings(capacity: 2)
         binds.append(Int64(rows ?? Int(Int64.max)))
         binds.append(Int64(bytes ?? Int(Int64.max)))
-        return try await count("trim", PostgresQuery(unsafeSQL: statements.trim, binds: binds))
+        return try await count("trim", statements.trim, binds)
     }
 
     /// The rows in the table, across namespaces, and their value bytes, expired rows
@@ -46,11 +46,12 @@ extension PostgresStore {
     /// - Complexity: One pass over the table.
     /// - Throws: ``PostgresStoreError`` when the server cannot answer.
     public func usage() async throws(PostgresStoreError) -> StoreUsage {
-        let query = PostgresQuery(unsafeSQL: statements.usage)
+        let statement = statements.usage
         return try await run("usage", key: nil) { connection in
-            let rows = try await connection.query(query, logger: _PostgresPool.logger)
+            let rows = try await _PostgresPreparedStatement.execute(statement, PostgresBindings(), on: connection)
             var usage = StoreUsage()
-            for try await (count, bytes) in rows.decode((Int64, Int64).self) {
+            for try await row in rows {
+                let (count, bytes) = try row.decode((Int64, Int64).self)
                 usage = StoreUsage(count: Int(count), bytes: Int(bytes))
             }
             return usage

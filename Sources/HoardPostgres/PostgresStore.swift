@@ -28,7 +28,8 @@ import Synchronization
 ///   `stored_at` first, to ``Configuration/maximumRows`` and
 ///   ``Configuration/maximumBytes``.
 /// - **One round trip.** A get, a multi-get (`key = ANY($2)`), a set (an upsert),
-///   a removal and a namespace clear are each one statement; the writes carry their
+///   a removal and a namespace clear are each one statement, a named prepared
+///   statement that each connection parses and plans once; the writes carry their
 ///   `pg_notify` in the same statement.
 /// - **Invalidations.** Every set, removal and clear notifies the table's channel
 ///   naming this instance, which ignores its own notifications;
@@ -125,13 +126,16 @@ public final class PostgresStore: RemoteCacheStore {
         binds.append(ByteBuffer(string: namespace))
         binds.append(ByteBuffer(string: key))
         binds.append(clock.now())
-        let query = PostgresQuery(unsafeSQL: statements.get, binds: binds)
+        let statement = statements.get
+        let bindings = binds
         return try await run("get", key: key) { connection in
-            let rows = try await connection.query(query, logger: _PostgresPool.logger)
-            for try await (value, storedAt, expiresAt) in rows.decode((ByteBuffer, Date, Date?).self) {
-                return StoredEntry(data: Data(value.readableBytesView), storedAt: storedAt, expiresAt: expiresAt)
+            let rows = try await _PostgresPreparedStatement.execute(statement, bindings, on: connection)
+            var entry: StoredEntry?
+            for try await row in rows {
+                let (value, storedAt, expiresAt) = try row.decode((ByteBuffer, Date, Date?).self)
+                entry = StoredEntry(data: Data(value.readableBytesView), storedAt: storedAt, expiresAt: expiresAt)
             }
-            return nil
+            return entry
         }
     }
 
@@ -146,13 +150,15 @@ public final class PostgresStore: RemoteCacheStore {
         binds.append(ByteBuffer(string: namespace))
         binds.append(keys.map { ByteBuffer(string: $0) })
         binds.append(clock.now())
-        let query = PostgresQuery(unsafeSQL: statements.multiGet, binds: binds)
+        let statement = statements.multiGet
+        let bindings = binds
         let capacity = keys.count
         return try await run("multi-get", key: nil) { connection in
-            let rows = try await connection.query(query, logger: _PostgresPool.logger)
+            let rows = try await _PostgresPreparedStatement.execute(statement, bindings, on: connection)
             var entries: [String: StoredEntry] = [:]
             entries.reserveCapacity(capacity)
-            for try await (key, value, storedAt, expiresAt) in rows.decode((ByteBuffer, ByteBuffer, Date, Date?).self) {
+            for try await row in rows {
+                let (key, value, storedAt, expiresAt) = try row.decode((ByteBuffer, ByteBuffer, Date, Date?).self)
                 entries[String(buffer: key)] = StoredEntry(
                     data: Data(value.readableBytesView), storedAt: storedAt, expiresAt: expiresAt)
             }
@@ -185,7 +191,7 @@ public final class PostgresStore: RemoteCacheStore {
         binds.append(expiresAt)
         binds.append(channel)
         binds.append(hub.payload(key: key, in: namespace))
-        try await execute("set", key: key, PostgresQuery(unsafeSQL: statements.set, binds: binds))
+        try await execute("set", key: key, statements.set, binds)
         try await countWrite()
     }
 
@@ -200,7 +206,7 @@ public final class PostgresStore: RemoteCacheStore {
         binds.append(ByteBuffer(string: key))
         binds.append(channel)
         binds.append(hub.payload(key: key, in: namespace))
-        try await execute("remove", key: key, PostgresQuery(unsafeSQL: statements.remove, binds: binds))
+        try await execute("remove", key: key, statements.remove, binds)
         try await countWrite()
     }
 
@@ -213,7 +219,7 @@ public final class PostgresStore: RemoteCacheStore {
         binds.append(ByteBuffer(string: namespace))
         binds.append(channel)
         binds.append(hub.payloadAll(in: namespace))
-        try await execute("clear", key: nil, PostgresQuery(unsafeSQL: statements.clear, binds: binds))
+        try await execute("clear", key: nil, statements.clear, binds)
     }
 
     // MARK: Invalidations
@@ -264,19 +270,23 @@ public final class PostgresStore: RemoteCacheStore {
     }
 
     /// Runs one statement whose rows do not matter.
-    func execute(_ operation: String, key: String?, _ query: PostgresQuery) async throws(PostgresStoreError) {
+    func execute(
+        _ operation: String, key: String?, _ statement: _PostgresPreparedStatement.Text, _ binds: PostgresBindings
+    ) async throws(PostgresStoreError) {
         try await run(operation, key: key) { connection in
-            let rows = try await connection.query(query, logger: _PostgresPool.logger)
+            let rows = try await _PostgresPreparedStatement.execute(statement, binds, on: connection)
             for try await _ in rows {}
         }
     }
 
     /// Runs one statement answering one `bigint`.
-    func count(_ operation: String, _ query: PostgresQuery) async throws(PostgresStoreError) -> Int {
+    func count(
+        _ operation: String, _ statement: _PostgresPreparedStatement.Text, _ binds: PostgresBindings
+    ) async throws(PostgresStoreError) -> Int {
         try await run(operation, key: nil) { connection in
-            let rows = try await connection.query(query, logger: _PostgresPool.logger)
+            let rows = try await _PostgresPreparedStatement.execute(statement, binds, on: connection)
             var count = 0
-            for try await value in rows.decode(Int64.self) { count = Int(value) }
+            for try await row in rows { count = Int(try row.decode(Int64.self)) }
             return count
         }
     }

@@ -5,9 +5,10 @@ import Synchronization
 /// The store's postgres-nio client (its connection pool) and the bounds on every
 /// operation run through it.
 ///
-/// Each operation runs under two timers: while it waits for a connection one allows
+/// Each operation runs under two limits: while it waits for a connection one allows
 /// `connectionWaitTimeout`, once it has one the other allows `commandTimeout`. Both
-/// are scheduled on event loops, so a bound costs no task. When the wait runs
+/// are deadlines watched by the pool's one timer (``_PostgresDeadlines``), so a
+/// bound costs no task and no system call. When the wait runs
 /// out the operation fails with `connectionFailed` and later operations fail at once
 /// for a backoff delay (doubling up to the maximum, reset by the next connection
 /// had), so a server that is down costs each caller nothing. When the statement
@@ -33,7 +34,7 @@ final class _PostgresPool: Sendable {
     static let logger = Logger(label: "hoard.postgres", factory: { _ in SwiftLogNoOpLogHandler() })
 
     let client: PostgresClient
-    private let group: any EventLoopGroup
+    private let deadlines: _PostgresDeadlines
     private let connectFailures: _ConnectFailureLog
     private let settings: Settings
     private let state: Mutex<State>
@@ -45,7 +46,8 @@ final class _PostgresPool: Sendable {
         let client = PostgresClient(
             configuration: configuration, eventLoopGroup: group, backgroundLogger: connectFailures.logger)
         self.client = client
-        self.group = group
+        deadlines = _PostgresDeadlines(
+            eventLoop: group.any(), shortestLimit: min(settings.connectionWaitTimeout, settings.commandTimeout))
         self.settings = settings
         state = Mutex(State(nextDelay: settings.initialReconnectDelay))
         runner = Task { await client.run() }
@@ -68,12 +70,13 @@ final class _PostgresPool: Sendable {
         try checkAvailable(operation, key: key)
         let client = self.client
         let pool = self
-        let outcome = _Outcome<T>()
-        let lease = _Lease(commandTimeout: TimeAmount(settings.commandTimeout), outcome: outcome)
+        let deadlines = self.deadlines
+        let outcome = _Outcome<T>(deadlines: deadlines)
+        let lease = _Lease(commandTimeout: TimeAmount(settings.commandTimeout), deadlines: deadlines, outcome: outcome)
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Result<T, any Error>, Never>) in
                 outcome.set(continuation)
-                let task = Task<Void, Never> {
+                let operation: @Sendable () async -> Void = {
                     do {
                         let value = try await client.withConnection { connection in
                             guard lease.start(connection) else { throw CancellationError() }
@@ -83,9 +86,16 @@ final class _PostgresPool: Sendable {
                                 lease.statementEnded()
                                 return value
                             } catch {
-                                // A connection closed for running out of time goes back to the
-                                // pool only once the pool has seen it close.
-                                if !lease.statementEnded() { try? await connection.closeFuture.get() }
+                                // A connection closed for running out of time, or closed here
+                                // because a statement failed to prepare on it (which postgres-nio
+                                // would remember), goes back to the pool only once the pool has
+                                // seen it close.
+                                var isClosing = !lease.statementEnded()
+                                if !isClosing, _PostgresPreparedStatement.spoilsConnection(error) {
+                                    Self.close(connection)
+                                    isClosing = true
+                                }
+                                if isClosing { try? await connection.closeFuture.get() }
                                 throw error
                             }
                         }
@@ -94,15 +104,23 @@ final class _PostgresPool: Sendable {
                         outcome.resume(.failure(error))
                     }
                 }
+                let task: Task<Void, Never>
+                if #available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *) {
+                    // Runs on this thread until it first waits (for a connection or the
+                    // answer), sparing a hop through the executor's queue.
+                    task = Task.immediate(operation: operation)
+                } else {
+                    task = Task(operation: operation)
+                }
                 outcome.setTask(task)
-                let waitTimer = group.any().scheduleTask(in: TimeAmount(settings.connectionWaitTimeout)) {
+                let waitDeadline = deadlines.add(after: TimeAmount(settings.connectionWaitTimeout)) {
                     if lease.expireWait() {
                         // Resumed first, so the cancelled lease cannot answer in its place.
                         outcome.resume(.failure(_Limit.wait))
                         task.cancel()
                     }
                 }
-                outcome.setWaitTimer(waitTimer)
+                outcome.setWaitDeadline(waitDeadline)
             }
         } onCancel: {
             outcome.cancel()
@@ -121,6 +139,12 @@ final class _PostgresPool: Sendable {
         case .failure(let error):
             throw PostgresStoreError(from: error, operation: operation).with(key: key)
         }
+    }
+
+    /// Closes `connection` without waiting (the pool's `close()`, not the async one
+    /// that waits for the server), which fails whatever runs on it at once.
+    static func close(_ connection: PostgresConnection) {
+        connection.close() as Void
     }
 
     /// The error of an operation that waited in vain for a connection, saying why
@@ -173,17 +197,22 @@ enum _Limit: Error {
     case wait, command
 }
 
-/// Where an operation's result goes: resumed once, by the operation, a timer, or
+/// Where an operation's result goes: resumed once, by the operation, a deadline, or
 /// the caller's cancellation, whichever comes first.
 final class _Outcome<T: Sendable>: Sendable {
     private struct State {
         var continuation: CheckedContinuation<Result<T, any Error>, Never>?
         var task: Task<Void, Never>?
-        var waitTimer: Scheduled<Void>?
+        var waitDeadline: UInt64?
         var isDone = false
     }
 
+    private let deadlines: _PostgresDeadlines
     private let state = Mutex(State())
+
+    init(deadlines: _PostgresDeadlines) {
+        self.deadlines = deadlines
+    }
 
     func set(_ continuation: CheckedContinuation<Result<T, any Error>, Never>) {
         state.withLock { $0.continuation = continuation }
@@ -197,22 +226,22 @@ final class _Outcome<T: Sendable>: Sendable {
         if cancelled { task.cancel() }
     }
 
-    func setWaitTimer(_ timer: Scheduled<Void>) {
+    func setWaitDeadline(_ id: UInt64) {
         let done = state.withLock { state in
-            state.waitTimer = timer
+            state.waitDeadline = id
             return state.isDone
         }
-        if done { timer.cancel() }
+        if done { deadlines.cancel(id) }
     }
 
     /// Resumes the caller with `result`, unless it was resumed already.
     func resume(_ result: Result<T, any Error>) {
-        let (continuation, timer) = state.withLock { state in
+        let (continuation, waitDeadline) = state.withLock { state in
             state.isDone = true
             defer { state.continuation = nil }
-            return (state.continuation, state.waitTimer)
+            return (state.continuation, state.waitDeadline)
         }
-        timer?.cancel()
+        if let waitDeadline { deadlines.cancel(waitDeadline) }
         continuation?.resume(returning: result)
     }
 
@@ -229,34 +258,38 @@ final class _Outcome<T: Sendable>: Sendable {
     }
 }
 
-/// One operation's progress, shared by the operation and its two timers: the wait
-/// for a connection (on any event loop) and the statement (on the connection's loop).
+/// One operation's progress, shared by the operation and its two deadlines: the
+/// wait for a connection and the statement.
 final class _Lease<T: Sendable>: Sendable {
     private enum State {
         case waiting
-        case running(PostgresConnection, Scheduled<Void>)
+        case running(PostgresConnection, deadline: UInt64)
         case ended
         case expired
     }
 
     private let commandTimeout: TimeAmount
+    private let deadlines: _PostgresDeadlines
     private let outcome: _Outcome<T>
     private let state = Mutex<State>(.waiting)
 
-    init(commandTimeout: TimeAmount, outcome: _Outcome<T>) {
+    init(commandTimeout: TimeAmount, deadlines: _PostgresDeadlines, outcome: _Outcome<T>) {
         self.commandTimeout = commandTimeout
+        self.deadlines = deadlines
         self.outcome = outcome
     }
 
-    /// Records the connection the operation got and starts the statement's timer;
+    /// Records the connection the operation got and starts the statement's deadline;
     /// `false` when the wait has already run out.
     func start(_ connection: PostgresConnection) -> Bool {
-        state.withLock { state in
+        let deadline = deadlines.add(after: commandTimeout) { self.expireCommand() }
+        let started = state.withLock { state in
             guard case .waiting = state else { return false }
-            let timer = connection.eventLoop.scheduleTask(in: commandTimeout) { self.expireCommand() }
-            state = .running(connection, timer)
+            state = .running(connection, deadline: deadline)
             return true
         }
+        if !started { deadlines.cancel(deadline) }
+        return started
     }
 
     /// The wait for a connection ran out: `true` when the operation was still waiting
@@ -278,28 +311,28 @@ final class _Lease<T: Sendable>: Sendable {
             return connection
         }
         guard let connection else { return }
-        // The pool's `close()`, which closes the channel without waiting.
-        connection.close() as Void
+        _PostgresPool.close(connection)
         outcome.resume(.failure(_Limit.command))
         outcome.cancelTask()
     }
 
-    /// The statement ended (before the connection goes back to the pool): stops its
-    /// timer. `false` when the timer had already run out and closed the connection.
+    /// The statement ended (before the connection goes back to the pool): drops its
+    /// deadline. `false` when the deadline had already passed and closed the connection.
     @discardableResult
     func statementEnded() -> Bool {
-        state.withLock { state in
+        let (ended, deadline) = state.withLock { state -> (Bool, UInt64?) in
             switch state {
-            case .running(_, let timer):
-                timer.cancel()
+            case .running(_, let deadline):
                 state = .ended
-                return true
+                return (true, deadline)
             case .expired:
-                return false
+                return (false, nil)
             case .waiting, .ended:
                 state = .ended
-                return true
+                return (true, nil)
             }
         }
+        if let deadline { deadlines.cancel(deadline) }
+        return ended
     }
 }

@@ -204,6 +204,34 @@ struct PostgresStoreTests {
         }
     }
 
+    @Test("A statement that failed to prepare (missing table) works on the same store once the table exists")
+    func failedPreparationIsNotKept() async throws {
+        try await withStore({ $0.createsTable = false; $0.maximumConnections = 1 }) { store in
+            // Given a store whose one connection failed to prepare its get and its set
+            for _ in 0..<2 {
+                let get = await outcome { () async throws(PostgresStoreError) in try await store.entry(for: "k", in: "ns") }
+                let set = await outcome { () async throws(PostgresStoreError) in
+                    try await store.set(Data([1]), for: "k", in: "ns", storedAt: .now, expiresAt: nil)
+                }
+                for result in [get.map { _ in () }, set] {
+                    guard case .failure(let error) = result else {
+                        Issue.record("a missing table must fail")
+                        continue
+                    }
+                    #expect(error.sqlState == "42P01", "\(error)")
+                }
+            }
+            // When another store creates the table and writes a row
+            let creator = try PostgresStore(configuration: { var c = store.configuration; c.createsTable = true; return c }())
+            try await creator.set(Data([7]), for: "k", in: "ns", storedAt: .now, expiresAt: nil)
+            await creator.shutdown()
+            // Then the first store reads and writes it
+            #expect(try await store.entry(for: "k", in: "ns")?.data == Data([7]))
+            try await store.set(Data([8]), for: "k", in: "ns", storedAt: .now, expiresAt: nil)
+            #expect(try await store.entry(for: "k", in: "ns")?.data == Data([8]))
+        }
+    }
+
     @Test("Crafted schema and table names are names, not SQL")
     func craftedIdentifiers() async throws {
         let victim = "hoard_victim_\(UUID().uuidString.prefix(8).lowercased())"
