@@ -1,5 +1,6 @@
 import Benchmark
 import Foundation
+import Hoard
 import HoardRedis
 import NIOCore
 
@@ -50,6 +51,23 @@ let benchmarks: @Sendable () -> Void = {
     registerRaw("redis set 1KiB c1 P1: baseline raw RESP", url: url, commands: { $0.setCommands() }) {
         try $0.run(count: 200, depth: 1, repliesPerCommand: 2, expected: 0)
     }
+    registerStore("redis get 1KiB c1 P1: RedisStore on its event loop", url: url) { subject in
+        try await withTaskExecutorPreference(subject.store.taskExecutor) { try await subject.get(count: 200) }
+    }
+    registerStore("redis set 1KiB c1 P1: RedisStore on its event loop", url: url) { subject in
+        try await withTaskExecutorPreference(subject.store.taskExecutor) { try await subject.set(count: 200) }
+    }
+    registerStore("redis get 1KiB c1 P16: RedisStore on its event loop", url: url) { subject in
+        try await withTaskExecutorPreference(subject.store.taskExecutor) {
+            try await subject.getPipelined(batches: 50, depth: 16)
+        }
+    }
+    registerStore("redis set 1KiB c1 P16: RedisStore on its event loop", url: url) { subject in
+        try await withTaskExecutorPreference(subject.store.taskExecutor) {
+            try await subject.setPipelined(batches: 50, depth: 16)
+        }
+    }
+    registerStore("redis set 1KiB c1 P16: RedisStore batch write", url: url) { try await $0.setBatched(batches: 50, depth: 16) }
     registerStore("redis get 1KiB c1 P16: RedisStore", url: url) { try await $0.getPipelined(batches: 50, depth: 16) }
     registerRaw("redis get 1KiB c1 P16: baseline raw RESP", url: url, commands: { $0.getCommands() }) {
         try $0.run(count: 800, depth: 16, expected: Fixture.valueSize + 17)
@@ -58,6 +76,10 @@ let benchmarks: @Sendable () -> Void = {
     registerStore("redis set 1KiB c1 P16: RedisStore", url: url) { try await $0.setPipelined(batches: 50, depth: 16) }
     registerRaw("redis set 1KiB c1 P16: baseline raw RESP", url: url, commands: { $0.setCommands() }) {
         try $0.run(count: 800, depth: 16, repliesPerCommand: 2, expected: 0)
+    }
+    registerStore("redis mget 16x1KiB c1: RedisStore", url: url) { try await $0.multiGet(count: 100, keys: 16) }
+    registerRaw("redis mget 16x1KiB c1: baseline raw RESP", url: url, commands: { $0.mgetCommands(count: 16) }) {
+        try $0.run(count: 100, depth: 1, expected: 16 * (Fixture.valueSize + 17))
     }
     registerStore("redis mget 100x1KiB c1: RedisStore", url: url) { try await $0.multiGet(count: 20, keys: 100) }
     registerRaw("redis mget 100x1KiB c1: baseline raw RESP", url: url, commands: { $0.mgetCommands(count: 100) }) {
@@ -159,12 +181,27 @@ final class StoreSubject {
         return batches * depth
     }
 
-    /// `count` multi-gets of `keys` consecutive keys, each one `MGET`.
+    /// `batches` times: one `write(_:)` of `depth` sets, one round trip.
+    func setBatched(batches: Int, depth: Int) async throws -> Int {
+        for _ in 0..<batches {
+            var batch: [CacheStoreWrite] = []
+            batch.reserveCapacity(depth)
+            for _ in 0..<depth {
+                batch.append(.set(fixture.value, for: nextKey(), in: Fixture.namespace, storedAt: .now, expiresAt: nil))
+            }
+            try await store.write(batch)
+        }
+        return batches * depth
+    }
+
+    /// `count` multi-gets of `keys` keys each (the next ones in turn), each one `MGET`.
     func multiGet(count: Int, keys: Int) async throws -> Int {
+        var batch: [String] = []
+        batch.reserveCapacity(keys)
         for _ in 0..<count {
-            let start = (position / keys * keys) % fixture.keys.count
-            position = (start + keys) % fixture.keys.count
-            let found = try await store.entries(for: Array(fixture.keys[start..<start + keys]), in: Fixture.namespace)
+            batch.removeAll(keepingCapacity: true)
+            for _ in 0..<keys { batch.append(nextKey()) }
+            let found = try await store.entries(for: batch, in: Fixture.namespace)
             guard found.count == keys else { throw BenchmarkFailure("RedisStore: an MGET missed") }
         }
         return count
