@@ -33,7 +33,8 @@ import NIOPosix
 ///   and the commands of operations that arrive together leave in one write. A
 ///   lost connection is replaced on the next operation, with exponential backoff
 ///   between failed attempts; every command has a timeout. No event loop thread
-///   ever blocks.
+///   ever blocks. The pool's connections all run on ``eventLoop``; tasks that prefer
+///   ``taskExecutor`` run there too, and their operations cost no thread hop.
 /// - **Errors.** Every failure is a ``RedisError``.
 ///
 /// A store needs no explicit shutdown; ``shutdown()`` closes its connections at once

@@ -19,15 +19,22 @@ import NIOCore
 /// - `c1 P1` (`redis-benchmark -c 1 -P 1`): one connection, one request in flight: the
 ///   next starts when the previous has its reply. 200 requests per iteration.
 /// - `c1 P16` (`redis-benchmark -c 1 -P 16`): redis-benchmark writes 16 commands on its
-///   one connection, waits for all 16 replies, then writes the next 16. RedisStore has
-///   no batch call for single keys: an application pipelines by calling it from
-///   concurrent tasks, which the pool puts on one connection (`maximumConnections = 1`)
-///   without waiting for earlier replies. So one batch is 16 concurrent `entry` (or
+///   one connection, waits for all 16 replies, then writes the next 16. An application
+///   pipelines single-key calls by making them from concurrent tasks, which the pool
+///   puts on one connection (`maximumConnections = 1`) without waiting for earlier
+///   replies, and whose commands leave in one write. So one batch is 16 concurrent `entry` (or
 ///   `set`) calls in a task group, all awaited before the next batch starts; the raw
 ///   client writes the 16 commands with one `write(2)` and reads the 16 replies. 50
 ///   batches (800 requests) per iteration.
-/// - `mget 100` (no redis-benchmark counterpart): `entries(for:in:)` of 100 keys, one
-///   `MGET`, one round trip; 20 per iteration, `requests/s` counting MGETs.
+/// - `on its event loop`: the same calls from a task that prefers
+///   `RedisStore.taskExecutor` (its child tasks inherit the preference), so the
+///   operations cost no thread hop: the path for latency-sensitive callers.
+/// - `P16: RedisStore batch write`: the store's own batch call for `-P 16` SETs: one
+///   `write(_:)` of 16 sets, their 16 `SET`s and 16 `PUBLISH`es in one write, 50
+///   batches per iteration; `requests/s` counts sets.
+/// - `mget 16` and `mget 100`: `entries(for:in:)` of 16 (or 100) keys, one `MGET`,
+///   one round trip; 100 (or 20) per iteration, `requests/s` counting MGETs. The
+///   script compares `mget 16` with `redis-benchmark` sending `MGET` of 16 keys.
 ///
 /// RedisStore writes with `expiresAt: nil` (no `PX`), as `redis-benchmark` does.
 ///
