@@ -80,7 +80,8 @@ public final class RedisStore: RemoteCacheStore {
     /// channel on the loop), so keep it short and never block in it; send CPU-heavy
     /// work elsewhere. Throughput for many concurrent operations is about the same
     /// either way (they share one write and one read per round trip); what it saves is
-    /// the latency and CPU of one operation at a time.
+    /// the latency and CPU of one operation at a time. The event loop group must
+    /// outlive the tasks that prefer this executor: a shut-down loop runs nothing.
     public var taskExecutor: any TaskExecutor { executor }
 
     let keyspace: _RedisKeyspace
