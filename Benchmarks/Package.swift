@@ -87,6 +87,7 @@ let package = Package(
         .executableTarget(
             name: "RedisStoreBenchmarks",
             dependencies: [
+                .product(name: "Hoard", package: "Hoard"),
                 .product(name: "HoardRedis", package: "Hoard"),
                 .product(name: "Benchmark", package: "benchmark"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -33,7 +33,8 @@ import NIOPosix
 ///   and the commands of operations that arrive together leave in one write. A
 ///   lost connection is replaced on the next operation, with exponential backoff
 ///   between failed attempts; every command has a timeout. No event loop thread
-///   ever blocks.
+///   ever blocks. The pool's connections all run on ``eventLoop``; tasks that prefer
+///   ``taskExecutor`` run there too, and their operations cost no thread hop.
 /// - **Errors.** Every failure is a ``RedisError``.
 ///
 /// A store needs no explicit shutdown; ``shutdown()`` closes its connections at once
@@ -46,11 +47,49 @@ public final class RedisStore: RemoteCacheStore {
     /// it can ignore its own.
     public let instanceID: UUID
 
+    /// The event loop every connection of the store's pool runs on: the one thread
+    /// that writes its commands, reads its replies and resumes the operations waiting
+    /// for them. Chosen from `eventLoopGroup` when the store is created (pass a single
+    /// `EventLoop` to choose it yourself); the pub/sub connection of
+    /// ``invalidations(in:)`` may run on another loop of the group.
+    public let eventLoop: any EventLoop
+
+    /// An executor that runs tasks on ``eventLoop``, for callers that make many
+    /// operations one after the other and want each to cost no thread hop.
+    ///
+    /// An operation called from an ordinary task costs two hand-offs between
+    /// threads: the task hands its command to the event loop, and the event loop
+    /// hands the reply back to the task's thread in the concurrency pool. Code that
+    /// runs on the store's event loop hands nothing over: it writes the command and
+    /// is resumed on the same thread that read the reply. To run there, prefer this
+    /// executor; child tasks inherit the preference:
+    ///
+    /// ```swift
+    /// let hits = try await withTaskExecutorPreference(store.taskExecutor) {
+    ///     var hits = 0
+    ///     for key in keys where try await store.entry(for: key, in: "profiles") != nil { hits += 1 }
+    ///     return hits
+    /// }
+    /// Task(executorPreference: store.taskExecutor) { try await store.set(bytes, for: "k", in: "n", storedAt: .now, expiresAt: nil) }
+    /// ```
+    ///
+    /// What it guarantees: nonisolated code of a task that prefers it, the store's
+    /// operations included, runs on ``eventLoop``, one job at a time, in the order the
+    /// jobs became ready; actor-isolated code still runs on its actor. Everything such
+    /// a task does between two awaits holds up the store's I/O (and that of any other
+    /// channel on the loop), so keep it short and never block in it; send CPU-heavy
+    /// work elsewhere. Throughput for many concurrent operations is about the same
+    /// either way (they share one write and one read per round trip); what it saves is
+    /// the latency and CPU of one operation at a time. The event loop group must
+    /// outlive the tasks that prefer this executor: a shut-down loop runs nothing.
+    public var taskExecutor: any TaskExecutor { executor }
+
     let keyspace: _RedisKeyspace
     let pool: _RedisConnectionPool
-    private let hub: _InvalidationHub
+    private let executor: _EventLoopTaskExecutor
+    let hub: _InvalidationHub
     private let subscriber: _RedisSubscriber
-    private let clock: any CacheClock
+    let clock: any CacheClock
 
     /// Creates a store. It connects when it is first used.
     ///
@@ -59,8 +98,9 @@ public final class RedisStore: RemoteCacheStore {
     ///   - clock: Where the store reads the time, to turn an expiry date into a `PX`
     ///     lifetime and to check the expiry of what it reads. Defaults to
     ///     ``Hoard/SystemClock``.
-    ///   - eventLoopGroup: The event loops its connections run on. Defaults to
-    ///     SwiftNIO's shared `MultiThreadedEventLoopGroup.singleton`.
+    ///   - eventLoopGroup: Where its connections run: the pool's on one loop of the
+    ///     group (``eventLoop``), the pub/sub connection on any. Defaults to SwiftNIO's
+    ///     shared `MultiThreadedEventLoopGroup.singleton`.
     /// - Throws: ``RedisError/Code/invalidConfiguration`` when a setting is out of range.
     public init(
         configuration: Configuration,
@@ -72,6 +112,8 @@ public final class RedisStore: RemoteCacheStore {
         self.clock = clock
         instanceID = UUID()
         keyspace = _RedisKeyspace(prefix: configuration.keyPrefix)
+        eventLoop = eventLoopGroup.next()
+        executor = _EventLoopTaskExecutor(eventLoop: eventLoop)
         let connectionSettings = configuration.connectionSettings
         pool = _RedisConnectionPool(
             settings: .init(
@@ -81,7 +123,7 @@ public final class RedisStore: RemoteCacheStore {
                 connectionWaitTimeout: configuration.connectionWaitTimeout,
                 initialReconnectDelay: configuration.initialReconnectDelay,
                 maximumReconnectDelay: configuration.maximumReconnectDelay),
-            group: eventLoopGroup)
+            group: eventLoop)
         hub = _InvalidationHub(instanceID: instanceID.uuidString)
         subscriber = _RedisSubscriber(
             settings: connectionSettings, group: eventLoopGroup, hub: hub,
@@ -151,163 +193,6 @@ public final class RedisStore: RemoteCacheStore {
         return entries
     }
 
-    // MARK: Writing
-
-    /// Stores `data` for `key` in `namespace` with `SET … PX`, and publishes the change,
-    /// in one round trip.
-    ///
-    /// An entry whose `expiresAt` is not after the store's clock is not stored, and
-    /// any older value for the key is removed (as ``removeValue(for:in:)`` does).
-    ///
-    /// - Throws: ``RedisError`` when the server cannot answer; the value may or may
-    ///   not have been stored.
-    public func set(
-        _ data: Data, for key: String, in namespace: String, storedAt: Date, expiresAt: Date?
-    ) async throws(RedisError) {
-        try await write([.set(data, for: key, in: namespace, storedAt: storedAt, expiresAt: expiresAt)])
-    }
-
-    /// Removes the entry for `key` in `namespace` with `UNLINK`, and publishes the
-    /// change, in one round trip.
-    ///
-    /// - Throws: ``RedisError`` when the server cannot answer.
-    public func removeValue(for key: String, in namespace: String) async throws(RedisError) {
-        try await write([.removeValue(for: key, in: namespace)])
-    }
-
-    /// Applies many changes in order, pipelined: the `SET … PX`/`UNLINK` and
-    /// `PUBLISH` commands of up to ``pipelineLimit`` changes go out in one write on
-    /// one connection, and their replies are awaited together. A ``Hoard/CacheStoreWrite/removeAll(in:)``
-    /// waits for the changes before it and runs as ``removeAll(in:)`` does.
-    ///
-    /// Each change is the one ``set(_:for:in:storedAt:expiresAt:)`` or
-    /// ``removeValue(for:in:)`` would make, invalidation included; the server runs
-    /// the commands of one connection in order, so the last change to a key wins.
-    ///
-    /// - Throws: The first ``RedisError``: a reply that was an error, or a round trip
-    ///   that failed (then the changes of that round trip may or may not have been
-    ///   applied).
-    public func write(_ batch: [CacheStoreWrite]) async throws(RedisError) {
-        var writer = _RESPCommandWriter(capacity: encodedSize(of: batch.prefix(Self.pipelineLimit)))
-        // The command and key of each change in `writer`, for its two replies.
-        var sent: [(command: String, key: String)] = []
-        var firstError: RedisError?
-        var next = 0
-        func send() async throws(RedisError) {
-            guard !sent.isEmpty else { return }
-            let encoded = writer.buffer
-            let changes = sent
-            writer = _RESPCommandWriter(capacity: encodedSize(of: batch[next...].prefix(Self.pipelineLimit)))
-            sent = []
-            let replies = try await run(key: changes.count == 1 ? changes[0].key : nil) { connection throws(RedisError) in
-                try await connection.send(encoded: encoded, count: 2 * changes.count, name: changes[0].command)
-            }
-            for (index, change) in changes.enumerated() where firstError == nil {
-                do {
-                    try Self.check(replies[2 * index], command: change.command, key: change.key)
-                    try Self.check(replies[2 * index + 1], command: "PUBLISH", key: change.key)
-                } catch {
-                    firstError = error
-                }
-            }
-        }
-        for change in batch {
-            next += 1
-            switch change {
-            case .set(let data, let key, let namespace, let storedAt, let expiresAt):
-                var lifetime: Int64?
-                if let expiresAt {
-                    let milliseconds = (expiresAt.timeIntervalSince(clock.now()) * 1000).rounded(.up)
-                    if milliseconds <= 0 {
-                        // Already expired: not stored, and any older value removed.
-                        writeUnlink(key: key, in: namespace, to: &writer)
-                        sent.append(("UNLINK", key))
-                        break
-                    }
-                    // Beyond ~30,000 years the server could overflow; such an entry is as good as eternal.
-                    if milliseconds < 1e15 { lifetime = Int64(milliseconds) }
-                }
-                writer.command("SET", argumentCount: lifetime == nil ? 2 : 4)
-                keyspace.writeKey(key, in: namespace, to: &writer)
-                _RedisEntryFormat.write(data, storedAt: storedAt, expiresAt: expiresAt, to: &writer)
-                if let lifetime {
-                    writer.argument("PX")
-                    writer.argument(String(lifetime))
-                }
-                writePublish(key: key, in: namespace, to: &writer)
-                sent.append(("SET", key))
-            case .removeValue(let key, let namespace):
-                writeUnlink(key: key, in: namespace, to: &writer)
-                sent.append(("UNLINK", key))
-            case .removeAll(let namespace):
-                try await send()
-                try await removeAll(in: namespace)
-            }
-            if sent.count >= Self.pipelineLimit { try await send() }
-        }
-        try await send()
-        if let firstError { throw firstError }
-    }
-
-    /// The most changes ``write(_:)`` sends in one round trip.
-    public static var pipelineLimit: Int { 256 }
-
-    /// About how many bytes the commands of `changes` take, so their buffer is
-    /// allocated once.
-    private func encodedSize(of changes: ArraySlice<CacheStoreWrite>) -> Int {
-        let fixed = 160 + 2 * keyspace.prefix.utf8.count
-        return changes.reduce(0) { total, change in
-            switch change {
-            case .set(let data, let key, let namespace, _, _):
-                total + fixed + data.count + 2 * (namespace.utf8.count + key.utf8.count)
-            case .removeValue(let key, let namespace):
-                total + fixed + 2 * (namespace.utf8.count + key.utf8.count)
-            case .removeAll:
-                total
-            }
-        }
-    }
-
-    /// Removes every entry of `namespace` and no other, then publishes
-    /// ``Hoard/RemoteInvalidation/all``.
-    ///
-    /// It walks the keyspace with `SCAN … MATCH <prefix>:<n>:<namespace>:*` (glob
-    /// characters escaped) and removes each page of keys with `UNLINK`, which frees
-    /// memory on a background thread of the server. `KEYS` is never used: `SCAN`
-    /// does not block the server. The alternative, a per-namespace generation counter
-    /// in every key, clears in O(1) but costs every read an extra lookup of the
-    /// counter, and leaves the old generation's entries taking memory until they
-    /// expire, forever for entries without a lifetime; a cache must not leak like
-    /// that. The price of `SCAN` is a walk over the whole database, and no atomicity:
-    /// a value written to the namespace while the walk runs may survive it.
-    ///
-    /// - Complexity: O(keys in the database), in pages of about 1,000 keys.
-    /// - Throws: ``RedisError`` when the server cannot answer; some entries may have
-    ///   been removed.
-    public func removeAll(in namespace: String) async throws(RedisError) {
-        let pattern = keyspace.namespacePattern(namespace)
-        let announcement = publish(hub.messageAll(), in: namespace)
-        try await run(key: nil) { connection throws(RedisError) in
-            var cursor = "0"
-            repeat {
-                let reply = try await connection.send(
-                    _RedisCommand("SCAN", .string(cursor), "MATCH", .bytes(pattern), "COUNT", "1000"))
-                try Self.check(reply, command: "SCAN")
-                guard let page = reply.elements, page.count == 2, let next = page[0].string,
-                    let keys = page[1].elements
-                else { throw RedisError(.protocolError, "SCAN was answered with an unexpected reply.", command: "SCAN") }
-                let redisKeys = keys.compactMap(\.bytes)
-                if !redisKeys.isEmpty {
-                    let unlinked = try await connection.send(
-                        _RedisCommand("UNLINK", arguments: redisKeys.map { .bytes($0) }))
-                    try Self.check(unlinked, command: "UNLINK")
-                }
-                cursor = next
-            } while cursor != "0"
-            try Self.check(try await connection.send(announcement), command: "PUBLISH")
-        }
-    }
-
     // MARK: Invalidations
 
     /// Keys other instances changed or removed in `namespace` (never this instance's
@@ -345,25 +230,7 @@ public final class RedisStore: RemoteCacheStore {
         return try await pool.withConnection { connection throws(RedisError) in try await connection.send(command) }
     }
 
-    private func publish(_ message: ByteBuffer, in namespace: String) -> _RedisCommand {
-        _RedisCommand("PUBLISH", .bytes(keyspace.channel(for: namespace)), .bytes(message))
-    }
-
-    /// Appends `UNLINK <key>` and its `PUBLISH`.
-    private func writeUnlink(key: String, in namespace: String, to writer: inout _RESPCommandWriter) {
-        writer.command("UNLINK", argumentCount: 1)
-        keyspace.writeKey(key, in: namespace, to: &writer)
-        writePublish(key: key, in: namespace, to: &writer)
-    }
-
-    /// Appends `PUBLISH <channel of namespace> <"key changed" message>`.
-    private func writePublish(key: String, in namespace: String, to writer: inout _RESPCommandWriter) {
-        writer.command("PUBLISH", argumentCount: 2)
-        writer.argument(keyspace.channel(for: namespace))
-        hub.writeMessage(key: key, to: &writer)
-    }
-
-    private func run<T: Sendable>(
+    func run<T: Sendable>(
         key: String?, _ body: (_RedisConnection) async throws(RedisError) -> T
     ) async throws(RedisError) -> T {
         do {

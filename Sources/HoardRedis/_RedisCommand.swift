@@ -77,9 +77,7 @@ struct _RESPCommandWriter {
     /// Starts a command: its array header and its name. Exactly `argumentCount`
     /// arguments must follow.
     mutating func command(_ name: String, argumentCount: Int) {
-        buffer.writeInteger(UInt8(ascii: "*"))
-        buffer.writeString(String(argumentCount + 1))
-        buffer.writeStaticString("\r\n")
+        header(UInt8(ascii: "*"), argumentCount + 1)
         argument(name)
         commandCount += 1
     }
@@ -96,12 +94,39 @@ struct _RESPCommandWriter {
 
     /// Appends an argument of `length` bytes, which `body` writes.
     mutating func bulk(length: Int, _ body: (inout ByteBuffer) -> Void) {
-        buffer.writeInteger(UInt8(ascii: "$"))
-        buffer.writeString(String(length))
-        buffer.writeStaticString("\r\n")
+        header(UInt8(ascii: "$"), length)
         let start = buffer.writerIndex
         body(&buffer)
         assert(buffer.writerIndex - start == length, "a bulk argument's length was announced wrongly")
-        buffer.writeStaticString("\r\n")
+        buffer.writeInteger(Self.crlf)
+    }
+
+    /// `\r\n`, as one big-endian integer.
+    private static let crlf: UInt16 = 0x0D0A
+
+    /// Appends `marker`, `value` in decimal digits and `\r\n`, in one step: the
+    /// header of an array (`*3\r\n`) or of a bulk string (`$1041\r\n`).
+    private mutating func header(_ marker: UInt8, _ value: Int) {
+        precondition(value >= 0, "a RESP length is never negative")
+        var digitCount = 1
+        var rest = value / 10
+        while rest > 0 {
+            digitCount += 1
+            rest /= 10
+        }
+        // 1 marker + at most 19 digits + CR LF.
+        buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: 22) { output in
+            output[0] = marker
+            var remaining = value
+            var index = digitCount
+            repeat {
+                output[index] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: remaining % 10)
+                remaining /= 10
+                index -= 1
+            } while index > 0
+            output[digitCount + 1] = UInt8(ascii: "\r")
+            output[digitCount + 2] = UInt8(ascii: "\n")
+            return digitCount + 3
+        }
     }
 }

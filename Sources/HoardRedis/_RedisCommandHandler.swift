@@ -38,7 +38,6 @@ final class _RedisCommandHandler: ChannelInboundHandler {
         var name: String
         var reply: _RedisReply
         var count: Int
-        var replies: [_RESPValue]
         var timeout: TimeAmount?
         var deadline: NIODeadline?
     }
@@ -50,6 +49,9 @@ final class _RedisCommandHandler: ChannelInboundHandler {
     private var partial: ByteBuffer?
     private var context: ChannelHandlerContext?
     private var pending = CircularBuffer<Pending>(initialCapacity: 16)
+    /// The replies received so far for the first pending request, when it has
+    /// several commands. Kept out of `pending` so that each reply is appended in place.
+    private var collected: [_RESPValue] = []
     private var isClosed = false
     /// Why the connection is closing, when it is this handler's doing.
     private var closeReason: RedisError?
@@ -93,12 +95,10 @@ final class _RedisCommandHandler: ChannelInboundHandler {
                     deadline = start + timeout
                     arm(deadline: start + timeout, context: context)
                 }
-                var replies: [_RESPValue] = []
-                if request.count > 1 { replies.reserveCapacity(request.count) }
                 pending.append(
                     Pending(
-                        name: request.name, reply: reply, count: request.count, replies: replies,
-                        timeout: request.timeout, deadline: deadline))
+                        name: request.name, reply: reply, count: request.count, timeout: request.timeout,
+                        deadline: deadline))
             }
             context.write(wrapOutboundOut(request.encoded), promise: request.written)
         }
@@ -147,9 +147,13 @@ final class _RedisCommandHandler: ChannelInboundHandler {
             pending.removeFirst()
             continuation.resume(returning: value)
         case .many(let continuation):
-            pending[first].replies.append(value)
-            if pending[first].replies.count == pending[first].count {
-                let replies = pending.removeFirst().replies
+            let count = pending[first].count
+            if collected.isEmpty { collected.reserveCapacity(count) }
+            collected.append(value)
+            if collected.count == count {
+                pending.removeFirst()
+                let replies = collected
+                collected = []
                 continuation.resume(returning: replies)
             }
         }
@@ -229,6 +233,7 @@ final class _RedisCommandHandler: ChannelInboundHandler {
         timer?.cancel()
         timer = nil
         timerDeadline = nil
+        collected = []
         let waiting = pending.count
         while let entry = pending.popFirst() {
             entry.reply.fail(closedError(command: entry.name, waiting: waiting))

@@ -62,6 +62,20 @@ struct _RedisKeyspace: Sendable, Hashable {
         return pattern
     }
 
+    /// Appends the channel of `namespace` to a command, as one argument: the same
+    /// bytes as ``channel(for:)``, without a buffer of its own.
+    func writeChannel(for namespace: String, to writer: inout _RESPCommandWriter) {
+        let namespaceLength = String(namespace.utf8.count)
+        let length = prefix.utf8.count + 13 + namespaceLength.utf8.count + namespace.utf8.count
+        writer.bulk(length: length) { buffer in
+            buffer.writeString(prefix)
+            buffer.writeStaticString(":invalidate:")
+            buffer.writeString(namespaceLength)
+            buffer.writeInteger(UInt8(ascii: ":"))
+            buffer.writeString(namespace)
+        }
+    }
+
     /// The pub/sub channel on which changes to `namespace` are announced.
     func channel(for namespace: String) -> ByteBuffer {
         var buffer = ByteBuffer()

@@ -1,5 +1,6 @@
 import Benchmark
 import Foundation
+import Hoard
 import HoardRedis
 import NIOCore
 
@@ -18,15 +19,22 @@ import NIOCore
 /// - `c1 P1` (`redis-benchmark -c 1 -P 1`): one connection, one request in flight: the
 ///   next starts when the previous has its reply. 200 requests per iteration.
 /// - `c1 P16` (`redis-benchmark -c 1 -P 16`): redis-benchmark writes 16 commands on its
-///   one connection, waits for all 16 replies, then writes the next 16. RedisStore has
-///   no batch call for single keys: an application pipelines by calling it from
-///   concurrent tasks, which the pool puts on one connection (`maximumConnections = 1`)
-///   without waiting for earlier replies. So one batch is 16 concurrent `entry` (or
+///   one connection, waits for all 16 replies, then writes the next 16. An application
+///   pipelines single-key calls by making them from concurrent tasks, which the pool
+///   puts on one connection (`maximumConnections = 1`) without waiting for earlier
+///   replies, and whose commands leave in one write. So one batch is 16 concurrent `entry` (or
 ///   `set`) calls in a task group, all awaited before the next batch starts; the raw
 ///   client writes the 16 commands with one `write(2)` and reads the 16 replies. 50
 ///   batches (800 requests) per iteration.
-/// - `mget 100` (no redis-benchmark counterpart): `entries(for:in:)` of 100 keys, one
-///   `MGET`, one round trip; 20 per iteration, `requests/s` counting MGETs.
+/// - `on its event loop`: the same calls from a task that prefers
+///   `RedisStore.taskExecutor` (its child tasks inherit the preference), so the
+///   operations cost no thread hop: the path for latency-sensitive callers.
+/// - `P16: RedisStore batch write`: the store's own batch call for `-P 16` SETs: one
+///   `write(_:)` of 16 sets, their 16 `SET`s and 16 `PUBLISH`es in one write, 50
+///   batches per iteration; `requests/s` counts sets.
+/// - `mget 16` and `mget 100`: `entries(for:in:)` of 16 (or 100) keys, one `MGET`,
+///   one round trip; 100 (or 20) per iteration, `requests/s` counting MGETs. The
+///   script compares `mget 16` with `redis-benchmark` sending `MGET` of 16 keys.
 ///
 /// RedisStore writes with `expiresAt: nil` (no `PX`), as `redis-benchmark` does.
 ///
@@ -50,6 +58,23 @@ let benchmarks: @Sendable () -> Void = {
     registerRaw("redis set 1KiB c1 P1: baseline raw RESP", url: url, commands: { $0.setCommands() }) {
         try $0.run(count: 200, depth: 1, repliesPerCommand: 2, expected: 0)
     }
+    registerStore("redis get 1KiB c1 P1: RedisStore on its event loop", url: url) { subject in
+        try await withTaskExecutorPreference(subject.store.taskExecutor) { try await subject.get(count: 200) }
+    }
+    registerStore("redis set 1KiB c1 P1: RedisStore on its event loop", url: url) { subject in
+        try await withTaskExecutorPreference(subject.store.taskExecutor) { try await subject.set(count: 200) }
+    }
+    registerStore("redis get 1KiB c1 P16: RedisStore on its event loop", url: url) { subject in
+        try await withTaskExecutorPreference(subject.store.taskExecutor) {
+            try await subject.getPipelined(batches: 50, depth: 16)
+        }
+    }
+    registerStore("redis set 1KiB c1 P16: RedisStore on its event loop", url: url) { subject in
+        try await withTaskExecutorPreference(subject.store.taskExecutor) {
+            try await subject.setPipelined(batches: 50, depth: 16)
+        }
+    }
+    registerStore("redis set 1KiB c1 P16: RedisStore batch write", url: url) { try await $0.setBatched(batches: 50, depth: 16) }
     registerStore("redis get 1KiB c1 P16: RedisStore", url: url) { try await $0.getPipelined(batches: 50, depth: 16) }
     registerRaw("redis get 1KiB c1 P16: baseline raw RESP", url: url, commands: { $0.getCommands() }) {
         try $0.run(count: 800, depth: 16, expected: Fixture.valueSize + 17)
@@ -58,6 +83,10 @@ let benchmarks: @Sendable () -> Void = {
     registerStore("redis set 1KiB c1 P16: RedisStore", url: url) { try await $0.setPipelined(batches: 50, depth: 16) }
     registerRaw("redis set 1KiB c1 P16: baseline raw RESP", url: url, commands: { $0.setCommands() }) {
         try $0.run(count: 800, depth: 16, repliesPerCommand: 2, expected: 0)
+    }
+    registerStore("redis mget 16x1KiB c1: RedisStore", url: url) { try await $0.multiGet(count: 100, keys: 16) }
+    registerRaw("redis mget 16x1KiB c1: baseline raw RESP", url: url, commands: { $0.mgetCommands(count: 16) }) {
+        try $0.run(count: 100, depth: 1, expected: 16 * (Fixture.valueSize + 17))
     }
     registerStore("redis mget 100x1KiB c1: RedisStore", url: url) { try await $0.multiGet(count: 20, keys: 100) }
     registerRaw("redis mget 100x1KiB c1: baseline raw RESP", url: url, commands: { $0.mgetCommands(count: 100) }) {
@@ -159,12 +188,27 @@ final class StoreSubject {
         return batches * depth
     }
 
-    /// `count` multi-gets of `keys` consecutive keys, each one `MGET`.
+    /// `batches` times: one `write(_:)` of `depth` sets, one round trip.
+    func setBatched(batches: Int, depth: Int) async throws -> Int {
+        for _ in 0..<batches {
+            var batch: [CacheStoreWrite] = []
+            batch.reserveCapacity(depth)
+            for _ in 0..<depth {
+                batch.append(.set(fixture.value, for: nextKey(), in: Fixture.namespace, storedAt: .now, expiresAt: nil))
+            }
+            try await store.write(batch)
+        }
+        return batches * depth
+    }
+
+    /// `count` multi-gets of `keys` keys each (the next ones in turn), each one `MGET`.
     func multiGet(count: Int, keys: Int) async throws -> Int {
+        var batch: [String] = []
+        batch.reserveCapacity(keys)
         for _ in 0..<count {
-            let start = (position / keys * keys) % fixture.keys.count
-            position = (start + keys) % fixture.keys.count
-            let found = try await store.entries(for: Array(fixture.keys[start..<start + keys]), in: Fixture.namespace)
+            batch.removeAll(keepingCapacity: true)
+            for _ in 0..<keys { batch.append(nextKey()) }
+            let found = try await store.entries(for: batch, in: Fixture.namespace)
             guard found.count == keys else { throw BenchmarkFailure("RedisStore: an MGET missed") }
         }
         return count

@@ -1,0 +1,196 @@
+import Foundation
+import Hoard
+import NIOCore
+
+extension RedisStore {
+    /// Stores `data` for `key` in `namespace` with `SET … PX`, and publishes the change,
+    /// in one round trip.
+    ///
+    /// An entry whose `expiresAt` is not after the store's clock is not stored, and
+    /// any older value for the key is removed (as ``removeValue(for:in:)`` does).
+    ///
+    /// - Throws: ``RedisError`` when the server cannot answer; the value may or may
+    ///   not have been stored.
+    public func set(
+        _ data: Data, for key: String, in namespace: String, storedAt: Date, expiresAt: Date?
+    ) async throws(RedisError) {
+        try await write([.set(data, for: key, in: namespace, storedAt: storedAt, expiresAt: expiresAt)])
+    }
+
+    /// Removes the entry for `key` in `namespace` with `UNLINK`, and publishes the
+    /// change, in one round trip.
+    ///
+    /// - Throws: ``RedisError`` when the server cannot answer.
+    public func removeValue(for key: String, in namespace: String) async throws(RedisError) {
+        try await write([.removeValue(for: key, in: namespace)])
+    }
+
+    /// Applies many changes in order, pipelined: the `SET … PX`/`UNLINK` and
+    /// `PUBLISH` commands of up to ``pipelineLimit`` changes go out in one write on
+    /// one connection, and their replies are awaited together. A ``Hoard/CacheStoreWrite/removeAll(in:)``
+    /// waits for the changes before it and runs as ``removeAll(in:)`` does.
+    ///
+    /// Each change is the one ``set(_:for:in:storedAt:expiresAt:)`` or
+    /// ``removeValue(for:in:)`` would make, invalidation included; the server runs
+    /// the commands of one connection in order, so the last change to a key wins.
+    ///
+    /// - Throws: The first ``RedisError``: a reply that was an error, or a round trip
+    ///   that failed (then the changes of that round trip may or may not have been
+    ///   applied).
+    public func write(_ batch: [CacheStoreWrite]) async throws(RedisError) {
+        var firstError: RedisError?
+        var start = batch.startIndex
+        while start < batch.endIndex {
+            if case .removeAll(let namespace) = batch[start] {
+                try await removeAll(in: namespace)
+                start += 1
+                continue
+            }
+            let round = encodeRound(of: batch, from: start)
+            start = round.end
+            let changes = round.changes
+            let encoded = round.encoded
+            let replies = try await run(key: changes.count == 1 ? changes[0].key : nil) { connection throws(RedisError) in
+                try await connection.send(encoded: encoded, count: 2 * changes.count, name: changes[0].command)
+            }
+            guard firstError == nil else { continue }
+            for (index, change) in changes.enumerated() {
+                do {
+                    try Self.check(replies[2 * index], command: change.command, key: change.key)
+                    try Self.check(replies[2 * index + 1], command: "PUBLISH", key: change.key)
+                } catch {
+                    firstError = error
+                    break
+                }
+            }
+        }
+        if let firstError { throw firstError }
+    }
+
+    /// The commands of one round trip of ``write(_:)``: the changes from `start` up to
+    /// the next ``Hoard/CacheStoreWrite/removeAll(in:)``, at most ``pipelineLimit``
+    /// of them, encoded into one buffer; `changes` names the command and key of each,
+    /// for its two replies, and `end` is where the next round starts.
+    private func encodeRound(
+        of batch: [CacheStoreWrite], from start: Int
+    ) -> (encoded: ByteBuffer, changes: [(command: String, key: String)], end: Int) {
+        var end = start
+        while end < batch.endIndex, end - start < Self.pipelineLimit {
+            if case .removeAll = batch[end] { break }
+            end += 1
+        }
+        var writer = _RESPCommandWriter(capacity: encodedSize(of: batch[start..<end]))
+        var changes: [(command: String, key: String)] = []
+        changes.reserveCapacity(end - start)
+        let now = clock.now()
+        for change in batch[start..<end] {
+            switch change {
+            case .set(let data, let key, let namespace, let storedAt, let expiresAt):
+                var lifetime: Int64?
+                if let expiresAt {
+                    let milliseconds = (expiresAt.timeIntervalSince(now) * 1000).rounded(.up)
+                    if milliseconds <= 0 {
+                        // Already expired: not stored, and any older value removed.
+                        writeUnlink(key: key, in: namespace, to: &writer)
+                        changes.append(("UNLINK", key))
+                        continue
+                    }
+                    // Beyond ~30,000 years the server could overflow; such an entry is as good as eternal.
+                    if milliseconds < 1e15 { lifetime = Int64(milliseconds) }
+                }
+                writer.command("SET", argumentCount: lifetime == nil ? 2 : 4)
+                keyspace.writeKey(key, in: namespace, to: &writer)
+                _RedisEntryFormat.write(data, storedAt: storedAt, expiresAt: expiresAt, to: &writer)
+                if let lifetime {
+                    writer.argument("PX")
+                    writer.argument(String(lifetime))
+                }
+                writePublish(key: key, in: namespace, to: &writer)
+                changes.append(("SET", key))
+            case .removeValue(let key, let namespace):
+                writeUnlink(key: key, in: namespace, to: &writer)
+                changes.append(("UNLINK", key))
+            case .removeAll:
+                preconditionFailure("a round ends before a removeAll")
+            }
+        }
+        return (writer.buffer, changes, end)
+    }
+
+    /// The most changes ``write(_:)`` sends in one round trip.
+    public static var pipelineLimit: Int { 256 }
+
+    /// About how many bytes the commands of `changes` take, so their buffer is
+    /// allocated once.
+    private func encodedSize(of changes: ArraySlice<CacheStoreWrite>) -> Int {
+        let fixed = 160 + 2 * keyspace.prefix.utf8.count
+        return changes.reduce(0) { total, change in
+            switch change {
+            case .set(let data, let key, let namespace, _, _):
+                total + fixed + data.count + 2 * (namespace.utf8.count + key.utf8.count)
+            case .removeValue(let key, let namespace):
+                total + fixed + 2 * (namespace.utf8.count + key.utf8.count)
+            case .removeAll:
+                total
+            }
+        }
+    }
+
+    /// Removes every entry of `namespace` and no other, then publishes
+    /// ``Hoard/RemoteInvalidation/all``.
+    ///
+    /// It walks the keyspace with `SCAN … MATCH <prefix>:<n>:<namespace>:*` (glob
+    /// characters escaped) and removes each page of keys with `UNLINK`, which frees
+    /// memory on a background thread of the server. `KEYS` is never used: `SCAN`
+    /// does not block the server. The alternative, a per-namespace generation counter
+    /// in every key, clears in O(1) but costs every read an extra lookup of the
+    /// counter, and leaves the old generation's entries taking memory until they
+    /// expire, forever for entries without a lifetime; a cache must not leak like
+    /// that. The price of `SCAN` is a walk over the whole database, and no atomicity:
+    /// a value written to the namespace while the walk runs may survive it.
+    ///
+    /// - Complexity: O(keys in the database), in pages of about 1,000 keys.
+    /// - Throws: ``RedisError`` when the server cannot answer; some entries may have
+    ///   been removed.
+    public func removeAll(in namespace: String) async throws(RedisError) {
+        let pattern = keyspace.namespacePattern(namespace)
+        let announcement = publish(hub.messageAll(), in: namespace)
+        try await run(key: nil) { connection throws(RedisError) in
+            var cursor = "0"
+            repeat {
+                let reply = try await connection.send(
+                    _RedisCommand("SCAN", .string(cursor), "MATCH", .bytes(pattern), "COUNT", "1000"))
+                try Self.check(reply, command: "SCAN")
+                guard let page = reply.elements, page.count == 2, let next = page[0].string,
+                    let keys = page[1].elements
+                else { throw RedisError(.protocolError, "SCAN was answered with an unexpected reply.", command: "SCAN") }
+                let redisKeys = keys.compactMap(\.bytes)
+                if !redisKeys.isEmpty {
+                    let unlinked = try await connection.send(
+                        _RedisCommand("UNLINK", arguments: redisKeys.map { .bytes($0) }))
+                    try Self.check(unlinked, command: "UNLINK")
+                }
+                cursor = next
+            } while cursor != "0"
+            try Self.check(try await connection.send(announcement), command: "PUBLISH")
+        }
+    }
+
+    func publish(_ message: ByteBuffer, in namespace: String) -> _RedisCommand {
+        _RedisCommand("PUBLISH", .bytes(keyspace.channel(for: namespace)), .bytes(message))
+    }
+
+    /// Appends `UNLINK <key>` and its `PUBLISH`.
+    private func writeUnlink(key: String, in namespace: String, to writer: inout _RESPCommandWriter) {
+        writer.command("UNLINK", argumentCount: 1)
+        keyspace.writeKey(key, in: namespace, to: &writer)
+        writePublish(key: key, in: namespace, to: &writer)
+    }
+
+    /// Appends `PUBLISH <channel of namespace> <"key changed" message>`.
+    private func writePublish(key: String, in namespace: String, to writer: inout _RESPCommandWriter) {
+        writer.command("PUBLISH", argumentCount: 2)
+        keyspace.writeChannel(for: namespace, to: &writer)
+        hub.writeMessage(key: key, to: &writer)
+    }
+}
