@@ -117,7 +117,6 @@ extension MessageLog {
                     checkpoint.isLeased = true
                     try state.file.writeMutableHeader(checkpoint)
                     if durability == .fsync { try state.file.synchronize() }
-                    lease.checkpoint = checkpoint
                     lease.aheadCount = 0
                 } else {
                     lease.aheadCount -= evicted
@@ -154,7 +153,6 @@ extension MessageLog {
             toFree: _LogLease.aheadBytes(maximumBytes: maximumBytes), path: path, source: &ahead)
         try state.file.writeMutableHeader(checkpoint)
         if durability == .fsync { try state.file.synchronize() }
-        lease.checkpoint = checkpoint
         lease.aheadCount = dropped
     }
 

@@ -45,7 +45,7 @@ extension MessageLog {
             try state.file.writeHeader(checkpoint)
             state.trusted = header
             state.leaseGeneration &+= 1
-            let lease = _LogLease(checkpoint: checkpoint, generation: state.leaseGeneration)
+            let lease = _LogLease(generation: state.leaseGeneration)
             state.lease = lease
             leaseHeld.store(lease.generation, ordering: .relaxed)
             _scheduleLeaseRelease(generation: lease.generation, after: _LogLease.duration)

@@ -19,8 +19,6 @@ extension _LogHeader {
     struct Settlement {
         /// The header with the lease flag cleared and the records found counted.
         var header: _LogHeader
-        /// How many records were found after the checkpoint's `next`.
-        var found: Int
         /// The free bytes after the last record found, clipped to the file's size:
         /// what a writer zeroes before it writes the settled header.
         var stale: [Range<Int>]
@@ -42,7 +40,6 @@ extension _LogHeader {
         var position = count == 0 ? start : next
         var lap = count == 0 ? _LogRecord.lap(after: self.lap) : self.lap
         var bound = inUpper ? maximumBytes : oldest
-        var found = 0
         var reader = _ChunkReader(file: file, fileSize: fileSize)
         scan: while true {
             if inUpper && mayWrap && maximumBytes - position < _LogRecord.prefixSize {
@@ -56,7 +53,6 @@ extension _LogHeader {
                 settled.lap = lap
                 settled.next = position + _LogRecord.prefixSize + length
                 position = settled.next
-                found += 1
             case .wrap where inUpper && mayWrap:
                 (position, lap, bound, inUpper) = (start, _LogRecord.lap(after: lap), oldest, false)
             default:
@@ -95,7 +91,7 @@ extension _LogHeader {
             let end = min(range.upperBound, fileSize)
             return range.lowerBound < end ? range.lowerBound..<end : nil
         }
-        return Settlement(header: settled, found: found, stale: clipped)
+        return Settlement(header: settled, stale: clipped)
     }
 }
 

@@ -29,8 +29,6 @@ struct _LogLease {
     /// How long an instance keeps the lock after taking it for an append.
     static let duration: DispatchTimeInterval = .milliseconds(1)
 
-    /// The header in the file: the checkpoint (lease flag set).
-    var checkpoint: _LogHeader
     /// How many of the oldest records the instance's header counts that the
     /// checkpoint no longer does: evicting up to that many needs no new checkpoint.
     var aheadCount = 0
