@@ -81,11 +81,17 @@ extension PostgresStore {
         /// when no answer has come one second later still (a server or network that
         /// does not answer at all), the connection is closed and the operation fails
         /// with the same code. Defaults to 5 seconds.
+        ///
+        /// The store's limits are watched by one timer that ticks every twentieth of
+        /// the shorter of this and ``connectionWaitTimeout`` (at least every
+        /// millisecond, at most every 100 ms), so a limit fires up to one tick after
+        /// it has passed.
         public var commandTimeout: Duration
 
         /// How long an operation waits for a connection (a free one from the pool, or
         /// a new one being opened) before it fails with
-        /// ``PostgresStoreError/Code/connectionFailed``. Defaults to 5 seconds.
+        /// ``PostgresStoreError/Code/connectionFailed``. Defaults to 5 seconds. Like
+        /// ``commandTimeout``, it fires up to one tick of the store's timer late.
         public var connectionWaitTimeout: Duration
 
         /// After an operation could not get a connection, how long later operations

@@ -37,8 +37,9 @@ import Synchronization
 ///   PostgreSQL's 8000-byte payload limit is announced as its whole namespace cleared.
 /// - **Bounds.** At most ``Configuration/maximumConnections`` connections, plus one
 ///   for `LISTEN`. An operation waits at most ``Configuration/connectionWaitTimeout``
-///   for a connection and ``Configuration/commandTimeout`` for the answer; after a
-///   failed wait, operations fail at once for a backoff delay. A lost connection is
+///   for a connection and ``Configuration/commandTimeout`` for the answer, each
+///   plus up to one tick of the store's deadline timer (see
+///   ``Configuration/commandTimeout``); after a failed wait, operations fail at once for a backoff delay. A lost connection is
 ///   replaced on the next operation. No thread ever blocks.
 /// - **Errors.** Every failure is a ``PostgresStoreError``.
 ///
