@@ -112,7 +112,7 @@ struct CacheTests {
     }
 
     @Test("Out-of-range settings are a clear thrown error")
-    func invalidConfiguration() {
+    func invalidConfiguration() throws {
         for change in [
             { (c: inout Cache<String, Int>.Configuration) in c.name = "" },
             { c in c.name = "a/b" },
@@ -123,6 +123,12 @@ struct CacheTests {
             var configuration: Cache<String, Int>.Configuration = CacheTest.configuration()
             change(&configuration)
             #expect(throws: HoardError.self) { try Cache<String, Int>(configuration: configuration) }
+        }
+        for bad in ["", "a/b", "..", String(repeating: "n", count: 256)] {
+            var configuration: Cache<String, Int>.Configuration = CacheTest.configuration()
+            configuration.name = bad
+            let error = try #require(throws: HoardError.self) { try Cache<String, Int>(configuration: configuration) }
+            #expect(error.code == .invalidName, "a name is refused as a name: \(error)")
         }
     }
 }

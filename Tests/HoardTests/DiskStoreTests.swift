@@ -227,8 +227,10 @@ extension DiskStoreSuites {
             } else {
                 #expect(expected.path.hasSuffix("/.cache/com.example.hoard-tests") || expected.path.contains("/Library/Caches/"))
             }
-            for bad in ["", ".", "..", "a/b", "nul\0"] {
-                #expect(throws: HoardError.self) { try DiskStore.defaultDirectory(named: bad) }
+            for bad in ["", ".", "..", "a/b", "nul\0", String(repeating: "x", count: 256)] {
+                let error = try #require(throws: HoardError.self) { try DiskStore.defaultDirectory(named: bad) }
+                #expect(error.code == .invalidName, "\(error)")
+                #expect(throws: HoardError.self) { try DiskStore(named: bad) }
             }
         }
 

@@ -144,7 +144,7 @@ public final class DiskStore: CacheStore {
     ///   - configuration: As for ``init(directory:configuration:clock:)``.
     ///   - clock: As for ``init(directory:configuration:clock:)``.
     /// - Throws: As ``init(directory:configuration:clock:)`` does, and
-    ///   ``HoardError/Code/invalidConfiguration`` for an unusable name.
+    ///   ``HoardError/Code/invalidName`` for an unusable name.
     public convenience init(
         named name: String, configuration: Configuration = .init(), clock: any CacheClock = SystemClock()
     ) throws(HoardError) {
@@ -153,13 +153,10 @@ public final class DiskStore: CacheStore {
 
     /// The directory ``init(named:configuration:clock:)`` uses for `name`.
     ///
-    /// - Throws: ``HoardError/Code/invalidConfiguration`` when `name` is empty,
-    ///   `.` or `..`, or contains `/` or NUL.
+    /// - Throws: ``HoardError/Code/invalidName`` when `name` is empty, `.` or `..`,
+    ///   contains `/` or NUL, or has more than 255 bytes.
     public static func defaultDirectory(named name: String) throws(HoardError) -> URL {
-        guard !name.isEmpty, name != ".", name != "..", !name.contains("/"), !name.contains("\0") else {
-            throw HoardError(
-                .invalidConfiguration, "a store name must be one path component, not \"\(name.prefix(100))\"")
-        }
+        try _LocalNames.validateComponent(name, what: "a store name")
         guard let caches = FileManager.default.urls(for: .cachesDirectory, in: .userDomainMask).first else {
             throw HoardError(.ioFailed, "the user's cache directory could not be determined")
         }

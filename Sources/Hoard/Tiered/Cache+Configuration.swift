@@ -12,7 +12,9 @@ extension Cache {
     /// ```
     public struct Configuration: Sendable {
         /// The cache's name: the namespace it uses in every store, and the name of its
-        /// default disk store. Must be one path component (no `/`), not empty.
+        /// default disk store. Must be one path component: not empty, `.` or `..`, no
+        /// `/` or NUL, at most 255 bytes (else the cache throws
+        /// ``HoardError/Code/invalidName``).
         public var name: String
 
         /// Limits, policy and sharding of the memory tier. Its `defaultExpiry` is
@@ -86,9 +88,7 @@ extension Cache {
         }
 
         func validate() throws(HoardError) {
-            guard !name.isEmpty, !name.contains("/"), !name.contains("\0"), name != ".", name != ".." else {
-                throw HoardError(.invalidConfiguration, "a cache name must be one path component, not \"\(name.prefix(100))\"")
-            }
+            try _LocalNames.validateComponent(name, what: "a cache name")
             guard expiryJitter >= 0, expiryJitter < 1 else {
                 throw HoardError(.invalidConfiguration, "expiryJitter must be in 0..<1, not \(expiryJitter)")
             }
