@@ -34,10 +34,20 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // Not a product: what the Redis and PostgreSQL stores share on SwiftNIO (the
+        // task executor that runs a caller on a store's event loop).
+        .target(
+            name: "HoardNIOSupport",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            swiftSettings: strict
+        ),
         .target(
             name: "HoardRedis",
             dependencies: [
                 "Hoard",
+                "HoardNIOSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
@@ -47,6 +57,8 @@ let package = Package(
             name: "HoardPostgres",
             dependencies: [
                 "Hoard",
+                "HoardNIOSupport",
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],

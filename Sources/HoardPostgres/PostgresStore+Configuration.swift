@@ -69,8 +69,9 @@ extension PostgresStore {
         /// here must be 1 to 63 bytes of those characters or `:`.
         public var notificationChannel: String?
 
-        /// The most connections the store opens for its statements (the one
-        /// connection that listens for invalidations comes on top). Defaults to 4.
+        /// How many connections the store opens for its statements (the one
+        /// connection that listens for invalidations comes on top). The store opens
+        /// them all with its first operation and keeps them open. Defaults to 4.
         public var maximumConnections: Int
 
         /// How long opening a connection may take. Defaults to 5 seconds.
@@ -257,12 +258,28 @@ extension PostgresStore {
         }
 
         /// The configuration of a postgres-nio client with at most `connections` connections.
-        func clientConfiguration(connections: Int) -> PostgresClient.Configuration {
+        ///
+        /// With `keepsConnectionsOpen` (the store's pool) the client opens all its
+        /// connections when it starts, reopens one as soon as it is lost, never closes
+        /// one for being idle and sends no keep-alive queries. postgres-nio otherwise
+        /// schedules an idle timer and a keep-alive timer every time a connection goes
+        /// back to the pool, and cancels them when it is leased again: a task group of
+        /// three tasks and a sleep per timer, on every single statement, which cost
+        /// more than the statement itself. Without keep-alive queries a connection that
+        /// died silently is found by the next statement on it, which fails with
+        /// ``PostgresStoreError/Code/timeout`` a second after ``commandTimeout``; the
+        /// pool then replaces it.
+        func clientConfiguration(connections: Int, keepsConnectionsOpen: Bool) -> PostgresClient.Configuration {
             var configuration = PostgresClient.Configuration(
                 host: host, port: port, username: username, password: password, database: database, tls: tls)
             configuration.options.connectTimeout = connectTimeout
             configuration.options.maximumConnections = connections
-            configuration.options.minimumConnections = 0
+            if keepsConnectionsOpen {
+                configuration.options.minimumConnections = connections
+                configuration.options.keepAliveBehavior = nil
+            } else {
+                configuration.options.minimumConnections = 0
+            }
             let milliseconds = max(1, Int(commandTimeout / .milliseconds(1)))
             configuration.options.additionalStartupParameters = [
                 ("application_name", applicationName),

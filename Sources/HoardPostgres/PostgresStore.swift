@@ -1,5 +1,6 @@
 import Foundation
 import Hoard
+import HoardNIOSupport
 import PostgresNIO
 import Synchronization
 
@@ -35,12 +36,19 @@ import Synchronization
 ///   naming this instance, which ignores its own notifications;
 ///   ``invalidations(in:)`` delivers the others'. A key whose notification would pass
 ///   PostgreSQL's 8000-byte payload limit is announced as its whole namespace cleared.
-/// - **Bounds.** At most ``Configuration/maximumConnections`` connections, plus one
-///   for `LISTEN`. An operation waits at most ``Configuration/connectionWaitTimeout``
+/// - **Connections.** The first operation opens ``Configuration/maximumConnections``
+///   connections, which stay open, plus one for `LISTEN`. A lost connection is
+///   reopened at once (retrying with backoff while the server is down). Idle
+///   connections are not pinged: one that died silently fails its next statement
+///   with ``PostgresStoreError/Code/timeout`` and is replaced.
+/// - **Bounds.** An operation waits at most ``Configuration/connectionWaitTimeout``
 ///   for a connection and ``Configuration/commandTimeout`` for the answer, each
 ///   plus up to one tick of the store's deadline timer (see
-///   ``Configuration/commandTimeout``); after a failed wait, operations fail at once for a backoff delay. A lost connection is
-///   replaced on the next operation. No thread ever blocks.
+///   ``Configuration/commandTimeout``); after a failed wait, operations fail at once
+///   for a backoff delay. No thread ever blocks.
+/// - **Threads.** The pool's connections all run on ``eventLoop``, and so does the
+///   decoding of every result; tasks that prefer ``taskExecutor`` run there too, and
+///   their operations cost no thread hop.
 /// - **Errors.** Every failure is a ``PostgresStoreError``.
 ///
 /// A store needs no explicit shutdown; ``shutdown()`` closes its connections at once
@@ -52,6 +60,40 @@ public final class PostgresStore: RemoteCacheStore {
     /// This instance's unique id, sent with every notification it makes so that it
     /// can ignore its own.
     public let instanceID: UUID
+
+    /// The event loop every connection of the store's pool runs on: the one thread
+    /// that writes its statements, reads their results and runs the work of each
+    /// operation. Chosen from `eventLoopGroup` when the store is created (pass a single
+    /// `EventLoop` to choose it yourself); the `LISTEN` connection of
+    /// ``invalidations(in:)`` may run on another loop of the group.
+    public let eventLoop: any EventLoop
+
+    /// An executor that runs tasks on ``eventLoop``, for callers that make many
+    /// operations one after the other and want each to cost no thread hop.
+    ///
+    /// An operation called from an ordinary task costs two hand-offs between
+    /// threads: the task hands its statement to the event loop, and the event loop
+    /// hands the result back to the task's thread in the concurrency pool. Code that
+    /// runs on the store's event loop hands nothing over: it sends the statement and
+    /// is resumed on the same thread that read the result. To run there, prefer this
+    /// executor; child tasks inherit the preference:
+    ///
+    /// ```swift
+    /// let hits = try await withTaskExecutorPreference(store.taskExecutor) {
+    ///     var hits = 0
+    ///     for key in keys where try await store.entry(for: key, in: "profiles") != nil { hits += 1 }
+    ///     return hits
+    /// }
+    /// ```
+    ///
+    /// What it guarantees: nonisolated code of a task that prefers it, the store's
+    /// operations included, runs on ``eventLoop``, one job at a time, in the order the
+    /// jobs became ready; actor-isolated code still runs on its actor. Everything such
+    /// a task does between two awaits holds up the store's I/O (and that of any other
+    /// channel on the loop), so keep it short and never block in it. The event loop
+    /// group must outlive the tasks that prefer this executor: a shut-down loop runs
+    /// nothing.
+    public var taskExecutor: any TaskExecutor { pool.executor }
 
     let statements: _PostgresStatements
     let pool: _PostgresPool
@@ -68,7 +110,8 @@ public final class PostgresStore: RemoteCacheStore {
     ///   - configuration: The server, credentials, table, budgets and timeouts.
     ///   - clock: Where the store reads the time, to tell live entries from expired
     ///     ones. Defaults to ``Hoard/SystemClock``.
-    ///   - eventLoopGroup: The event loops its connections run on. Defaults to
+    ///   - eventLoopGroup: Where its connections run: the pool's on one loop of the
+    ///     group (``eventLoop``), the `LISTEN` connection on any. Defaults to
     ///     postgres-nio's default group.
     /// - Throws: ``PostgresStoreError/Code/invalidConfiguration`` when a setting is out of
     ///   range or a name is not allowed.
@@ -84,9 +127,10 @@ public final class PostgresStore: RemoteCacheStore {
         channel = configuration.channel
         statements = _PostgresStatements(
             schema: configuration.schema, table: configuration.table, isUnlogged: configuration.isUnlogged)
+        eventLoop = eventLoopGroup.next()
         pool = _PostgresPool(
-            configuration: configuration.clientConfiguration(connections: configuration.maximumConnections),
-            group: eventLoopGroup,
+            configuration: configuration.clientConfiguration(connections: configuration.maximumConnections, keepsConnectionsOpen: true),
+            eventLoop: eventLoop,
             settings: .init(
                 host: configuration.host, port: configuration.port,
                 connectionWaitTimeout: configuration.connectionWaitTimeout,
@@ -96,7 +140,8 @@ public final class PostgresStore: RemoteCacheStore {
         hub = _PostgresNotifications(instanceID: instanceID.uuidString)
         listener = _PostgresListener(
             client: PostgresClient(
-                configuration: configuration.clientConfiguration(connections: 1), eventLoopGroup: eventLoopGroup),
+                configuration: configuration.clientConfiguration(connections: 1, keepsConnectionsOpen: false),
+                eventLoopGroup: eventLoopGroup),
             hub: hub, channel: channel, initialDelay: configuration.initialReconnectDelay,
             maximumDelay: configuration.maximumReconnectDelay)
     }

@@ -1,9 +1,18 @@
+import HoardNIOSupport
 import Logging
 import PostgresNIO
 import Synchronization
 
 /// The store's postgres-nio client (its connection pool) and the bounds on every
 /// operation run through it.
+///
+/// The client starts with the first operation, opens all its connections and keeps
+/// them open (see `Configuration.clientConfiguration(connections:keepsConnectionsOpen:)`
+/// for why). Its connections all run on one event loop, and each operation runs in a
+/// task that prefers that loop (``executor``): the task starts on the caller's
+/// thread, and once the server has answered it decodes the result on the thread
+/// that read it, with no hand-off between threads; a caller already on the loop
+/// costs no hand-off at all.
 ///
 /// Each operation runs under two limits: while it waits for a connection one allows
 /// `connectionWaitTimeout`, once it has one the other allows `commandTimeout`. Both
@@ -26,6 +35,9 @@ final class _PostgresPool: Sendable {
 
     private struct State {
         var isShutdown = false
+        /// The client's `run()`, started by the first operation (the client then opens
+        /// its connections and keeps them open).
+        var runner: Task<Void, Never>?
         /// Operations fail at once until then, after a connection could not be had.
         var blockedUntil: ContinuousClock.Instant?
         var nextDelay: Duration
@@ -34,29 +46,34 @@ final class _PostgresPool: Sendable {
     static let logger = Logger(label: "hoard.postgres", factory: { _ in SwiftLogNoOpLogHandler() })
 
     let client: PostgresClient
+    /// Runs tasks on the loop of the client's connections.
+    let executor: EventLoopTaskExecutor
     private let deadlines: _PostgresDeadlines
     private let connectFailures: _ConnectFailureLog
     private let settings: Settings
     private let state: Mutex<State>
-    private let runner: Task<Void, Never>
 
-    init(configuration: PostgresClient.Configuration, group: any EventLoopGroup, settings: Settings) {
+    init(configuration: PostgresClient.Configuration, eventLoop: any EventLoop, settings: Settings) {
         let connectFailures = _ConnectFailureLog()
         self.connectFailures = connectFailures
+        // An event loop is a group of one: every connection of the client runs on it.
         let client = PostgresClient(
-            configuration: configuration, eventLoopGroup: group, backgroundLogger: connectFailures.logger)
+            configuration: configuration, eventLoopGroup: eventLoop, backgroundLogger: connectFailures.logger)
         self.client = client
+        executor = EventLoopTaskExecutor(eventLoop: eventLoop)
         deadlines = _PostgresDeadlines(
-            eventLoop: group.any(), shortestLimit: min(settings.connectionWaitTimeout, settings.commandTimeout))
+            eventLoop: eventLoop, shortestLimit: min(settings.connectionWaitTimeout, settings.commandTimeout))
         self.settings = settings
         state = Mutex(State(nextDelay: settings.initialReconnectDelay))
-        runner = Task { await client.run() }
     }
 
     /// Stops the client: its connections close and later operations fail with `shutdown`.
     func shutdown() {
-        state.withLock { $0.isShutdown = true }
-        runner.cancel()
+        let runner = state.withLock { state in
+            state.isShutdown = true
+            return state.runner
+        }
+        runner?.cancel()
     }
 
     /// Runs `body` on a connection of the pool, within the timeouts.
@@ -70,6 +87,7 @@ final class _PostgresPool: Sendable {
         try checkAvailable(operation, key: key)
         let client = self.client
         let pool = self
+        let executor = self.executor
         let deadlines = self.deadlines
         let outcome = _Outcome<T>(deadlines: deadlines)
         let lease = _Lease(commandTimeout: TimeAmount(settings.commandTimeout), deadlines: deadlines, outcome: outcome)
@@ -106,11 +124,11 @@ final class _PostgresPool: Sendable {
                 }
                 let task: Task<Void, Never>
                 if #available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *) {
-                    // Runs on this thread until it first waits (for a connection or the
-                    // answer), sparing a hop through the executor's queue.
-                    task = Task.immediate(operation: operation)
+                    // A caller already on the loop runs the operation at once, on its
+                    // thread, until it first waits (for a connection or the answer).
+                    task = Task.immediate(executorPreference: executor, operation: operation)
                 } else {
-                    task = Task(operation: operation)
+                    task = Task(executorPreference: executor, operation: operation)
                 }
                 outcome.setTask(task)
                 let waitDeadline = deadlines.add(after: TimeAmount(settings.connectionWaitTimeout)) {
@@ -162,8 +180,15 @@ final class _PostgresPool: Sendable {
         return PostgresStoreError(refusedLogin ? .authenticationFailed : .connectionFailed, message, operation: operation)
     }
 
+    /// Throws when the pool is shut down or backing off; starts the client on first use.
     private func checkAvailable(_ operation: String, key: String?) throws(PostgresStoreError) {
-        let (isShutdown, blockedUntil) = state.withLock { ($0.isShutdown, $0.blockedUntil) }
+        let client = self.client
+        let (isShutdown, blockedUntil) = state.withLock { state in
+            if !state.isShutdown, state.runner == nil {
+                state.runner = Task { await client.run() }
+            }
+            return (state.isShutdown, state.blockedUntil)
+        }
         if isShutdown { throw PostgresStoreError(.shutdown, "The store has been shut down.", operation: operation, key: key) }
         if let blockedUntil, ContinuousClock.now < blockedUntil {
             throw PostgresStoreError(

@@ -1,5 +1,6 @@
 import Foundation
 import Hoard
+import HoardNIOSupport
 import NIOCore
 import NIOPosix
 
@@ -86,7 +87,7 @@ public final class RedisStore: RemoteCacheStore {
 
     let keyspace: _RedisKeyspace
     let pool: _RedisConnectionPool
-    private let executor: _EventLoopTaskExecutor
+    private let executor: EventLoopTaskExecutor
     let hub: _InvalidationHub
     private let subscriber: _RedisSubscriber
     let clock: any CacheClock
@@ -113,7 +114,7 @@ public final class RedisStore: RemoteCacheStore {
         instanceID = UUID()
         keyspace = _RedisKeyspace(prefix: configuration.keyPrefix)
         eventLoop = eventLoopGroup.next()
-        executor = _EventLoopTaskExecutor(eventLoop: eventLoop)
+        executor = EventLoopTaskExecutor(eventLoop: eventLoop)
         let connectionSettings = configuration.connectionSettings
         pool = _RedisConnectionPool(
             settings: .init(

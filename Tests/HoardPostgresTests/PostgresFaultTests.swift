@@ -199,6 +199,36 @@ struct PostgresFaultTests {
         await PostgresTestServer.drop(configuration)
     }
 
+    @Test("The first operation opens maximumConnections sessions; they stay open, and a terminated one is reopened at once")
+    func connectionsStayOpen() async throws {
+        var configuration = try PostgresTestServer.configuration()
+        let name = "hoard-open-\(UUID().uuidString.prefix(8))"
+        configuration.applicationName = name
+        configuration.maximumConnections = 3
+        configuration.initialReconnectDelay = .milliseconds(20)
+        let store = try PostgresStore(configuration: configuration)
+        let sessions = { () async throws -> Set<String> in
+            Set(try await PostgresTestServer.sql(
+                "SELECT pid::text FROM pg_stat_activity WHERE application_name = '\(name)'").compactMap { $0 })
+        }
+        #expect(try await sessions().isEmpty, "nothing is opened before the first operation")
+
+        try await store.set(Data([1]), for: "k", in: "ns", storedAt: .now, expiresAt: nil)
+        #expect(await eventually { (try? await sessions())?.count == 3 }, "one operation opens all three")
+        let before = try await sessions()
+        let victim = try #require(before.first)
+        _ = try await PostgresTestServer.sql("SELECT pg_terminate_backend(\(victim))::text")
+
+        // With no operation in between, the pool replaces the lost session.
+        #expect(await eventually {
+            guard let now = try? await sessions() else { return false }
+            return now.count == 3 && !now.contains(victim)
+        })
+        #expect(try await store.entry(for: "k", in: "ns")?.data == Data([1]))
+        await store.shutdown()
+        await PostgresTestServer.drop(configuration)
+    }
+
     @Test("Wrong user or database: the operation fails and says what the server refused")
     func authentication() async throws {
         for (change, name) in [

@@ -33,7 +33,12 @@ final class PostgresFixture: Sendable {
         var clientConfiguration = PostgresClient.Configuration(
             host: configuration.host, port: configuration.port, username: configuration.username,
             password: configuration.password, database: configuration.database, tls: .disable)
+        // Tuned as the store tunes its own client: all connections open, no idle or
+        // keep-alive timers, which postgres-nio otherwise schedules and cancels
+        // around every statement. The baseline is then the library at its best.
         clientConfiguration.options.maximumConnections = configuration.maximumConnections
+        clientConfiguration.options.minimumConnections = configuration.maximumConnections
+        clientConfiguration.options.keepAliveBehavior = nil
         let client = PostgresClient(configuration: clientConfiguration)
         Task { await client.run() }
         let existing = try await store.entries(for: (0..<Self.keyCount).map { Self.key($0) }, in: Self.namespace)
@@ -95,6 +100,25 @@ final class PostgresFixture: Sendable {
         var found = 0
         for try await _ in try await client.execute(statement) { found += 1 }
         precondition(found == 100)
+    }
+
+    /// Runs `operation` `count` times in a task that prefers the store's
+    /// `taskExecutor`, so that each operation runs on the event loop of the store's
+    /// connections and costs no thread hop.
+    func onStoreLoop(_ count: Int, _ operation: @escaping @Sendable () async throws -> Void) async throws {
+        try await withTaskExecutorPreference(store.taskExecutor) {
+            for _ in 0..<count { try await operation() }
+        }
+    }
+
+    /// Runs `operation` `perClient` times on each of `clients` tasks at once, on the
+    /// store's event loop (the tasks inherit the preference).
+    func concurrentlyOnStoreLoop(
+        _ clients: Int, _ perClient: Int, _ operation: @escaping @Sendable () async throws -> Void
+    ) async throws {
+        try await withTaskExecutorPreference(store.taskExecutor) {
+            try await concurrently(clients, perClient, operation)
+        }
     }
 
     /// Runs `operation` `perClient` times on each of `clients` tasks at once.

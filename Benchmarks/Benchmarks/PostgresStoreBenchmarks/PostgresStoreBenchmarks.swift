@@ -18,6 +18,10 @@ import PostgresNIO
 ///   (`key = ANY($2)`) per iteration, one client.
 /// - `get 1KiB x4` / `set 1KiB x4`: 4 clients (tasks) doing 250 operations each per
 ///   iteration (1,000 operations, `.kilo`), over a pool of 4 connections.
+/// - `PostgresStore on its event loop`: the same calls from tasks that prefer
+///   `PostgresStore.taskExecutor`, so no operation costs a thread hop; 1,000
+///   operations per iteration (`.kilo`; 100 multi-gets), for one client too, since
+///   entering the executor is itself a hop.
 ///
 /// Skipped, with a message, when `HOARD_POSTGRES_URL` is not set.
 let benchmarks: @Sendable () -> Void = {
@@ -36,6 +40,21 @@ let benchmarks: @Sendable () -> Void = {
     register("postgres multi-get 100: PostgresStore", fixture, perIteration: 1) { try await $0.storeMultiGet() }
     register("postgres multi-get 100: baseline postgres-nio prepared", fixture, perIteration: 1) {
         try await $0.baselineMultiGet()
+    }
+    register("postgres get 1KiB: PostgresStore on its event loop", fixture, perIteration: 1_000) { fixture in
+        try await fixture.onStoreLoop(1_000) { try await fixture.storeGet() }
+    }
+    register("postgres set 1KiB: PostgresStore on its event loop", fixture, perIteration: 1_000) { fixture in
+        try await fixture.onStoreLoop(1_000) { try await fixture.storeSet() }
+    }
+    register("postgres multi-get 100: PostgresStore on its event loop", fixture, perIteration: 100) { fixture in
+        try await fixture.onStoreLoop(100) { try await fixture.storeMultiGet() }
+    }
+    register("postgres get 1KiB x4: PostgresStore on its event loop", fixture, perIteration: 1_000) { fixture in
+        try await fixture.concurrentlyOnStoreLoop(4, 250) { try await fixture.storeGet() }
+    }
+    register("postgres set 1KiB x4: PostgresStore on its event loop", fixture, perIteration: 1_000) { fixture in
+        try await fixture.concurrentlyOnStoreLoop(4, 250) { try await fixture.storeSet() }
     }
     register("postgres get 1KiB x4: PostgresStore", fixture, perIteration: 1_000) { fixture in
         try await fixture.concurrently(4, 250) { try await fixture.storeGet() }
@@ -60,10 +79,12 @@ func register(
     Benchmark(
         name,
         configuration: .init(
-            metrics: [.wallClock, .throughput],
+            // CPU time (of the whole process, per operation) only where an iteration is
+            // long enough for the clock's 10 ms steps.
+            metrics: perIteration >= 100 ? [.wallClock, .throughput, .cpuTotal] : [.wallClock, .throughput],
             units: [.throughput: .count],
             warmupIterations: perIteration == 1 ? 50 : 2,
-            scalingFactor: perIteration == 1 ? .one : .kilo,
+            scalingFactor: perIteration >= 1_000 ? .kilo : .one,
             maxDuration: .seconds(3),
             maxIterations: 100_000
         ),
