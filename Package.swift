@@ -91,11 +91,15 @@ let package = Package(
             path: "Tests/Support/HoardRemoteWriter",
             swiftSettings: strict
         ),
-        // Not a product: what the Redis and PostgreSQL tests share to drive
-        // HoardRemoteWriter.
+        // Not a product: what the Redis and PostgreSQL tests share: driving
+        // HoardRemoteWriter, silent servers, polling, recording invalidations.
         .target(
             name: "HoardRemoteTestSupport",
-            dependencies: ["Hoard"],
+            dependencies: [
+                "Hoard",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
             path: "Tests/Support/HoardRemoteTestSupport",
             swiftSettings: strict
         ),

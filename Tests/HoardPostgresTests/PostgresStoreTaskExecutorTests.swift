@@ -1,5 +1,6 @@
 import Foundation
 import Hoard
+import HoardRemoteTestSupport
 import NIOCore
 import NIOPosix
 import PostgresNIO

@@ -1,5 +1,6 @@
 import Foundation
 import Hoard
+import HoardRemoteTestSupport
 import NIOCore
 import NIOPosix
 import PostgresNIO
@@ -61,93 +62,6 @@ enum PostgresTestServer {
     /// Drops a test's table when the test is done.
     static func drop(_ configuration: PostgresStore.Configuration) async {
         _ = try? await sql("DROP TABLE IF EXISTS \(_PostgresStatements(schema: configuration.schema, table: configuration.table, isUnlogged: false).qualifiedTable)")
-    }
-}
-
-/// A TCP server on a loopback port that accepts connections, reads and never answers.
-final class SilentServer: Sendable {
-    let channel: any Channel
-    var port: Int { channel.localAddress!.port! }
-
-    init() async throws {
-        channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .bind(host: "127.0.0.1", port: 0).get()
-    }
-
-    func close() async {
-        try? await channel.close()
-    }
-}
-
-/// A port nothing listens on right now.
-func freePort() async throws -> Int {
-    let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-        .bind(host: "127.0.0.1", port: 0).get()
-    let port = channel.localAddress!.port!
-    try await channel.close()
-    return port
-}
-
-/// Polls `condition` until it holds, or until `timeout` has passed and it has been
-/// polled `timeout / interval` times (so a starved test does not fail early).
-func eventually(
-    timeout: Duration = .seconds(30), every interval: Duration = .milliseconds(20),
-    _ condition: () async throws -> Bool
-) async rethrows -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    let minimumPolls = Int(timeout / interval)
-    var polls = 0
-    while ContinuousClock.now < deadline || polls < minimumPolls {
-        if try await condition() { return true }
-        polls += 1
-        if Task.isCancelled { return false }
-        try? await Task.sleep(for: interval)
-    }
-    return false
-}
-
-/// Collects what an invalidation stream yields, so tests can wait for it.
-final class InvalidationRecorder: Sendable {
-    private let received = Locked<[RemoteInvalidation]>([])
-    private let task: Task<Void, Never>
-
-    init(_ stream: AsyncStream<RemoteInvalidation>) {
-        let received = self.received
-        task = Task {
-            for await invalidation in stream { received.withLock { $0.append(invalidation) } }
-        }
-    }
-
-    /// Everything received so far, in order.
-    var all: [RemoteInvalidation] { received.withLock { $0 } }
-
-    /// Waits until at least `count` invalidations arrived; returns them all.
-    func wait(forCount count: Int, timeout: Duration = .seconds(30)) async -> [RemoteInvalidation] {
-        _ = await eventually(timeout: timeout) { self.all.count >= count }
-        return all
-    }
-
-    func cancel() { task.cancel() }
-}
-
-/// A value behind a `Mutex`, shareable between closures.
-final class Locked<Value: Sendable>: Sendable {
-    private let mutex: Mutex<Value>
-
-    init(_ value: Value) { mutex = Mutex(value) }
-
-    func withLock<Result>(_ body: (inout Value) -> Result) -> Result {
-        mutex.withLock { body(&$0) }
-    }
-}
-
-/// The outcome of an operation that throws ``PostgresStoreError``, as a value.
-func outcome<T: Sendable>(_ body: () async throws(PostgresStoreError) -> T) async -> Result<T, PostgresStoreError> {
-    do {
-        return .success(try await body())
-    } catch {
-        return .failure(error)
     }
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import HoardRemoteTestSupport
 import Testing
 
 @testable import HoardRedis

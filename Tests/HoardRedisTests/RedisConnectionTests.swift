@@ -1,4 +1,5 @@
 import Foundation
+import HoardRemoteTestSupport
 import NIOCore
 import NIOPosix
 import Testing

@@ -1,5 +1,6 @@
 import Foundation
 import Hoard
+import HoardRemoteTestSupport
 import Testing
 
 @testable import HoardRedis

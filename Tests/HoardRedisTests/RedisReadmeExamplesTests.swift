@@ -1,6 +1,7 @@
 import Foundation
 import Hoard
 import HoardRedis
+import HoardRemoteTestSupport
 import Testing
 
 /// The README's Redis example, done as the README does it, so it cannot rot.

@@ -5,6 +5,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import HoardRemoteTestSupport
 import NIOCore
 import NIOPosix
 import Synchronization
@@ -120,44 +121,6 @@ final class RedisChildServer: Sendable {
     }
 }
 
-/// A TCP server on a loopback port that accepts connections, reads and never answers;
-/// or, with `closesAtOnce`, closes every connection as soon as it has accepted it.
-/// It counts the connections it accepted.
-final class SilentServer: Sendable {
-    let channel: any Channel
-    private let acceptedCount: Locked<Int>
-    var port: Int { channel.localAddress!.port! }
-
-    /// How many connections the server has accepted so far.
-    var accepted: Int { acceptedCount.withLock { $0 } }
-
-    init(closesAtOnce: Bool = false) async throws {
-        let acceptedCount = Locked(0)
-        self.acceptedCount = acceptedCount
-        channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelInitializer { child in
-                acceptedCount.withLock { $0 += 1 }
-                if closesAtOnce { child.close(promise: nil) }
-                return child.eventLoop.makeSucceededVoidFuture()
-            }
-            .bind(host: "127.0.0.1", port: 0).get()
-    }
-
-    func close() async {
-        try? await channel.close()
-    }
-}
-
-/// A port nothing listens on right now.
-func freePort() async throws -> Int {
-    let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-        .bind(host: "127.0.0.1", port: 0).get()
-    let port = channel.localAddress!.port!
-    try await channel.close()
-    return port
-}
-
 /// Watches every command the server receives (`MONITOR`), keeping those that
 /// mention `marker`.
 final class CommandMonitor: Sendable {
@@ -182,70 +145,4 @@ final class CommandMonitor: Sendable {
     var seen: [String] { lines.withLock { $0 } }
 
     func close() { connection.close() }
-}
-
-/// Polls `condition` until it holds, or until `timeout` has passed and it has been
-/// polled `timeout / interval` times.
-///
-/// Counting polls as well as time keeps a test from failing on a machine so busy that
-/// its tasks do not run for a while (a long synchronous test can hold every thread of
-/// the concurrency pool): the time runs out only while the polls get to run.
-func eventually(
-    timeout: Duration = .seconds(30), every interval: Duration = .milliseconds(20),
-    _ condition: () async throws -> Bool
-) async rethrows -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    let minimumPolls = Int(timeout / interval)
-    var polls = 0
-    while ContinuousClock.now < deadline || polls < minimumPolls {
-        if try await condition() { return true }
-        polls += 1
-        if Task.isCancelled { return false }
-        try? await Task.sleep(for: interval)
-    }
-    return false
-}
-
-/// Collects what an invalidation stream yields, so tests can poll it.
-final class InvalidationRecorder: Sendable {
-    private let received = Locked<[RemoteInvalidation]>([])
-    private let task: Task<Void, Never>
-
-    init(_ stream: AsyncStream<RemoteInvalidation>) {
-        let received = self.received
-        task = Task {
-            for await invalidation in stream { received.withLock { $0.append(invalidation) } }
-        }
-    }
-
-    /// Everything received so far, in order.
-    var all: [RemoteInvalidation] { received.withLock { $0 } }
-
-    /// Waits until at least `count` invalidations arrived; returns them all.
-    func wait(forCount count: Int, timeout: Duration = .seconds(30)) async -> [RemoteInvalidation] {
-        _ = await eventually(timeout: timeout) { self.all.count >= count }
-        return all
-    }
-
-    func cancel() { task.cancel() }
-}
-
-/// A value behind a `Mutex`, shareable between closures.
-final class Locked<Value: Sendable>: Sendable {
-    private let mutex: Mutex<Value>
-
-    init(_ value: Value) { mutex = Mutex(value) }
-
-    func withLock<Result>(_ body: (inout Value) -> Result) -> Result {
-        mutex.withLock { body(&$0) }
-    }
-}
-
-/// The outcome of an operation that throws ``RedisError``, as a value.
-func outcome<T: Sendable>(_ body: () async throws(RedisError) -> T) async -> Result<T, RedisError> {
-    do {
-        return .success(try await body())
-    } catch {
-        return .failure(error)
-    }
 }
