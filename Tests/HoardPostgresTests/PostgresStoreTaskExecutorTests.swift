@@ -43,7 +43,8 @@ struct PostgresStoreTaskExecutorTests {
     func operationsOnTheLoop() async throws {
         let configuration = try PostgresTestServer.configuration()
         let store = try PostgresStore(configuration: configuration)
-        let storedAt = wholeMilliseconds()
+        // Exactly representable both as a Double and as timestamptz microseconds.
+        let storedAt = Date(timeIntervalSince1970: 1_700_000_000.5)
 
         let result = try await withTaskExecutorPreference(store.taskExecutor) {
             () async throws -> (onLoop: [Bool], entries: [String: StoredEntry], read: StoredEntry?) in

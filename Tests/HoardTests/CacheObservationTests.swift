@@ -1,6 +1,7 @@
 import Foundation
-import Hoard
 import Testing
+
+@testable import Hoard
 
 @Suite("Cache observation and remote tiers", .timeLimit(.minutes(3)))
 struct CacheObservationTests {
@@ -81,4 +82,38 @@ struct CacheObservationTests {
         #expect(await CacheTest.eventually { second["k"] == nil })
         #expect(try await second.value(for: "k") == 2)
     }
+
+    @Test("Invalidation finds keys of every kind: rebuilt from their string (Int, UUID) or noted by the cache (a custom key), also after the notes were pruned")
+    func invalidationOfEveryKeyKind() async throws {
+        // Int and UUID keys are rebuilt from the string another instance sends.
+        let remote = InMemoryRemoteStore()
+        var numbers: Cache<Int, Int>.Configuration = CacheTest.configuration("numbers")
+        numbers.remoteStores = [remote]
+        let (writer, reader) = (try Cache<Int, Int>(configuration: numbers), try Cache<Int, Int>(configuration: numbers))
+        try await writer.set(1, for: 42)
+        #expect(try await reader.value(for: 42) == 1)
+        #expect(reader.keyStrings.withLock { $0.keys.isEmpty }, "nothing to note for a key type that rebuilds its keys")
+        try await writer.set(2, for: 42)
+        #expect(await CacheTest.eventually { reader[42] == nil })
+        #expect(UUID(cacheKeyString: UUID().uuidString) != nil)
+        #expect(Int(cacheKeyString: "05") == 5 && Int(cacheKeyString: "x") == nil)
+
+        // A custom key is found through the cache's notes, pruned to what memory holds
+        // (a memory tier of 4 keys prunes beyond 8 notes).
+        var custom: Cache<AvatarKey, Int>.Configuration = CacheTest.configuration("avatars", memoryLimit: 4)
+        custom.remoteStores = [remote]
+        let (avatars, others) = (try Cache<AvatarKey, Int>(configuration: custom), try Cache<AvatarKey, Int>(configuration: custom))
+        for id in 0..<40 { others[AvatarKey(id: id)] = id }
+        #expect(others.keyStrings.withLock { $0.keys.count } <= 8, "pruned to what memory holds")
+        let kept = (0..<40).map { AvatarKey(id: $0) }.filter { others[$0] != nil }
+        #expect(!kept.isEmpty)
+        for key in kept { try await avatars.set(-1, for: key) }
+        #expect(await CacheTest.eventually { kept.allSatisfy { others[$0] == nil } }, "every key memory held was found and dropped")
+    }
+}
+
+/// A key type that does not rebuild its keys from their strings.
+private struct AvatarKey: CacheKey {
+    var id: Int
+    var cacheKeyString: String { "avatar/\(id)" }
 }

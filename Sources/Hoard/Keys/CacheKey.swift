@@ -20,18 +20,44 @@ public protocol CacheKey: Hashable, Sendable {
     /// The key's stable string form: equal keys give equal strings, different keys
     /// give different strings, in every process.
     var cacheKeyString: String { get }
+
+    /// The key whose ``cacheKeyString`` is `cacheKeyString`, for types that can
+    /// rebuild it; `nil` otherwise, which is the default.
+    ///
+    /// A ``Cache`` with remote stores hears of other instances' changes by key
+    /// string. A key type that rebuilds its keys lets the cache find the key in its
+    /// memory tier at once; for other types the cache keeps a table from the strings
+    /// of the keys it holds back to the keys. A conformance must return a key equal
+    /// (`==`) to the one that gave the string, or `nil`.
+    init?(cacheKeyString: String)
+}
+
+extension CacheKey {
+    /// No key is rebuilt from its string: a ``Cache`` with remote stores keeps a table
+    /// of the strings of the keys it holds.
+    public init?(cacheKeyString: String) {
+        return nil
+    }
 }
 
 extension String: CacheKey {
     /// The string itself.
     public var cacheKeyString: String { self }
+
+    /// The string itself.
+    public init?(cacheKeyString: String) { self = cacheKeyString }
 }
 
 extension Substring: CacheKey {
     /// The substring's characters.
     public var cacheKeyString: String { String(self) }
+
+    /// The string's characters.
+    public init?(cacheKeyString: String) { self = Substring(cacheKeyString) }
 }
 
+// URL keeps the default `init?(cacheKeyString:)`: `URL(string: url.absoluteString)`
+// is not always equal to `url` (a URL relative to a base compares by its parts).
 extension URL: CacheKey {
     /// The URL's full absolute string, query, port and fragment included: two URLs
     /// that differ in any of them are different keys.
@@ -41,34 +67,55 @@ extension URL: CacheKey {
 extension UUID: CacheKey {
     /// The canonical upper-case `uuidString`.
     public var cacheKeyString: String { uuidString }
+
+    /// The UUID the string spells; `nil` when it spells none.
+    public init?(cacheKeyString: String) { self.init(uuidString: cacheKeyString) }
 }
 
 extension Int: CacheKey {
     /// The decimal digits.
     public var cacheKeyString: String { String(self) }
+
+    /// The number the decimal digits spell; `nil` for anything else.
+    public init?(cacheKeyString: String) { self.init(cacheKeyString, radix: 10) }
 }
 
 extension Int64: CacheKey {
     /// The decimal digits.
     public var cacheKeyString: String { String(self) }
+
+    /// The number the decimal digits spell; `nil` for anything else.
+    public init?(cacheKeyString: String) { self.init(cacheKeyString, radix: 10) }
 }
 
 extension Int32: CacheKey {
     /// The decimal digits.
     public var cacheKeyString: String { String(self) }
+
+    /// The number the decimal digits spell; `nil` for anything else.
+    public init?(cacheKeyString: String) { self.init(cacheKeyString, radix: 10) }
 }
 
 extension UInt: CacheKey {
     /// The decimal digits.
     public var cacheKeyString: String { String(self) }
+
+    /// The number the decimal digits spell; `nil` for anything else.
+    public init?(cacheKeyString: String) { self.init(cacheKeyString, radix: 10) }
 }
 
 extension UInt64: CacheKey {
     /// The decimal digits.
     public var cacheKeyString: String { String(self) }
+
+    /// The number the decimal digits spell; `nil` for anything else.
+    public init?(cacheKeyString: String) { self.init(cacheKeyString, radix: 10) }
 }
 
 extension UInt32: CacheKey {
     /// The decimal digits.
     public var cacheKeyString: String { String(self) }
+
+    /// The number the decimal digits spell; `nil` for anything else.
+    public init?(cacheKeyString: String) { self.init(cacheKeyString, radix: 10) }
 }

@@ -85,7 +85,7 @@ extension Cache {
             }
             publish(.invalidated(nil))
         case .key(let keyString):
-            let key = keyStrings.withLock { $0.removeValue(forKey: keyString) }
+            let key = key(forCacheKeyString: keyString)
             if let key { memory.removeValue(for: key) }
             for (index, store) in localStores.enumerated() {
                 do { try store.removeValue(for: keyString, in: namespace) } catch {

@@ -41,7 +41,9 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
     let counters = _CacheCounters()
     let observers = _Observers<Key, Value, CacheEvent<Key>>()
     let invalidationTasks: Mutex<[Task<Void, Never>]>
-    let keyStrings: Mutex<[String: Key]>
+    /// The keys noted by ``remember(_:)``, by their strings, pruned to those memory
+    /// holds whenever there are more than `pruneAt`.
+    let keyStrings: Mutex<(keys: [String: Key], pruneAt: Int)>
     /// Seconds added to every lifetime so stale values can be served (0 without
     /// stale-while-revalidate).
     @usableFromInline let grace: TimeInterval
@@ -98,7 +100,7 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
                 codec = try ValueCodec<Value>.automatic()
             }
         }
-        keyStrings = Mutex([:])
+        keyStrings = Mutex((keys: [:], pruneAt: (configuration.memory.countLimit ?? 100_000) * 2))
         invalidationTasks = Mutex([])
 
         let observers = self.observers
@@ -169,19 +171,36 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
         return now >= expiresAt.addingTimeInterval(-grace)
     }
 
+    /// Notes which key `key.cacheKeyString` stands for, so that another instance's
+    /// invalidation of that string finds the key in memory (``key(forCacheKeyString:)``).
+    /// Nothing to note without remote stores, or when the key type rebuilds the key
+    /// from its string (`String`, the integers, `UUID`).
     func remember(_ key: Key) {
         guard !remoteStores.isEmpty else { return }
         let string = key.cacheKeyString
-        let limit = (configuration.memory.countLimit ?? 100_000) * 2
-        let needsPruning = keyStrings.withLock { map -> Bool in
-            map[string] = key
-            return map.count > limit
+        if Key(cacheKeyString: string) == key { return }
+        let needsPruning = keyStrings.withLock { table -> Bool in
+            table.keys[string] = key
+            return table.keys.count > table.pruneAt
         }
-        if needsPruning {
-            let snapshot = keyStrings.withLock { $0 }
-            let kept = snapshot.filter { memory.contains($0.value) }
-            keyStrings.withLock { map in map = map.filter { kept[$0.key] != nil || !snapshot.keys.contains($0.key) } }
+        guard needsPruning else { return }
+        let snapshot = keyStrings.withLock { $0.keys }
+        let held = snapshot.filter { memory.contains($0.value) }
+        keyStrings.withLock { table in
+            // Keys noted since the snapshot stay; of the others, those memory holds.
+            table.keys = table.keys.filter { held[$0.key] != nil || snapshot[$0.key] == nil }
+            // Memory may hold more keys than the first threshold (a tier limited by
+            // cost): the next pruning waits until the table has doubled, so pruning
+            // costs amortised O(1) per key noted.
+            table.pruneAt = max(table.pruneAt, table.keys.count * 2)
         }
+    }
+
+    /// The key another instance's invalidation names by its string: rebuilt by the
+    /// key type, or found among the keys this cache noted.
+    func key(forCacheKeyString string: String) -> Key? {
+        if let key = Key(cacheKeyString: string), key.cacheKeyString == string { return key }
+        return keyStrings.withLock { $0.keys.removeValue(forKey: string) }
     }
 }
 
