@@ -1,32 +1,70 @@
 import NIOCore
+import Synchronization
 
 /// A task executor that runs jobs on one SwiftNIO event loop, in the order they are
 /// enqueued, so that tasks preferring it run on the thread that does the I/O of a
 /// store's connections (`RedisStore.taskExecutor`, `PostgresStore.taskExecutor`).
 ///
 /// SwiftNIO's event loops are serial executors (for actors) but not task executors;
-/// this is the small adapter. A job enqueued from the loop's own thread (a
-/// continuation resumed by a channel handler) joins the loop's task queue without
-/// waking it; one enqueued from another thread wakes the loop as
-/// `EventLoop.execute` does.
+/// this is the small adapter. Jobs wait in a queue of their own; the first job of a
+/// batch schedules one event loop task that runs every job queued by the time it
+/// starts, in order. So a burst of jobs (sixteen child tasks started together, or the
+/// sixteen operations one read of replies resumes) costs one event loop task instead
+/// of a closure and a task each. Jobs enqueued while a batch runs wait for the next
+/// batch, which the event loop runs after the I/O and tasks already due, so a task
+/// that keeps yielding cannot starve the connections. A job enqueued from another
+/// thread wakes the loop as `EventLoop.execute` does; one enqueued from the loop's own
+/// thread does not.
 ///
-/// What it guarantees: every job enqueued runs exactly once, on ``eventLoop``, while
-/// the loop runs; a loop that has shut down runs nothing, so its group must outlive
-/// the tasks that prefer this executor.
+/// What it guarantees: every job enqueued runs exactly once, on ``eventLoop``, in the
+/// order enqueued, while the loop runs; a loop that has shut down runs nothing, so its
+/// group must outlive the tasks that prefer this executor.
 package final class EventLoopTaskExecutor: TaskExecutor {
+    /// The jobs waiting for the next batch, the array the batch after it reuses, and
+    /// whether that batch is already scheduled on the event loop.
+    private struct Queue {
+        var jobs: [UnownedJob] = []
+        var spare: [UnownedJob] = []
+        var isBatchScheduled = false
+    }
+
     /// The loop every job runs on.
     package let eventLoop: any EventLoop
+    private let queue = Mutex(Queue())
 
     /// An executor for `eventLoop`.
     package init(eventLoop: any EventLoop) {
         self.eventLoop = eventLoop
     }
 
-    /// Runs `job` on ``eventLoop``, after the jobs and loop tasks enqueued before it.
+    /// Runs `job` on ``eventLoop``, after the jobs enqueued before it.
     package func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
-        eventLoop.execute {
-            job.runSynchronously(on: self.asUnownedTaskExecutor())
+        let schedule = queue.withLock { queue in
+            queue.jobs.append(job)
+            guard !queue.isBatchScheduled else { return false }
+            queue.isBatchScheduled = true
+            return true
         }
+        if schedule {
+            eventLoop.execute { self.runBatch() }
+        }
+    }
+
+    /// Runs every job queued so far, in order. On the event loop.
+    private func runBatch() {
+        var batch = queue.withLock { queue in
+            queue.isBatchScheduled = false
+            // The queue gets the spare array (empty, with capacity); the batch is the queue.
+            var batch: [UnownedJob] = []
+            swap(&batch, &queue.spare)
+            swap(&batch, &queue.jobs)
+            return batch
+        }
+        let executor = asUnownedTaskExecutor()
+        for job in batch { job.runSynchronously(on: executor) }
+        // Batches run one at a time on the event loop, so the spare is empty here.
+        batch.removeAll(keepingCapacity: true)
+        queue.withLock { $0.spare = batch }
     }
 }

@@ -79,10 +79,13 @@ public final class RedisStore: RemoteCacheStore {
     /// jobs became ready; actor-isolated code still runs on its actor. Everything such
     /// a task does between two awaits holds up the store's I/O (and that of any other
     /// channel on the loop), so keep it short and never block in it; send CPU-heavy
-    /// work elsewhere. Throughput for many concurrent operations is about the same
-    /// either way (they share one write and one read per round trip); what it saves is
-    /// the latency and CPU of one operation at a time. The event loop group must
+    /// work elsewhere. It pays most for one operation at a time and for many
+    /// concurrent single-key operations, each of which would otherwise be resumed on
+    /// another thread; for many keys at once, ``entries(for:in:)`` and ``write(_:)``
+    /// cost one round trip and no task per key either way. The event loop group must
     /// outlive the tasks that prefer this executor: a shut-down loop runs nothing.
+    /// Jobs that become ready together (the operations one read of replies resumes)
+    /// run one after the other in one event loop task.
     public var taskExecutor: any TaskExecutor { executor }
 
     let keyspace: _RedisKeyspace

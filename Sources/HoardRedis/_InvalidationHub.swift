@@ -43,10 +43,10 @@ final class _InvalidationHub: Sendable {
     /// Appends the message announcing that `key` changed to a command, as one
     /// argument: the same bytes as ``message(key:)``.
     func writeMessage(key: String, to writer: inout _RESPCommandWriter) {
-        writer.bulk(length: instanceID.utf8.count + 2 + key.utf8.count) { buffer in
-            buffer.writeString(instanceID)
-            buffer.writeStaticString(" k")
-            buffer.writeString(key)
+        writer.bulk(length: instanceID.utf8.count + 2 + key.utf8.count) { bytes in
+            bytes.write(instanceID)
+            bytes.write(static: " k")
+            bytes.write(key)
         }
     }
 

@@ -39,11 +39,11 @@ enum _RedisEntryFormat {
     /// Appends the value for an entry to a command, as one argument: the same bytes
     /// as ``encode(_:storedAt:expiresAt:)``.
     static func write(_ data: Data, storedAt: Date, expiresAt: Date?, to writer: inout _RESPCommandWriter) {
-        writer.bulk(length: headerLength + data.count) { buffer in
-            buffer.writeInteger(version)
-            buffer.writeInteger(milliseconds(storedAt), endianness: .big)
-            buffer.writeInteger(expiresAt.map(milliseconds) ?? never, endianness: .big)
-            buffer.writeBytes(data)
+        writer.bulk(length: headerLength + data.count) { bytes in
+            bytes.write(version)
+            bytes.write(bigEndian: milliseconds(storedAt))
+            bytes.write(bigEndian: expiresAt.map(milliseconds) ?? never)
+            bytes.write(data)
         }
     }
 

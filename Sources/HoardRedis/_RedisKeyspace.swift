@@ -32,14 +32,14 @@ struct _RedisKeyspace: Sendable, Hashable {
     func writeKey(_ key: String, in namespace: String, to writer: inout _RESPCommandWriter) {
         let namespaceLength = String(namespace.utf8.count)
         let length = prefix.utf8.count + namespaceLength.utf8.count + namespace.utf8.count + key.utf8.count + 3
-        writer.bulk(length: length) { buffer in
-            buffer.writeString(prefix)
-            buffer.writeInteger(UInt8(ascii: ":"))
-            buffer.writeString(namespaceLength)
-            buffer.writeInteger(UInt8(ascii: ":"))
-            buffer.writeString(namespace)
-            buffer.writeInteger(UInt8(ascii: ":"))
-            buffer.writeString(key)
+        writer.bulk(length: length) { bytes in
+            bytes.write(prefix)
+            bytes.write(UInt8(ascii: ":"))
+            bytes.write(namespaceLength)
+            bytes.write(UInt8(ascii: ":"))
+            bytes.write(namespace)
+            bytes.write(UInt8(ascii: ":"))
+            bytes.write(key)
         }
     }
 
@@ -67,12 +67,12 @@ struct _RedisKeyspace: Sendable, Hashable {
     func writeChannel(for namespace: String, to writer: inout _RESPCommandWriter) {
         let namespaceLength = String(namespace.utf8.count)
         let length = prefix.utf8.count + 13 + namespaceLength.utf8.count + namespace.utf8.count
-        writer.bulk(length: length) { buffer in
-            buffer.writeString(prefix)
-            buffer.writeStaticString(":invalidate:")
-            buffer.writeString(namespaceLength)
-            buffer.writeInteger(UInt8(ascii: ":"))
-            buffer.writeString(namespace)
+        writer.bulk(length: length) { bytes in
+            bytes.write(prefix)
+            bytes.write(static: ":invalidate:")
+            bytes.write(namespaceLength)
+            bytes.write(UInt8(ascii: ":"))
+            bytes.write(namespace)
         }
     }
 

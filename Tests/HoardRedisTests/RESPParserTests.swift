@@ -135,6 +135,18 @@ struct RESPParserTests {
         #expect(String(buffer: _RedisCommand("GET", "é").encoded) == "*2\r\n$3\r\nGET\r\n$2\r\né\r\n")
     }
 
+    @Test("A bulk argument written longer or shorter than announced traps instead of writing past its room")
+    func bulkOfTheWrongLengthTraps() async {
+        await #expect(processExitsWith: .failure) {
+            var writer = _RESPCommandWriter(capacity: 8)
+            writer.bulk(length: 2) { $0.write("abc") }
+        }
+        await #expect(processExitsWith: .failure) {
+            var writer = _RESPCommandWriter(capacity: 8)
+            writer.bulk(length: 4) { $0.write("abc") }
+        }
+    }
+
     @Test("Commands written in place (keys, entry values, invalidations) are the bytes the argument-list encoder gives")
     func commandWriter() throws {
         let keyspace = _RedisKeyspace(prefix: "app")
@@ -149,7 +161,7 @@ struct RESPParserTests {
             writer.argument("PX")
             writer.argument("1500")
             writer.command("PUBLISH", argumentCount: 2)
-            writer.argument(keyspace.channel(for: namespace))
+            keyspace.writeChannel(for: namespace, to: &writer)
             hub.writeMessage(key: key, to: &writer)
 
             let expected =

@@ -34,7 +34,10 @@ import NIOCore
 ///   batches per iteration; `requests/s` counts sets.
 /// - `mget 16` and `mget 100`: `entries(for:in:)` of 16 (or 100) keys, one `MGET`,
 ///   one round trip; 100 (or 20) per iteration, `requests/s` counting MGETs. The
-///   script compares `mget 16` with `redis-benchmark` sending `MGET` of 16 keys.
+///   script compares `mget 16` with `redis-benchmark` sending `MGET` of 16 keys, and
+///   (as keys per second) with `redis-benchmark -P 16` GETs.
+/// - The batch calls also run `on its event loop`, as above.
+
 ///
 /// RedisStore writes with `expiresAt: nil` (no `PX`), as `redis-benchmark` does.
 ///
@@ -75,6 +78,9 @@ let benchmarks: @Sendable () -> Void = {
         }
     }
     registerStore("redis set 1KiB c1 P16: RedisStore batch write", url: url) { try await $0.setBatched(batches: 50, depth: 16) }
+    registerStore("redis set 1KiB c1 P16: RedisStore batch write on its event loop", url: url) { subject in
+        try await withTaskExecutorPreference(subject.store.taskExecutor) { try await subject.setBatched(batches: 50, depth: 16) }
+    }
     registerStore("redis get 1KiB c1 P16: RedisStore", url: url) { try await $0.getPipelined(batches: 50, depth: 16) }
     registerRaw("redis get 1KiB c1 P16: baseline raw RESP", url: url, commands: { $0.getCommands() }) {
         try $0.run(count: 800, depth: 16, expected: Fixture.valueSize + 17)
@@ -85,6 +91,9 @@ let benchmarks: @Sendable () -> Void = {
         try $0.run(count: 800, depth: 16, repliesPerCommand: 2, expected: 0)
     }
     registerStore("redis mget 16x1KiB c1: RedisStore", url: url) { try await $0.multiGet(count: 100, keys: 16) }
+    registerStore("redis mget 16x1KiB c1: RedisStore on its event loop", url: url) { subject in
+        try await withTaskExecutorPreference(subject.store.taskExecutor) { try await subject.multiGet(count: 100, keys: 16) }
+    }
     registerRaw("redis mget 16x1KiB c1: baseline raw RESP", url: url, commands: { $0.mgetCommands(count: 16) }) {
         try $0.run(count: 100, depth: 1, expected: 16 * (Fixture.valueSize + 17))
     }
