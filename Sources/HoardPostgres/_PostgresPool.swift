@@ -124,8 +124,9 @@ final class _PostgresPool: Sendable {
                 }
                 let task: Task<Void, Never>
                 if #available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *) {
-                    // A caller already on the loop runs the operation at once, on its
-                    // thread, until it first waits (for a connection or the answer).
+                    // Runs on the caller's thread until it first waits (for a
+                    // connection or the answer), then on the loop: no hop through an
+                    // executor's queue to start.
                     task = Task.immediate(executorPreference: executor, operation: operation)
                 } else {
                     task = Task(executorPreference: executor, operation: operation)
