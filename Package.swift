@@ -112,6 +112,7 @@ let package = Package(
             name: "HoardRedisTests",
             dependencies: [
                 "HoardRedis",
+                "HoardNIOSupport",
                 "HoardRemoteWriter",
                 "HoardRemoteTestSupport",
                 "Hoard",

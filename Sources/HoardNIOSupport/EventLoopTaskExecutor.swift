@@ -20,17 +20,9 @@ import Synchronization
 /// order enqueued, while the loop runs; a loop that has shut down runs nothing, so its
 /// group must outlive the tasks that prefer this executor.
 package final class EventLoopTaskExecutor: TaskExecutor {
-    /// The jobs waiting for the next batch, the array the batch after it reuses, and
-    /// whether that batch is already scheduled on the event loop.
-    private struct Queue {
-        var jobs: [UnownedJob] = []
-        var spare: [UnownedJob] = []
-        var isBatchScheduled = false
-    }
-
     /// The loop every job runs on.
     package let eventLoop: any EventLoop
-    private let queue = Mutex(Queue())
+    private let queue = Mutex(LoopBatch<UnownedJob>())
 
     /// An executor for `eventLoop`.
     package init(eventLoop: any EventLoop) {
@@ -40,12 +32,7 @@ package final class EventLoopTaskExecutor: TaskExecutor {
     /// Runs `job` on ``eventLoop``, after the jobs enqueued before it.
     package func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
-        let schedule = queue.withLock { queue in
-            queue.jobs.append(job)
-            guard !queue.isBatchScheduled else { return false }
-            queue.isBatchScheduled = true
-            return true
-        }
+        let schedule = queue.withLock { $0.append(job) }
         if schedule {
             eventLoop.execute { self.runBatch() }
         }
@@ -53,18 +40,9 @@ package final class EventLoopTaskExecutor: TaskExecutor {
 
     /// Runs every job queued so far, in order. On the event loop.
     private func runBatch() {
-        var batch = queue.withLock { queue in
-            queue.isBatchScheduled = false
-            // The queue gets the spare array (empty, with capacity); the batch is the queue.
-            var batch: [UnownedJob] = []
-            swap(&batch, &queue.spare)
-            swap(&batch, &queue.jobs)
-            return batch
-        }
+        var batch = queue.withLock { $0.take() }
         let executor = asUnownedTaskExecutor()
         for job in batch { job.runSynchronously(on: executor) }
-        // Batches run one at a time on the event loop, so the spare is empty here.
-        batch.removeAll(keepingCapacity: true)
-        queue.withLock { $0.spare = batch }
+        queue.withLock { $0.recycle(&batch) }
     }
 }

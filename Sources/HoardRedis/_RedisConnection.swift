@@ -1,3 +1,4 @@
+import HoardNIOSupport
 import NIOCore
 import NIOPosix
 import Synchronization
@@ -25,18 +26,11 @@ final class _RedisConnection: Sendable {
         var endpoint: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
     }
 
-    /// Requests waiting to be written, and whether a task to write them is already
-    /// scheduled on the event loop.
-    private struct Outbox {
-        var requests: [_RedisRequest] = []
-        var spare: [_RedisRequest] = []
-        var isDrainScheduled = false
-    }
-
     let channel: any Channel
     let settings: Settings
     private let handler: NIOLoopBound<_RedisCommandHandler>
-    private let outbox = Mutex(Outbox())
+    /// Requests waiting to be written, handed to the event loop in batches.
+    private let outbox = Mutex(LoopBatch<_RedisRequest>())
 
     private init(channel: any Channel, handler: NIOLoopBound<_RedisCommandHandler>, settings: Settings) {
         self.channel = channel
@@ -216,12 +210,7 @@ final class _RedisConnection: Sendable {
     /// Queues `request` for the event loop; the first request of a batch schedules the
     /// task that writes the whole batch with one flush.
     private func enqueue(_ request: _RedisRequest) {
-        let schedule = outbox.withLock { outbox in
-            outbox.requests.append(request)
-            guard !outbox.isDrainScheduled else { return false }
-            outbox.isDrainScheduled = true
-            return true
-        }
+        let schedule = outbox.withLock { $0.append(request) }
         if schedule {
             channel.eventLoop.execute { self.drain() }
         }
@@ -229,18 +218,9 @@ final class _RedisConnection: Sendable {
 
     /// Writes every queued request and flushes once. On the event loop.
     private func drain() {
-        var batch = outbox.withLock { outbox in
-            outbox.isDrainScheduled = false
-            // The queue gets the spare array (empty, with capacity); the batch is the queue.
-            var batch: [_RedisRequest] = []
-            swap(&batch, &outbox.spare)
-            swap(&batch, &outbox.requests)
-            return batch
-        }
+        var batch = outbox.withLock { $0.take() }
         handler.value.submit(batch)
-        // Drains run one at a time on the event loop, so the spare is empty here.
-        batch.removeAll(keepingCapacity: true)
-        outbox.withLock { $0.spare = batch }
+        outbox.withLock { $0.recycle(&batch) }
     }
 
     private func timeAmount(_ timeout: Duration?) -> TimeAmount {
