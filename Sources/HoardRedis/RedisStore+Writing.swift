@@ -25,14 +25,19 @@ extension RedisStore {
         try await write([.removeValue(for: key, in: namespace)])
     }
 
-    /// Applies many changes in order, pipelined: the `SET … PX`/`UNLINK` and
-    /// `PUBLISH` commands of up to ``pipelineLimit`` changes go out in one write on
-    /// one connection, and their replies are awaited together. A ``Hoard/CacheStoreWrite/removeAll(in:)``
-    /// waits for the changes before it and runs as ``removeAll(in:)`` does.
+    /// Applies many changes in order, pipelined: the `SET … PX`/`UNLINK` commands of
+    /// up to ``pipelineLimit`` changes, then one `PUBLISH` per namespace they touch,
+    /// go out in one write on one connection, and their replies are awaited together.
+    /// A ``Hoard/CacheStoreWrite/removeAll(in:)`` waits for the changes before it and
+    /// runs as ``removeAll(in:)`` does.
     ///
     /// Each change is the one ``set(_:for:in:storedAt:expiresAt:)`` or
-    /// ``removeValue(for:in:)`` would make, invalidation included; the server runs
-    /// the commands of one connection in order, so the last change to a key wins.
+    /// ``removeValue(for:in:)`` would make; the server runs the commands of one
+    /// connection in order, so the last change to a key wins. Other instances learn of
+    /// every changed key through ``invalidations(in:)``, after the changes of its
+    /// round trip are applied: the keys a round trip changes in one namespace are
+    /// announced in one message, so a batch of sets costs the server one command per
+    /// set, not two.
     ///
     /// - Throws: The first ``RedisError``: a reply that was an error, or a round trip
     ///   that failed (then the changes of that round trip may or may not have been
@@ -50,18 +55,20 @@ extension RedisStore {
             start = round.end
             let changes = round.changes
             let encoded = round.encoded
+            let replyCount = changes.count + round.announcements
             let replies = try await run(key: changes.count == 1 ? changes[0].key : nil) { connection throws(RedisError) in
-                try await connection.send(encoded: encoded, count: 2 * changes.count, name: changes[0].command)
+                try await connection.send(encoded: encoded, count: replyCount, name: changes[0].command)
             }
             guard firstError == nil else { continue }
-            for (index, change) in changes.enumerated() {
-                do {
-                    try Self.check(replies[2 * index], command: change.command, key: change.key)
-                    try Self.check(replies[2 * index + 1], command: "PUBLISH", key: change.key)
-                } catch {
-                    firstError = error
-                    break
+            do {
+                for (index, change) in changes.enumerated() {
+                    try Self.check(replies[index], command: change.command, key: change.key)
                 }
+                for reply in replies[changes.count...] {
+                    try Self.check(reply, command: "PUBLISH")
+                }
+            } catch {
+                firstError = error
             }
         }
         if let firstError { throw firstError }
@@ -69,11 +76,13 @@ extension RedisStore {
 
     /// The commands of one round trip of ``write(_:)``: the changes from `start` up to
     /// the next ``Hoard/CacheStoreWrite/removeAll(in:)``, at most ``pipelineLimit``
-    /// of them, encoded into one buffer; `changes` names the command and key of each,
-    /// for its two replies, and `end` is where the next round starts.
+    /// of them, then one `PUBLISH` per namespace they change, encoded into one buffer.
+    /// `changes` names the command and key of each change, in order, for its reply;
+    /// `announcements` is how many `PUBLISH` replies follow theirs; `end` is where the
+    /// next round starts.
     private func encodeRound(
         of batch: [CacheStoreWrite], from start: Int
-    ) -> (encoded: ByteBuffer, changes: [(command: String, key: String)], end: Int) {
+    ) -> (encoded: ByteBuffer, changes: [(command: String, key: String)], announcements: Int, end: Int) {
         var end = start
         while end < batch.endIndex, end - start < Self.pipelineLimit {
             if case .removeAll = batch[end] { break }
@@ -82,6 +91,7 @@ extension RedisStore {
         var writer = _RESPCommandWriter(capacity: encodedSize(of: batch[start..<end]))
         var changes: [(command: String, key: String)] = []
         changes.reserveCapacity(end - start)
+        var changed = _ChangedKeys()
         let now = clock.now()
         for change in batch[start..<end] {
             switch change {
@@ -93,6 +103,7 @@ extension RedisStore {
                         // Already expired: not stored, and any older value removed.
                         writeUnlink(key: key, in: namespace, to: &writer)
                         changes.append(("UNLINK", key))
+                        changed.append(key, in: namespace)
                         continue
                     }
                     // Beyond ~30,000 years the server could overflow; such an entry is as good as eternal.
@@ -105,16 +116,22 @@ extension RedisStore {
                     writer.argument("PX")
                     writer.argument(String(lifetime))
                 }
-                writePublish(key: key, in: namespace, to: &writer)
                 changes.append(("SET", key))
+                changed.append(key, in: namespace)
             case .removeValue(let key, let namespace):
                 writeUnlink(key: key, in: namespace, to: &writer)
                 changes.append(("UNLINK", key))
+                changed.append(key, in: namespace)
             case .removeAll:
                 preconditionFailure("a round ends before a removeAll")
             }
         }
-        return (writer.buffer, changes, end)
+        for (namespace, keys) in changed.byNamespace {
+            writer.command("PUBLISH", argumentCount: 2)
+            keyspace.writeChannel(for: namespace, to: &writer)
+            hub.writeMessage(keys: keys, to: &writer)
+        }
+        return (writer.buffer, changes, changed.byNamespace.count, end)
     }
 
     /// The most changes ``write(_:)`` sends in one round trip.
@@ -180,17 +197,36 @@ extension RedisStore {
         _RedisCommand("PUBLISH", .bytes(keyspace.channel(for: namespace)), .bytes(message))
     }
 
-    /// Appends `UNLINK <key>` and its `PUBLISH`.
+    /// Appends `UNLINK <key>`.
     private func writeUnlink(key: String, in namespace: String, to writer: inout _RESPCommandWriter) {
         writer.command("UNLINK", argumentCount: 1)
         keyspace.writeKey(key, in: namespace, to: &writer)
-        writePublish(key: key, in: namespace, to: &writer)
     }
+}
 
-    /// Appends `PUBLISH <channel of namespace> <"key changed" message>`.
-    private func writePublish(key: String, in namespace: String, to writer: inout _RESPCommandWriter) {
-        writer.command("PUBLISH", argumentCount: 2)
-        keyspace.writeChannel(for: namespace, to: &writer)
-        hub.writeMessage(key: key, to: &writer)
+/// The keys one round trip of ``RedisStore/write(_:)`` changes, by namespace, in the
+/// order each namespace first appears, for one `PUBLISH` per namespace.
+private struct _ChangedKeys {
+    private(set) var byNamespace: [(namespace: String, keys: [String])] = []
+    /// Where each namespace sits in `byNamespace`, built only once a round touches a
+    /// second namespace (most rounds touch one).
+    private var positions: [String: Int] = [:]
+
+    mutating func append(_ key: String, in namespace: String) {
+        if let last = byNamespace.indices.last, byNamespace[last].namespace == namespace {
+            byNamespace[last].keys.append(key)
+            return
+        }
+        if byNamespace.isEmpty {
+            byNamespace.append((namespace, [key]))
+            return
+        }
+        if positions.isEmpty { positions[byNamespace[0].namespace] = 0 }
+        if let position = positions[namespace] {
+            byNamespace[position].keys.append(key)
+        } else {
+            positions[namespace] = byNamespace.count
+            byNamespace.append((namespace, [key]))
+        }
     }
 }

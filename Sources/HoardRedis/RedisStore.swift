@@ -26,7 +26,8 @@ import NIOPosix
 ///   and is removed.
 /// - **Invalidations.** Every set and removal publishes a message on
 ///   `<prefix>:invalidate:<n>:<namespace>` naming this instance, which ignores its own
-///   messages; ``invalidations(in:)`` delivers the others'.
+///   messages; ``invalidations(in:)`` delivers the others'. ``write(_:)`` announces the
+///   keys one round trip changes in a namespace in one message.
 /// - **Connections.** Commands go over at most ``Configuration/maximumConnections``
 ///   connections, opened when first needed, each shared by up to
 ///   ``Configuration/pipeliningLimit`` operations with their commands pipelined: an

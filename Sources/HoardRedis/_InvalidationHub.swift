@@ -5,9 +5,15 @@ import Synchronization
 /// The streams returned by ``RedisStore/invalidations(in:)``, by channel, and the
 /// decoding of the messages that arrive for them.
 ///
-/// A message is the publishing instance's id, a space, then `k` and the key's UTF-8
-/// bytes (one key changed) or `a` (the whole namespace was cleared). Messages this
-/// instance published are dropped here.
+/// A message is the publishing instance's id, a space, then one of:
+/// - `k` and the key's UTF-8 bytes: one key changed;
+/// - `m` and, for each of several keys, its length in UTF-8 bytes in decimal, `:`
+///   and its bytes: those keys changed (``RedisStore/write(_:)`` announces the
+///   changes of one round trip to a namespace in one message);
+/// - `a`: the whole namespace was cleared.
+///
+/// Messages this instance published are dropped here, as are messages not in this
+/// format (from another version of Hoard, say) and messages cut off mid-key.
 ///
 /// State is behind a `Mutex`; streams are fed after the lock is released.
 final class _InvalidationHub: Sendable {
@@ -48,6 +54,36 @@ final class _InvalidationHub: Sendable {
             bytes.write(static: " k")
             bytes.write(key)
         }
+    }
+
+    /// Appends the message announcing that `keys` changed to a command, as one
+    /// argument: the `k` message when there is one key, the `m` message otherwise.
+    func writeMessage(keys: [String], to writer: inout _RESPCommandWriter) {
+        guard keys.count != 1 else { return writeMessage(key: keys[0], to: &writer) }
+        var length = instanceID.utf8.count + 2
+        for key in keys {
+            let count = key.utf8.count
+            length += Self.decimalDigits(count) + 1 + count
+        }
+        writer.bulk(length: length) { bytes in
+            bytes.write(instanceID)
+            bytes.write(static: " m")
+            for key in keys {
+                bytes.write(String(key.utf8.count))
+                bytes.write(UInt8(ascii: ":"))
+                bytes.write(key)
+            }
+        }
+    }
+
+    private static func decimalDigits(_ value: Int) -> Int {
+        var digits = 1
+        var rest = value / 10
+        while rest > 0 {
+            digits += 1
+            rest /= 10
+        }
+        return digits
     }
 
     /// The message announcing that the whole namespace was cleared.
@@ -112,9 +148,11 @@ final class _InvalidationHub: Sendable {
         else { return }
         switch kind {
         case "message":
-            guard let payload = elements[2].bytes, let invalidation = decode(payload) else { return }
+            guard let payload = elements[2].bytes, let invalidations = decode(payload) else { return }
             let streams = state.withLock { Array(($0.subscriptions[channel]?.streams ?? [:]).values) }
-            for stream in streams { stream.yield(invalidation) }
+            for stream in streams {
+                for invalidation in invalidations { stream.yield(invalidation) }
+            }
         case "subscribe":
             // A resubscription after a lost connection: changes may have been missed.
             let streams = state.withLock { state -> [AsyncStream<RemoteInvalidation>.Continuation] in
@@ -128,21 +166,47 @@ final class _InvalidationHub: Sendable {
         }
     }
 
-    /// The invalidation a message announces, or `nil` for this instance's own
+    /// The invalidations a message announces, or `nil` for this instance's own
     /// messages and for messages that are not in the format.
-    private func decode(_ payload: ByteBuffer) -> RemoteInvalidation? {
+    private func decode(_ payload: ByteBuffer) -> [RemoteInvalidation]? {
         let bytes = payload.readableBytesView
         guard let space = bytes.firstIndex(of: UInt8(ascii: " ")) else { return nil }
         let sender = String(decoding: bytes[bytes.startIndex..<space], as: UTF8.self)
         guard sender != instanceID, space + 1 < bytes.endIndex else { return nil }
         switch bytes[space + 1] {
         case UInt8(ascii: "a"):
-            return .all
+            return [.all]
         case UInt8(ascii: "k"):
             guard let key = String(validating: bytes[(space + 2)...], as: UTF8.self) else { return nil }
-            return .key(key)
+            return [.key(key)]
+        case UInt8(ascii: "m"):
+            return Self.decodeKeys(bytes[(space + 2)...])
         default:
             return nil
         }
+    }
+
+    /// The keys of an `m` message's body: length-prefixed keys back to back, or `nil`
+    /// when the body is empty or malformed anywhere.
+    private static func decodeKeys(_ body: ByteBufferView.SubSequence) -> [RemoteInvalidation]? {
+        var invalidations: [RemoteInvalidation] = []
+        var index = body.startIndex
+        while index < body.endIndex {
+            var length = 0
+            let digitsStart = index
+            while index < body.endIndex, body[index] >= UInt8(ascii: "0"), body[index] <= UInt8(ascii: "9"),
+                index - digitsStart < 10
+            {
+                length = length * 10 + Int(body[index] - UInt8(ascii: "0"))
+                index += 1
+            }
+            guard index > digitsStart, index < body.endIndex, body[index] == UInt8(ascii: ":"),
+                length <= body.endIndex - index - 1,
+                let key = String(validating: body[(index + 1)..<(index + 1 + length)], as: UTF8.self)
+            else { return nil }
+            invalidations.append(.key(key))
+            index += 1 + length
+        }
+        return invalidations.isEmpty ? nil : invalidations
     }
 }

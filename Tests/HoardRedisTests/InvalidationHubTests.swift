@@ -32,6 +32,57 @@ struct InvalidationHubTests {
         #expect(received == [.key("a:b c"), .all])
     }
 
+    /// The payload `hub.writeMessage(keys:to:)` writes: the `PUBLISH` argument, as the
+    /// server hands it to subscribers.
+    private func payload(_ hub: _InvalidationHub, keys: [String]) throws -> ByteBuffer {
+        var writer = _RESPCommandWriter(capacity: 8)
+        writer.command("PUBLISH", argumentCount: 2)
+        writer.argument("channel")
+        hub.writeMessage(keys: keys, to: &writer)
+        var parser = _RESPParser(limits: .init())
+        var buffer = writer.buffer
+        let command = try #require(try parser.next(from: &buffer)?.elements)
+        #expect(buffer.readableBytes == 0, "the announced length is the written length")
+        return try #require(command.last?.bytes)
+    }
+
+    @Test("A message naming many keys yields each, in order; one key is sent as the one-key message")
+    func manyKeys() async throws {
+        let channel = _RedisKeyspace(prefix: "p").channel(for: "ns")
+        let mine = _InvalidationHub(instanceID: "me")
+        let other = _InvalidationHub(instanceID: "them")
+        let (stream, continuation) = AsyncStream.makeStream(of: RemoteInvalidation.self)
+        _ = mine.add(continuation, channel: channel)
+        let keys = ["a", "", "12:x", "日本", String(repeating: "k", count: 1_234), "a"]
+
+        #expect(try payload(other, keys: ["solo"]) == other.message(key: "solo"))
+        mine.handle(message("message", channel, try payload(other, keys: keys)))
+        mine.handle(message("message", channel, try payload(mine, keys: ["own", "keys"])))
+        mine.finishAll()
+
+        var received: [RemoteInvalidation] = []
+        for await invalidation in stream { received.append(invalidation) }
+        #expect(received == keys.map { .key($0) })
+    }
+
+    @Test(
+        "A many-key message that is cut off or malformed anywhere yields nothing",
+        arguments: ["them m", "them m1", "them m1:", "them m2:a", "them m1:a2:b", "them mx:a", "them m:a", "them m1a",
+            "them m99999999999:a", "them m-1:a"])
+    func malformedManyKeys(payload: String) async {
+        let channel = _RedisKeyspace(prefix: "p").channel(for: "ns")
+        let mine = _InvalidationHub(instanceID: "me")
+        let (stream, continuation) = AsyncStream.makeStream(of: RemoteInvalidation.self)
+        _ = mine.add(continuation, channel: channel)
+        mine.handle(message("message", channel, ByteBuffer(string: payload)))
+        mine.handle(message("message", channel, ByteBuffer(bytes: Array("them m1:".utf8) + [0xFF])))
+        mine.finishAll()
+
+        var received: [RemoteInvalidation] = []
+        for await invalidation in stream { received.append(invalidation) }
+        #expect(received.isEmpty)
+    }
+
     @Test("Only a confirmation of a subscription marked as a resubscription yields .all, once")
     func resubscription() async {
         let channel = _RedisKeyspace(prefix: "p").channel(for: "ns")

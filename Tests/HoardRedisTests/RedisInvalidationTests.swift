@@ -55,13 +55,21 @@ struct RedisInvalidationTests {
         let reader = try RedisStore(configuration: configuration)
         defer { Task { await writer.shutdown(); await reader.shutdown() } }
         let seen = InvalidationRecorder(reader.invalidations(in: "batch"))
-        defer { seen.cancel() }
+        let seenElsewhere = InvalidationRecorder(reader.invalidations(in: "batch-b"))
+        defer {
+            seen.cancel()
+            seenElsewhere.cancel()
+        }
         #expect(try await waitForSubscribers(1, store: writer, namespace: "batch"))
+        #expect(try await waitForSubscribers(1, store: writer, namespace: "batch-b"))
 
         let now = Date()
-        // More changes than one round trip carries, so the batch spans several.
+        // More changes than one round trip carries, so the batch spans several; every
+        // tenth goes to a second namespace, so rounds announce to two channels.
         var batch: [CacheStoreWrite] = (0..<(RedisStore.pipelineLimit + 10)).map {
-            .set(Data([UInt8(truncatingIfNeeded: $0)]), for: "k\($0)", in: "batch", storedAt: now, expiresAt: nil)
+            .set(
+                Data([UInt8(truncatingIfNeeded: $0)]), for: "k\($0)", in: $0 % 10 == 5 ? "batch-b" : "batch",
+                storedAt: now, expiresAt: nil)
         }
         batch += [
             .set(Data([1]), for: "same", in: "batch", storedAt: now, expiresAt: nil),
@@ -74,12 +82,24 @@ struct RedisInvalidationTests {
         #expect(try await reader.entry(for: "same", in: "batch")?.data == Data([2]))
         #expect(try await reader.entry(for: "k0", in: "batch") == nil)
         #expect(try await reader.entry(for: "k1", in: "batch")?.data == Data([1]))
-        let last = RedisStore.pipelineLimit + 9
+        #expect(try await reader.entry(for: "k5", in: "batch-b")?.data == Data([5]))
+        #expect(try await reader.entry(for: "k5", in: "batch") == nil)
+        let last = RedisStore.pipelineLimit + 8  // in the second round, in "batch"
         #expect(try await reader.entry(for: "k\(last)", in: "batch")?.data == Data([UInt8(truncatingIfNeeded: last)]))
         #expect(try await reader.entry(for: "expired", in: "batch") == nil)
-        let announced = await seen.wait(forCount: batch.count)
-        #expect(announced.count == batch.count)
-        #expect(announced.last == .key("expired"))
+
+        func keys(in namespace: String) -> [RemoteInvalidation] {
+            batch.compactMap { change in
+                switch change {
+                case .set(_, let key, namespace, _, _), .removeValue(let key, namespace): .key(key)
+                default: nil
+                }
+            }
+        }
+        let expected = keys(in: "batch")
+        let expectedElsewhere = keys(in: "batch-b")
+        #expect(await seen.wait(forCount: expected.count) == expected, "every key, in the order of the batch")
+        #expect(await seenElsewhere.wait(forCount: expectedElsewhere.count) == expectedElsewhere)
     }
 
     @Test("When its last stream ends, the store unsubscribes; shutdown finishes the streams")

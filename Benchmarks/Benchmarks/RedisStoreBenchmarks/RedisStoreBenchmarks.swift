@@ -30,8 +30,9 @@ import NIOCore
 ///   `RedisStore.taskExecutor` (its child tasks inherit the preference), so the
 ///   operations cost no thread hop: the path for latency-sensitive callers.
 /// - `P16: RedisStore batch write`: the store's own batch call for `-P 16` SETs: one
-///   `write(_:)` of 16 sets, their 16 `SET`s and 16 `PUBLISH`es in one write, 50
-///   batches per iteration; `requests/s` counts sets.
+///   `write(_:)` of 16 sets, their 16 `SET`s and one `PUBLISH` naming the 16 keys in
+///   one write, 50 batches per iteration; `requests/s` counts sets. (The raw client's
+///   `P16` SET row sends a `PUBLISH` per `SET`, as 16 concurrent `set` calls do.)
 /// - `mget 16` and `mget 100`: `entries(for:in:)` of 16 (or 100) keys, one `MGET`,
 ///   one round trip; 100 (or 20) per iteration, `requests/s` counting MGETs. The
 ///   script compares `mget 16` with `redis-benchmark` sending `MGET` of 16 keys, and
