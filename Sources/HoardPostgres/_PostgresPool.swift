@@ -22,7 +22,9 @@ import Synchronization
 /// for a backoff delay (doubling up to the maximum, reset by the next connection
 /// had), so a server that is down costs each caller nothing. When the statement
 /// runs out, the connection is closed, which fails the statement at once, and the
-/// pool replaces it.
+/// pool replaces it. When the connection closes under a statement for any other
+/// reason, the operation fails at once with `connectionClosed` (see
+/// ``watch(_:onLost:)``).
 final class _PostgresPool: Sendable {
     struct Settings: Sendable {
         var host: String
@@ -52,6 +54,9 @@ final class _PostgresPool: Sendable {
     private let connectFailures: _ConnectFailureLog
     private let settings: Settings
     private let state: Mutex<State>
+    /// The open connections operations have run on, by id, with what to do if one
+    /// closes under the operation running on it (see ``watch(_:onLost:)``).
+    private let watched = Mutex<[PostgresConnection.ID: _Watch]>([:])
 
     init(configuration: PostgresClient.Configuration, eventLoop: any EventLoop, settings: Settings) {
         let connectFailures = _ConnectFailureLog()
@@ -99,6 +104,8 @@ final class _PostgresPool: Sendable {
                         let value = try await client.withConnection { connection in
                             guard lease.start(connection) else { throw CancellationError() }
                             pool.noteConnected()
+                            pool.watch(connection) { lease.connectionLost() }
+                            defer { pool.endWatch(connection) }
                             do {
                                 let value = try await body(connection)
                                 lease.statementEnded()
@@ -150,6 +157,12 @@ final class _PostgresPool: Sendable {
         case .failure(_Limit.wait):
             noteConnectionFailure()
             throw waitExpired(operation: operation).with(key: key)
+        case .failure(_Limit.connectionLost):
+            throw PostgresStoreError(
+                .connectionClosed,
+                "The connection to the PostgreSQL server at \(settings.host):\(settings.port) closed while the "
+                    + "statement ran; the pool replaces it.",
+                operation: operation, key: key)
         case .failure(_Limit.command):
             throw PostgresStoreError(
                 .timeout,
@@ -158,6 +171,39 @@ final class _PostgresPool: Sendable {
         case .failure(let error):
             throw PostgresStoreError(from: error, operation: operation).with(key: key)
         }
+    }
+
+    /// Makes sure `connection`'s close is watched, and that `lost` runs if it closes
+    /// before ``endWatch(_:)``.
+    ///
+    /// postgres-nio hands a statement to its connection's channel with a write whose
+    /// failure nobody hears: a statement sent on a connection that has just closed
+    /// (the server ended the session, say, before the pool noticed) would wait for an
+    /// answer that never comes, until `commandTimeout`. Watching the close ends it at
+    /// once. Each connection's close is watched by one callback, registered the first
+    /// time an operation runs on it; the operation running on it is recorded here.
+    func watch(_ connection: PostgresConnection, onLost lost: @escaping @Sendable () -> Void) {
+        let id = connection.id
+        let isNew = watched.withLock { watched in
+            let isNew = watched[id] == nil
+            watched[id] = _Watch(onLost: lost)
+            return isNew
+        }
+        if isNew {
+            connection.closeFuture.whenComplete { _ in self.closed(id) }
+        }
+    }
+
+    /// The operation on `connection` is over: its close no longer concerns it.
+    func endWatch(_ connection: PostgresConnection) {
+        watched.withLock { watched in
+            if watched[connection.id] != nil { watched[connection.id] = _Watch(onLost: nil) }
+        }
+    }
+
+    private func closed(_ id: PostgresConnection.ID) {
+        let watch = watched.withLock { $0.removeValue(forKey: id) }
+        watch?.onLost?()
     }
 
     /// Closes `connection` without waiting (the pool's `close()`, not the async one
@@ -218,9 +264,14 @@ final class _PostgresPool: Sendable {
     }
 }
 
-/// The limits an operation can run into.
+/// The limits an operation can run into, and the connection closing under it.
 enum _Limit: Error {
-    case wait, command
+    case wait, command, connectionLost
+}
+
+/// What to do when a watched connection closes: end the operation running on it, if any.
+struct _Watch: Sendable {
+    var onLost: (@Sendable () -> Void)?
 }
 
 /// Where an operation's result goes: resumed once, by the operation, a deadline, or
@@ -339,6 +390,21 @@ final class _Lease<T: Sendable>: Sendable {
         guard let connection else { return }
         _PostgresPool.close(connection)
         outcome.resume(.failure(_Limit.command))
+        outcome.cancelTask()
+    }
+
+    /// The connection closed while the statement ran: drops its deadline and resumes
+    /// the caller at once with ``_Limit/connectionLost``, whether or not postgres-nio
+    /// ever fails the statement.
+    func connectionLost() {
+        let deadline = state.withLock { state -> UInt64? in
+            guard case .running(_, let deadline) = state else { return nil }
+            state = .expired
+            return deadline
+        }
+        guard let deadline else { return }
+        deadlines.cancel(deadline)
+        outcome.resume(.failure(_Limit.connectionLost))
         outcome.cancelTask()
     }
 

@@ -169,6 +169,38 @@ struct PostgresFaultTests {
         await PostgresTestServer.drop(configuration)
     }
 
+    @Test("A statement sent on a connection that has just closed fails at once with connectionClosed, not at commandTimeout")
+    func statementOnClosedConnection() async throws {
+        var configuration = try PostgresTestServer.configuration()
+        configuration.commandTimeout = .seconds(40)
+        let store = try PostgresStore(configuration: configuration)
+        try await store.set(Data([1]), for: "k", in: "ns", storedAt: .now, expiresAt: nil)
+        let statement = store.statements.get
+        let started = ContinuousClock.now
+        // The connection closes before the statement is sent, as when the server ends a
+        // session the pool has not yet seen end: postgres-nio's write fails unheard.
+        let lost = await outcome { () async throws(PostgresStoreError) in
+            try await store.run("get", key: "k") { connection in
+                try await connection.close()
+                var binds = PostgresBindings()
+                binds.append(ByteBuffer(string: "ns"))
+                binds.append(ByteBuffer(string: "k"))
+                binds.append(_PostgresTimestamp(.now))
+                for try await _ in try await _PostgresPreparedStatement.execute(statement, binds, on: connection) {}
+            }
+        }
+        #expect(ContinuousClock.now - started < .seconds(20), "ended by the close, not by the 40 s commandTimeout")
+        if case .failure(let error) = lost {
+            #expect(error.code == .connectionClosed, "\(error)")
+            #expect(error.key == "k")
+        } else {
+            Issue.record("a statement on a closed connection must fail")
+        }
+        #expect(try await store.entry(for: "k", in: "ns")?.data == Data([1]), "the pool goes on with a new connection")
+        await store.shutdown()
+        await PostgresTestServer.drop(configuration)
+    }
+
     @Test("Sessions terminated by the server (pg_terminate_backend): the pool reconnects, the listener resumes with .all")
     func terminatedSessions() async throws {
         var configuration = try PostgresTestServer.configuration()
