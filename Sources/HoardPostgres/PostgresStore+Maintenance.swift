@@ -12,7 +12,7 @@ extension PostgresStore {
     @discardableResult
     public func removeExpired() async throws(PostgresStoreError) -> Int {
         var binds = PostgresBindings(capacity: 1)
-        binds.append(clockNow())
+        binds.append(_PostgresTimestamp(clockNow()))
         return try await count("sweep", statements.sweep, binds)
     }
 

@@ -31,7 +31,8 @@ import Synchronization
 /// - **One round trip.** A get, a multi-get (`key = ANY($2)`), a set (an upsert),
 ///   a removal and a namespace clear are each one statement, a named prepared
 ///   statement that each connection parses and plans once; the writes carry their
-///   `pg_notify` in the same statement.
+///   `pg_notify` in the same statement. ``write(_:)`` applies up to
+///   ``batchLimit`` changes in one statement.
 /// - **Invalidations.** Every set, removal and clear notifies the table's channel
 ///   naming this instance, which ignores its own notifications;
 ///   ``invalidations(in:)`` delivers the others'. A key whose notification would pass
@@ -102,7 +103,8 @@ public final class PostgresStore: RemoteCacheStore {
     private let listener: _PostgresListener
     private let clock: any CacheClock
     private let tableIsReady = Atomic<Bool>(false)
-    private let writes = Atomic<Int>(0)
+    /// Writes made so far, for ``Configuration/maintenanceInterval``.
+    let writes = Atomic<Int>(0)
 
     /// Creates a store. It connects, and creates its table if needed, when it is first used.
     ///
@@ -171,15 +173,15 @@ public final class PostgresStore: RemoteCacheStore {
         var binds = PostgresBindings(capacity: 3)
         binds.append(ByteBuffer(string: namespace))
         binds.append(ByteBuffer(string: key))
-        binds.append(clock.now())
+        binds.append(_PostgresTimestamp(clock.now()))
         let statement = statements.get
         let bindings = binds
         return try await run("get", key: key) { connection in
             let rows = try await _PostgresPreparedStatement.execute(statement, bindings, on: connection)
             var entry: StoredEntry?
             for try await row in rows {
-                let (value, storedAt, expiresAt) = try row.decode((ByteBuffer, Date, Date?).self)
-                entry = StoredEntry(data: Data(value.readableBytesView), storedAt: storedAt, expiresAt: expiresAt)
+                let (value, storedAt, expiresAt) = try row.decode((ByteBuffer, _PostgresTimestamp, _PostgresTimestamp?).self)
+                entry = StoredEntry(data: Data(value.readableBytesView), storedAt: storedAt.date, expiresAt: expiresAt?.date)
             }
             return entry
         }
@@ -195,7 +197,7 @@ public final class PostgresStore: RemoteCacheStore {
         var binds = PostgresBindings(capacity: 3)
         binds.append(ByteBuffer(string: namespace))
         binds.append(keys.map { ByteBuffer(string: $0) })
-        binds.append(clock.now())
+        binds.append(_PostgresTimestamp(clock.now()))
         let statement = statements.multiGet
         let bindings = binds
         let capacity = keys.count
@@ -204,68 +206,13 @@ public final class PostgresStore: RemoteCacheStore {
             var entries: [String: StoredEntry] = [:]
             entries.reserveCapacity(capacity)
             for try await row in rows {
-                let (key, value, storedAt, expiresAt) = try row.decode((ByteBuffer, ByteBuffer, Date, Date?).self)
+                let (key, value, storedAt, expiresAt) = try row.decode(
+                    (ByteBuffer, ByteBuffer, _PostgresTimestamp, _PostgresTimestamp?).self)
                 entries[String(buffer: key)] = StoredEntry(
-                    data: Data(value.readableBytesView), storedAt: storedAt, expiresAt: expiresAt)
+                    data: Data(value.readableBytesView), storedAt: storedAt.date, expiresAt: expiresAt?.date)
             }
             return entries
         }
-    }
-
-    // MARK: Writing
-
-    /// Stores `data` for `key` in `namespace` with one upsert
-    /// (`INSERT … ON CONFLICT (namespace, key) DO UPDATE`) that also notifies the change.
-    ///
-    /// An entry whose `expiresAt` is not after the store's clock is not stored, and
-    /// any older value for the key is removed (as ``removeValue(for:in:)`` does).
-    ///
-    /// - Throws: ``PostgresStoreError`` when the server cannot answer, or when the
-    ///   maintenance this write started fails; the value may or may not have been stored.
-    public func set(
-        _ data: Data, for key: String, in namespace: String, storedAt: Date, expiresAt: Date?
-    ) async throws(PostgresStoreError) {
-        if let expiresAt, expiresAt <= clock.now() {
-            try await removeValue(for: key, in: namespace)
-            return
-        }
-        var binds = PostgresBindings(capacity: 7)
-        binds.append(ByteBuffer(string: namespace))
-        binds.append(ByteBuffer(string: key))
-        binds.append(ByteBuffer(bytes: data))
-        binds.append(storedAt)
-        binds.append(expiresAt)
-        binds.append(channel)
-        binds.append(hub.payload(key: key, in: namespace))
-        try await execute("set", key: key, statements.set, binds)
-        try await countWrite()
-    }
-
-    /// Removes the entry for `key` in `namespace` with one `DELETE` that also
-    /// notifies the change.
-    ///
-    /// - Throws: ``PostgresStoreError`` when the server cannot answer, or when the
-    ///   maintenance this write started fails.
-    public func removeValue(for key: String, in namespace: String) async throws(PostgresStoreError) {
-        var binds = PostgresBindings(capacity: 4)
-        binds.append(ByteBuffer(string: namespace))
-        binds.append(ByteBuffer(string: key))
-        binds.append(channel)
-        binds.append(hub.payload(key: key, in: namespace))
-        try await execute("remove", key: key, statements.remove, binds)
-        try await countWrite()
-    }
-
-    /// Removes every entry of `namespace` and no other with one `DELETE`, which also
-    /// notifies ``Hoard/RemoteInvalidation/all``; it is atomic, as every statement is.
-    ///
-    /// - Throws: ``PostgresStoreError`` when the server cannot answer; then nothing was removed.
-    public func removeAll(in namespace: String) async throws(PostgresStoreError) {
-        var binds = PostgresBindings(capacity: 3)
-        binds.append(ByteBuffer(string: namespace))
-        binds.append(channel)
-        binds.append(hub.payloadAll(in: namespace))
-        try await execute("clear", key: nil, statements.clear, binds)
     }
 
     // MARK: Invalidations
@@ -354,12 +301,4 @@ public final class PostgresStore: RemoteCacheStore {
     }
 
     func clockNow() -> Date { clock.now() }
-
-    private func countWrite() async throws(PostgresStoreError) {
-        let interval = configuration.maintenanceInterval
-        guard interval > 0 else { return }
-        if writes.add(1, ordering: .relaxed).newValue % interval == 0 {
-            _ = try await maintain()
-        }
-    }
 }

@@ -36,6 +36,12 @@ struct _PostgresStatements: Sendable {
     let set: _PostgresPreparedStatement.Text
     /// `$1` namespace, `$2` key, `$3` channel, `$4` payload.
     let remove: _PostgresPreparedStatement.Text
+    /// Many changes in one statement, to distinct keys: `$1`…`$6` the rows to upsert
+    /// (namespaces, keys, values, stored-at times, expiry times, and whether each
+    /// expires: `bytea[]`, `bytea[]`, `bytea[]`, `timestamptz[]`, `timestamptz[]`,
+    /// `bool[]`), `$7`, `$8` the rows to delete (namespaces and keys), `$9` channel,
+    /// `$10` payloads (`text[]`), one notification each.
+    let writeMany: _PostgresPreparedStatement.Text
     /// `$1` namespace, `$2` channel, `$3` payload.
     let clear: _PostgresPreparedStatement.Text
     /// `$1` now; answers the number of rows deleted.
@@ -93,6 +99,25 @@ struct _PostgresStatements: Sendable {
             sql: """
                 WITH removed AS (DELETE FROM \(t) WHERE namespace = $1 AND key = $2 RETURNING 1)
                 SELECT pg_notify($3, $4)
+                """)
+        // The two data-modifying CTEs run to completion whether or not the query reads
+        // them, on disjoint keys, in the same snapshot and transaction as the notifications.
+        writeMany = .init(
+            name: "hoard_write_many",
+            sql: """
+                WITH upserted AS (
+                    INSERT INTO \(t) (namespace, key, value, stored_at, expires_at)
+                    SELECT namespace, key, value, stored_at, CASE WHEN expires THEN expires_at END
+                    FROM unnest($1::bytea[], $2::bytea[], $3::bytea[], $4::timestamptz[], $5::timestamptz[], $6::bool[])
+                        AS change(namespace, key, value, stored_at, expires_at, expires)
+                    ON CONFLICT (namespace, key) DO UPDATE
+                    SET value = EXCLUDED.value, stored_at = EXCLUDED.stored_at, expires_at = EXCLUDED.expires_at
+                    RETURNING 1),
+                removed AS (
+                    DELETE FROM \(t) AS entry USING unnest($7::bytea[], $8::bytea[]) AS gone(namespace, key)
+                    WHERE entry.namespace = gone.namespace AND entry.key = gone.key
+                    RETURNING 1)
+                SELECT pg_notify($9, payload) FROM unnest($10::text[]) AS payload
                 """)
         clear = .init(
             name: "hoard_clear",

@@ -43,6 +43,85 @@ struct PostgresInvalidationTests {
         await PostgresTestServer.drop(configuration)
     }
 
+    @Test("write(_:) applies a batch in rounds of one statement: the last change to a key wins, every changed key is notified")
+    func batchWrite() async throws {
+        let configuration = try PostgresTestServer.configuration()
+        let writer = try PostgresStore(configuration: configuration)
+        let reader = try PostgresStore(configuration: configuration)
+        let seen = InvalidationRecorder(reader.invalidations(in: "batch"))
+        let seenElsewhere = InvalidationRecorder(reader.invalidations(in: "batch-b"))
+        #expect(await waitUntilListening(reader))
+        try await writer.set(Data([9]), for: "before-clear", in: "batch", storedAt: .now, expiresAt: nil)
+        try await writer.set(Data([9]), for: "removed-in-batch", in: "batch", storedAt: .now, expiresAt: nil)
+        #expect(await seen.wait(forCount: 2).count == 2)
+
+        let now = wholeMilliseconds()
+        let later = now.addingTimeInterval(3_600)
+        // More changes than one statement carries, so the batch spans two rounds; every
+        // tenth goes to a second namespace.
+        var batch: [CacheStoreWrite] = (0..<(PostgresStore.batchLimit + 10)).map {
+            .set(
+                Data([UInt8(truncatingIfNeeded: $0)]), for: "k\($0)", in: $0 % 10 == 5 ? "batch-b" : "batch",
+                storedAt: now, expiresAt: $0 % 2 == 0 ? later : nil)
+        }
+        batch += [
+            .set(Data([1]), for: "same", in: "batch", storedAt: now, expiresAt: nil),
+            .set(Data([2]), for: "same", in: "batch", storedAt: now, expiresAt: later),
+            .removeValue(for: "k0", in: "batch"),
+            .removeValue(for: "removed-in-batch", in: "batch"),
+            .removeValue(for: "revived", in: "batch"),
+            .set(Data([4]), for: "revived", in: "batch", storedAt: now, expiresAt: nil),
+            .set(Data([3]), for: "expired", in: "batch", storedAt: now, expiresAt: now - 1),
+        ]
+        try await writer.write(batch)
+
+        #expect(try await reader.entry(for: "same", in: "batch") == StoredEntry(data: Data([2]), storedAt: now, expiresAt: later))
+        #expect(try await reader.entry(for: "k1", in: "batch") == StoredEntry(data: Data([1]), storedAt: now, expiresAt: nil))
+        #expect(try await reader.entry(for: "k2", in: "batch") == StoredEntry(data: Data([2]), storedAt: now, expiresAt: later))
+        #expect(try await reader.entry(for: "k0", in: "batch") == nil)
+        #expect(try await reader.entry(for: "removed-in-batch", in: "batch") == nil)
+        #expect(try await reader.entry(for: "revived", in: "batch")?.data == Data([4]))
+        #expect(try await reader.entry(for: "expired", in: "batch") == nil)
+        #expect(try await reader.entry(for: "k5", in: "batch-b")?.data == Data([5]))
+        #expect(try await reader.entry(for: "k5", in: "batch") == nil)
+        let last = PostgresStore.batchLimit + 8  // in the second round, in "batch"
+        #expect(try await reader.entry(for: "k\(last)", in: "batch")?.data == Data([UInt8(truncatingIfNeeded: last)]))
+        // k1…k(limit + 9), "same", "revived", and "before-clear" from before.
+        #expect(try await reader.usage().count == PostgresStore.batchLimit + 9 + 3, "one row per key")
+
+        func keys(in namespace: String) -> Set<RemoteInvalidation> {
+            Set(batch.compactMap { change in
+                switch change {
+                case .set(_, let key, namespace, _, _), .removeValue(let key, namespace): .key(key)
+                default: nil
+                }
+            })
+        }
+        let expected = keys(in: "batch")
+        let expectedElsewhere = keys(in: "batch-b")
+        // One notification per key a round changed: k0 is in both rounds.
+        let notified = await seen.wait(forCount: 2 + expected.count + 1)
+        #expect(notified.count == 2 + expected.count + 1)
+        #expect(Set(notified.dropFirst(2)) == expected)
+        #expect(Set(await seenElsewhere.wait(forCount: expectedElsewhere.count)) == expectedElsewhere)
+
+        // A removeAll in a batch runs after the changes before it and before those after.
+        try await writer.write([
+            .set(Data([1]), for: "before-clear", in: "batch", storedAt: now, expiresAt: nil),
+            .removeAll(in: "batch"),
+            .set(Data([2]), for: "after-clear", in: "batch", storedAt: now, expiresAt: nil),
+        ])
+        #expect(try await reader.entry(for: "before-clear", in: "batch") == nil)
+        #expect(try await reader.entry(for: "after-clear", in: "batch")?.data == Data([2]))
+        #expect(try await reader.entry(for: "k5", in: "batch-b")?.data == Data([5]), "the other namespace is untouched")
+
+        seen.cancel()
+        seenElsewhere.cancel()
+        await writer.shutdown()
+        await reader.shutdown()
+        await PostgresTestServer.drop(configuration)
+    }
+
     @Test("Shutdown finishes the streams, and a stream asked for after it ends at once")
     func shutdownFinishes() async throws {
         let store = try PostgresStore(configuration: try PostgresTestServer.configuration())

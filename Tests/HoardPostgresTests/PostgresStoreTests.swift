@@ -174,6 +174,28 @@ struct PostgresStoreTests {
         }
     }
 
+    @Test("write(_:) counts every change toward maintenance, and runs it once a batch passes a multiple")
+    func batchMaintenance() async throws {
+        let clock = ManualClock(start: wholeMilliseconds())
+        try await withStore(clock: clock, { $0.maintenanceInterval = 10; $0.maximumRows = 6 }) { store in
+            let first: [CacheStoreWrite] = (1...8).map { index in
+                clock.advance(by: 1)
+                return .set(Data([UInt8(index)]), for: "k\(index)", in: "ns", storedAt: clock.now(), expiresAt: nil)
+            }
+            try await store.write(first)
+            #expect(try await store.usage().count == 8, "8 writes: no maintenance yet")
+            clock.advance(by: 1)
+            try await store.write([
+                .set(Data([9]), for: "k9", in: "ns", storedAt: clock.now(), expiresAt: nil),
+                .removeValue(for: "absent", in: "ns"),
+                .set(Data([10]), for: "k10", in: "ns", storedAt: clock.now(), expiresAt: nil),
+            ])
+            // Writes 9 to 11 passed 10: trimmed to the 6 newest of 10 rows.
+            #expect(try await store.usage().count == 6)
+            #expect(Set(try await store.entries(for: (1...10).map { "k\($0)" }, in: "ns").keys) == Set((5...10).map { "k\($0)" }))
+        }
+    }
+
     @Test("UNLOGGED is honoured; an existing table is reused; without createsTable a missing table is a serverError 42P01")
     func tableCreation() async throws {
         try await withStore({ $0.isUnlogged = true }) { store in

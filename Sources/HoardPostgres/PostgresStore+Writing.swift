@@ -1,0 +1,209 @@
+import Foundation
+import Hoard
+import PostgresNIO
+
+extension PostgresStore {
+    /// Stores `data` for `key` in `namespace` with one upsert
+    /// (`INSERT … ON CONFLICT (namespace, key) DO UPDATE`) that also notifies the change.
+    ///
+    /// An entry whose `expiresAt` is not after the store's clock is not stored, and
+    /// any older value for the key is removed (as ``removeValue(for:in:)`` does).
+    ///
+    /// - Throws: ``PostgresStoreError`` when the server cannot answer, or when the
+    ///   maintenance this write started fails; the value may or may not have been stored.
+    public func set(
+        _ data: Data, for key: String, in namespace: String, storedAt: Date, expiresAt: Date?
+    ) async throws(PostgresStoreError) {
+        if let expiresAt, expiresAt <= clockNow() {
+            try await removeValue(for: key, in: namespace)
+            return
+        }
+        var binds = PostgresBindings(capacity: 7)
+        binds.append(ByteBuffer(string: namespace))
+        binds.append(ByteBuffer(string: key))
+        binds.append(ByteBuffer(bytes: data))
+        binds.append(_PostgresTimestamp(storedAt))
+        binds.append(expiresAt.map(_PostgresTimestamp.init))
+        binds.append(channel)
+        binds.append(hub.payload(key: key, in: namespace))
+        try await execute("set", key: key, statements.set, binds)
+        try await countWrites(1)
+    }
+
+    /// Removes the entry for `key` in `namespace` with one `DELETE` that also
+    /// notifies the change.
+    ///
+    /// - Throws: ``PostgresStoreError`` when the server cannot answer, or when the
+    ///   maintenance this write started fails.
+    public func removeValue(for key: String, in namespace: String) async throws(PostgresStoreError) {
+        var binds = PostgresBindings(capacity: 4)
+        binds.append(ByteBuffer(string: namespace))
+        binds.append(ByteBuffer(string: key))
+        binds.append(channel)
+        binds.append(hub.payload(key: key, in: namespace))
+        try await execute("remove", key: key, statements.remove, binds)
+        try await countWrites(1)
+    }
+
+    /// Removes every entry of `namespace` and no other with one `DELETE`, which also
+    /// notifies ``Hoard/RemoteInvalidation/all``; it is atomic, as every statement is.
+    ///
+    /// - Throws: ``PostgresStoreError`` when the server cannot answer; then nothing was removed.
+    public func removeAll(in namespace: String) async throws(PostgresStoreError) {
+        var binds = PostgresBindings(capacity: 3)
+        binds.append(ByteBuffer(string: namespace))
+        binds.append(channel)
+        binds.append(hub.payloadAll(in: namespace))
+        try await execute("clear", key: nil, statements.clear, binds)
+    }
+
+    /// Applies many changes in order, up to ``batchLimit`` of them (and at most about
+    /// ``batchByteLimit`` bytes of values) in one statement: one round trip and one
+    /// transaction, so each such round is applied whole or not at all. A
+    /// ``Hoard/CacheStoreWrite/removeAll(in:)`` waits for the changes before it and
+    /// runs as ``removeAll(in:)`` does.
+    ///
+    /// Within a round only the last change to each key is sent: a set followed by a
+    /// removal of the same key is the removal, as running them in order would leave
+    /// it. Each key a round changes is notified once, in the same transaction, as
+    /// ``set(_:for:in:storedAt:expiresAt:)`` and ``removeValue(for:in:)`` notify; an
+    /// entry whose `expiresAt` is not after the store's clock is removed, not stored.
+    /// Every change counts toward ``Configuration/maintenanceInterval``.
+    ///
+    /// - Throws: The first ``PostgresStoreError``; the rounds before it were applied,
+    ///   the failing round may or may not have been, and later ones were not tried.
+    public func write(_ batch: [CacheStoreWrite]) async throws(PostgresStoreError) {
+        var start = batch.startIndex
+        while start < batch.endIndex {
+            if case .removeAll(let namespace) = batch[start] {
+                try await removeAll(in: namespace)
+                start += 1
+                continue
+            }
+            var round = _PostgresWriteRound()
+            let now = clockNow()
+            while start < batch.endIndex, round.count < Self.batchLimit, round.valueBytes < Self.batchByteLimit {
+                // A removeAll ends the round: it runs once the changes before it have.
+                if case .removeAll = batch[start] { break }
+                round.add(batch[start], now: now)
+                start += 1
+            }
+            try await execute(
+                "write", key: round.count == 1 ? round.onlyKey : nil, statements.writeMany,
+                round.bindings(channel: channel, payload: hub.payload(key:in:)))
+            try await countWrites(round.count)
+        }
+    }
+
+    /// The most changes ``write(_:)`` sends in one statement.
+    public static var batchLimit: Int { 1_000 }
+
+    /// About the most value bytes ``write(_:)`` sends in one statement: a round ends
+    /// once its values pass this (a round always holds at least one change).
+    public static var batchByteLimit: Int { 8 << 20 }
+
+    /// Counts `count` writes, and runs maintenance when they pass a multiple of
+    /// ``Configuration/maintenanceInterval``.
+    private func countWrites(_ count: Int) async throws(PostgresStoreError) {
+        let interval = configuration.maintenanceInterval
+        guard interval > 0, count > 0 else { return }
+        let total = writes.add(count, ordering: .relaxed).newValue
+        if total / interval != (total - count) / interval {
+            _ = try await maintain()
+        }
+    }
+}
+
+/// The changes of one round of ``PostgresStore/write(_:)``: the last change to each
+/// key, as the arrays of the `hoard_write_many` statement.
+private struct _PostgresWriteRound {
+    private struct Change {
+        var namespace: String
+        var key: String
+        /// The value and its times; `nil` for a removal.
+        var set: (data: Data, storedAt: Date, expiresAt: Date?)?
+    }
+
+    private struct Place: Hashable {
+        var namespace: String
+        var key: String
+    }
+
+    private var changes: [Change] = []
+    /// Where each key's change sits in `changes`.
+    private var positions: [Place: Int] = [:]
+
+    /// Changes made to the round so far, each counted, though a later change to the
+    /// same key replaces an earlier one.
+    private(set) var count = 0
+    /// Bytes of the values set so far.
+    private(set) var valueBytes = 0
+
+    /// The key of the one change, when the round holds one (for error messages).
+    var onlyKey: String? { changes.count == 1 ? changes[0].key : nil }
+
+    /// Adds a set or a removal; a set whose `expiresAt` is not after `now` is a removal.
+    mutating func add(_ change: CacheStoreWrite, now: Date) {
+        switch change {
+        case .set(let data, let key, let namespace, let storedAt, let expiresAt):
+            if let expiresAt, expiresAt <= now {
+                record(Change(namespace: namespace, key: key, set: nil))
+            } else {
+                record(Change(namespace: namespace, key: key, set: (data, storedAt, expiresAt)))
+                valueBytes += data.count
+            }
+        case .removeValue(let key, let namespace):
+            record(Change(namespace: namespace, key: key, set: nil))
+        case .removeAll:
+            preconditionFailure("a round ends before a removeAll")
+        }
+    }
+
+    private mutating func record(_ change: Change) {
+        count += 1
+        let place = Place(namespace: change.namespace, key: change.key)
+        if let position = positions[place] {
+            changes[position] = change
+        } else {
+            positions[place] = changes.count
+            changes.append(change)
+        }
+    }
+
+    /// The statement's parameters: rows to upsert, rows to delete, the channel and one
+    /// notification payload per key.
+    func bindings(channel: String, payload: (String, String) -> String) -> PostgresBindings {
+        var namespaces: [ByteBuffer] = [], keys: [ByteBuffer] = [], values: [ByteBuffer] = []
+        var storedAts: [_PostgresTimestamp] = [], expiresAts: [_PostgresTimestamp] = [], expires: [Bool] = []
+        var goneNamespaces: [ByteBuffer] = [], goneKeys: [ByteBuffer] = []
+        var payloads: [String] = []
+        payloads.reserveCapacity(changes.count)
+        for change in changes {
+            payloads.append(payload(change.key, change.namespace))
+            guard let set = change.set else {
+                goneNamespaces.append(ByteBuffer(string: change.namespace))
+                goneKeys.append(ByteBuffer(string: change.key))
+                continue
+            }
+            namespaces.append(ByteBuffer(string: change.namespace))
+            keys.append(ByteBuffer(string: change.key))
+            values.append(ByteBuffer(bytes: set.data))
+            storedAts.append(_PostgresTimestamp(set.storedAt))
+            // Any time will do where `expires` is false: the statement stores NULL.
+            expiresAts.append(_PostgresTimestamp(set.expiresAt ?? set.storedAt))
+            expires.append(set.expiresAt != nil)
+        }
+        var binds = PostgresBindings(capacity: 10)
+        binds.append(namespaces)
+        binds.append(keys)
+        binds.append(values)
+        binds.append(storedAts)
+        binds.append(expiresAts)
+        binds.append(expires)
+        binds.append(goneNamespaces)
+        binds.append(goneKeys)
+        binds.append(channel)
+        binds.append(payloads)
+        return binds
+    }
+}
