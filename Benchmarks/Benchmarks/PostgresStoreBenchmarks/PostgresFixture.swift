@@ -67,6 +67,16 @@ final class PostgresFixture: Sendable {
             value, for: Self.key(Int.random(in: 0..<Self.keyCount)), in: Self.namespace, storedAt: Date(), expiresAt: nil)
     }
 
+    /// `write(_:)` of `count` sets of consecutive keys from a random start.
+    func storeWriteBatch(count: Int) async throws {
+        let start = Int.random(in: 0...(Self.keyCount - count))
+        let now = Date()
+        try await store.write(
+            (start..<(start + count)).map {
+                .set(value, for: Self.key($0), in: Self.namespace, storedAt: now, expiresAt: nil)
+            })
+    }
+
     func storeMultiGet() async throws {
         let start = Int.random(in: 0...(Self.keyCount - 100))
         let entries = try await store.entries(for: (start..<(start + 100)).map { Self.key($0) }, in: Self.namespace)
@@ -91,6 +101,20 @@ final class PostgresFixture: Sendable {
             key: ByteBuffer(string: key), value: ByteBuffer(bytes: value), storedAt: Date(),
             payload: "baseline k 5:bench\(key)")
         for try await _ in try await client.execute(statement) {}
+    }
+
+    /// The baseline's upsert of `count` consecutive keys from a random start, one
+    /// statement each.
+    func baselineSetBatch(count: Int) async throws {
+        let start = Int.random(in: 0...(Self.keyCount - count))
+        let now = Date()
+        for index in start..<(start + count) {
+            let key = Self.key(index)
+            let statement = SetStatement(
+                key: ByteBuffer(string: key), value: ByteBuffer(bytes: value), storedAt: now,
+                payload: "baseline k 5:bench\(key)")
+            for try await _ in try await client.execute(statement) {}
+        }
     }
 
     func baselineMultiGet() async throws {

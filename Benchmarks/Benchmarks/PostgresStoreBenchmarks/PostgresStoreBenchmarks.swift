@@ -18,6 +18,10 @@ import PostgresNIO
 ///   (`key = ANY($2)`) per iteration, one client.
 /// - `get 1KiB x4` / `set 1KiB x4`: 4 clients (tasks) doing 250 operations each per
 ///   iteration (1,000 operations, `.kilo`), over a pool of 4 connections.
+/// - `set 1KiB batch of 100`: 100 upserts of consecutive keys from a random start per
+///   iteration, one client: the store's `write(_:)` (one statement), against the
+///   baseline's prepared upsert run 100 times (what a batch costs without a batch
+///   statement).
 /// - `PostgresStore on its event loop`: the same calls from tasks that prefer
 ///   `PostgresStore.taskExecutor`, so no operation costs a thread hop; 1,000
 ///   operations per iteration (`.kilo`; 100 multi-gets), for one client too, since
@@ -37,6 +41,12 @@ let benchmarks: @Sendable () -> Void = {
     register("postgres get 1KiB: baseline postgres-nio prepared", fixture, perIteration: 1) { try await $0.baselineGet() }
     register("postgres set 1KiB: PostgresStore", fixture, perIteration: 1) { try await $0.storeSet() }
     register("postgres set 1KiB: baseline postgres-nio prepared", fixture, perIteration: 1) { try await $0.baselineSet() }
+    register("postgres set 1KiB batch of 100: PostgresStore write(_:)", fixture, perIteration: 100) {
+        try await $0.storeWriteBatch(count: 100)
+    }
+    register("postgres set 1KiB batch of 100: baseline postgres-nio prepared, 100 statements", fixture, perIteration: 100) {
+        try await $0.baselineSetBatch(count: 100)
+    }
     register("postgres multi-get 100: PostgresStore", fixture, perIteration: 1) { try await $0.storeMultiGet() }
     register("postgres multi-get 100: baseline postgres-nio prepared", fixture, perIteration: 1) {
         try await $0.baselineMultiGet()
