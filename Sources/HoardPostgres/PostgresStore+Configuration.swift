@@ -93,6 +93,11 @@ extension PostgresStore {
         /// a new one being opened) before it fails with
         /// ``PostgresStoreError/Code/connectionFailed``. Defaults to 5 seconds. Like
         /// ``commandTimeout``, it fires up to one tick of the store's timer late.
+        ///
+        /// When the server refuses a connection's login (wrong user or password, no
+        /// such database), every operation waiting for a connection fails at once
+        /// with ``PostgresStoreError/Code/authenticationFailed`` and the server's
+        /// message, instead of waiting out this limit.
         public var connectionWaitTimeout: Duration
 
         /// After an operation could not get a connection, how long later operations

@@ -57,9 +57,14 @@ final class _PostgresPool: Sendable {
     /// The open connections operations have run on, by id, with what to do if one
     /// closes under the operation running on it (see ``watch(_:onLost:)``).
     private let watched = Mutex<[PostgresConnection.ID: _Watch]>([:])
+    /// How to give up each operation waiting for a connection, for a refused login.
+    private let waiters: _Waiters
 
     init(configuration: PostgresClient.Configuration, eventLoop: any EventLoop, settings: Settings) {
-        let connectFailures = _ConnectFailureLog()
+        let waiters = _Waiters()
+        self.waiters = waiters
+        // No connection is coming: the waiting operations give up now and say why.
+        let connectFailures = _ConnectFailureLog(onRefusedLogin: { waiters.giveUpAll() })
         self.connectFailures = connectFailures
         // An event loop is a group of one: every connection of the client runs on it.
         let client = PostgresClient(
@@ -96,6 +101,8 @@ final class _PostgresPool: Sendable {
         let deadlines = self.deadlines
         let outcome = _Outcome<T>(deadlines: deadlines)
         let lease = _Lease(commandTimeout: TimeAmount(settings.commandTimeout), deadlines: deadlines, outcome: outcome)
+        let waiters = self.waiters
+        let waiterID = waiters.newID()
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Result<T, any Error>, Never>) in
                 outcome.set(continuation)
@@ -139,18 +146,21 @@ final class _PostgresPool: Sendable {
                     task = Task(executorPreference: executor, operation: operation)
                 }
                 outcome.setTask(task)
-                let waitDeadline = deadlines.add(after: TimeAmount(settings.connectionWaitTimeout)) {
+                let giveUp: @Sendable () -> Void = {
                     if lease.expireWait() {
                         // Resumed first, so the cancelled lease cannot answer in its place.
                         outcome.resume(.failure(_Limit.wait))
                         task.cancel()
                     }
                 }
+                waiters.add(giveUp, id: waiterID)
+                let waitDeadline = deadlines.add(after: TimeAmount(settings.connectionWaitTimeout), giveUp)
                 outcome.setWaitDeadline(waitDeadline)
             }
         } onCancel: {
             outcome.cancel()
         }
+        waiters.remove(waiterID)
         switch result {
         case .success(let value):
             return value
@@ -222,8 +232,7 @@ final class _PostgresPool: Sendable {
             return PostgresStoreError(.connectionFailed, message, operation: operation)
         }
         message += "; the latest attempt failed: \(reason.prefix(1_000))"
-        // SQLSTATE class 28 (invalid authorization) or 3D000 (no such database).
-        let refusedLogin = ["sqlState: 28", "sqlState: 3D000", "SQLSTATE 28", "SQLSTATE 3D000"].contains { reason.contains($0) }
+        let refusedLogin = _ConnectFailureLog.isRefusedLogin(reason)
         return PostgresStoreError(refusedLogin ? .authenticationFailed : .connectionFailed, message, operation: operation)
     }
 
@@ -267,6 +276,38 @@ final class _PostgresPool: Sendable {
 /// The limits an operation can run into, and the connection closing under it.
 enum _Limit: Error {
     case wait, command, connectionLost
+}
+
+/// The operations of a pool that may be waiting for a connection, each as the call
+/// that gives it up (which does nothing once it has one).
+final class _Waiters: Sendable {
+    private struct State {
+        var byID: [UInt64: @Sendable () -> Void] = [:]
+        var nextID: UInt64 = 0
+    }
+
+    private let state = Mutex(State())
+
+    func newID() -> UInt64 {
+        state.withLock { state in
+            state.nextID += 1
+            return state.nextID
+        }
+    }
+
+    func add(_ giveUp: @escaping @Sendable () -> Void, id: UInt64) {
+        state.withLock { $0.byID[id] = giveUp }
+    }
+
+    func remove(_ id: UInt64) {
+        state.withLock { $0.byID[id] = nil }
+    }
+
+    /// Gives up every operation still waiting.
+    func giveUpAll() {
+        let all = state.withLock { Array($0.byID.values) }
+        for giveUp in all { giveUp() }
+    }
 }
 
 /// What to do when a watched connection closes: end the operation running on it, if any.
