@@ -73,25 +73,21 @@ extension PostgresStore {
     /// - Throws: The first ``PostgresStoreError``; the rounds before it were applied,
     ///   the failing round may or may not have been, and later ones were not tried.
     public func write(_ batch: [CacheStoreWrite]) async throws(PostgresStoreError) {
-        var start = batch.startIndex
-        while start < batch.endIndex {
-            if case .removeAll(let namespace) = batch[start] {
+        let rounds = CacheStoreWrite.rounds(
+            of: batch, maximumChanges: Self.batchLimit, maximumBytes: Self.batchByteLimit)
+        for round in rounds {
+            switch round {
+            case .removeAll(let namespace):
                 try await removeAll(in: namespace)
-                start += 1
-                continue
+            case .changes(let changes):
+                var round = _PostgresWriteRound()
+                let now = clockNow()
+                for change in changes { round.add(change, now: now) }
+                try await execute(
+                    "write", key: round.onlyKey, statements.writeMany,
+                    round.bindings(channel: channel, payload: hub.payload(key:in:)))
+                try await countWrites(changes.count)
             }
-            var round = _PostgresWriteRound()
-            let now = clockNow()
-            while start < batch.endIndex, round.count < Self.batchLimit, round.valueBytes < Self.batchByteLimit {
-                // A removeAll ends the round: it runs once the changes before it have.
-                if case .removeAll = batch[start] { break }
-                round.add(batch[start], now: now)
-                start += 1
-            }
-            try await execute(
-                "write", key: round.count == 1 ? round.onlyKey : nil, statements.writeMany,
-                round.bindings(channel: channel, payload: hub.payload(key:in:)))
-            try await countWrites(round.count)
         }
     }
 
@@ -133,12 +129,6 @@ private struct _PostgresWriteRound {
     /// Where each key's change sits in `changes`.
     private var positions: [Place: Int] = [:]
 
-    /// Changes made to the round so far, each counted, though a later change to the
-    /// same key replaces an earlier one.
-    private(set) var count = 0
-    /// Bytes of the values set so far.
-    private(set) var valueBytes = 0
-
     /// The key of the one change, when the round holds one (for error messages).
     var onlyKey: String? { changes.count == 1 ? changes[0].key : nil }
 
@@ -150,17 +140,15 @@ private struct _PostgresWriteRound {
                 record(Change(namespace: namespace, key: key, set: nil))
             } else {
                 record(Change(namespace: namespace, key: key, set: (data, storedAt, expiresAt)))
-                valueBytes += data.count
             }
         case .removeValue(let key, let namespace):
             record(Change(namespace: namespace, key: key, set: nil))
         case .removeAll:
-            preconditionFailure("a round ends before a removeAll")
+            preconditionFailure("a run of changes holds no removeAll")
         }
     }
 
     private mutating func record(_ change: Change) {
-        count += 1
         let place = Place(namespace: change.namespace, key: change.key)
         if let position = positions[place] {
             changes[position] = change

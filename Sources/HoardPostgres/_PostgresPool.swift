@@ -423,29 +423,27 @@ final class _Lease<T: Sendable>: Sendable {
     /// The statement ran out: closes its connection, which fails it, and resumes the
     /// caller at once.
     private func expireCommand() {
-        let connection = state.withLock { state -> PostgresConnection? in
-            guard case .running(let connection, _) = state else { return nil }
-            state = .expired
-            return connection
-        }
-        guard let connection else { return }
-        _PostgresPool.close(connection)
-        outcome.resume(.failure(_Limit.command))
-        outcome.cancelTask()
+        end(.command)
     }
 
-    /// The connection closed while the statement ran: drops its deadline and resumes
-    /// the caller at once with ``_Limit/connectionLost``, whether or not postgres-nio
-    /// ever fails the statement.
+    /// The connection closed while the statement ran: resumes the caller at once with
+    /// ``_Limit/connectionLost``, whether or not postgres-nio ever fails the statement.
     func connectionLost() {
-        let deadline = state.withLock { state -> UInt64? in
-            guard case .running(_, let deadline) = state else { return nil }
+        end(.connectionLost)
+    }
+
+    /// Ends a running statement for `limit`: drops its deadline, closes the connection
+    /// when the statement ran out of time, resumes the caller and stops the task.
+    private func end(_ limit: _Limit) {
+        let running = state.withLock { state -> (connection: PostgresConnection, deadline: UInt64)? in
+            guard case .running(let connection, let deadline) = state else { return nil }
             state = .expired
-            return deadline
+            return (connection, deadline)
         }
-        guard let deadline else { return }
-        deadlines.cancel(deadline)
-        outcome.resume(.failure(_Limit.connectionLost))
+        guard let running else { return }
+        deadlines.cancel(running.deadline)
+        if limit == .command { _PostgresPool.close(running.connection) }
+        outcome.resume(.failure(limit))
         outcome.cancelTask()
     }
 

@@ -44,56 +44,45 @@ extension RedisStore {
     ///   applied).
     public func write(_ batch: [CacheStoreWrite]) async throws(RedisError) {
         var firstError: RedisError?
-        var start = batch.startIndex
-        while start < batch.endIndex {
-            if case .removeAll(let namespace) = batch[start] {
+        for round in CacheStoreWrite.rounds(of: batch, maximumChanges: Self.pipelineLimit) {
+            switch round {
+            case .removeAll(let namespace):
                 try await removeAll(in: namespace)
-                start += 1
-                continue
-            }
-            let round = encodeRound(of: batch, from: start)
-            start = round.end
-            let changes = round.changes
-            let encoded = round.encoded
-            let replyCount = changes.count + round.announcements
-            let replies = try await run(key: changes.count == 1 ? changes[0].key : nil) { connection throws(RedisError) in
-                try await connection.send(encoded: encoded, count: replyCount, name: changes[0].command)
-            }
-            guard firstError == nil else { continue }
-            do {
-                for (index, change) in changes.enumerated() {
-                    try Self.check(replies[index], command: change.command, key: change.key)
+            case .changes(let run):
+                let (encoded, changes, announcements) = encode(run)
+                let replies = try await self.run(key: changes.count == 1 ? changes[0].key : nil) {
+                    connection throws(RedisError) in
+                    try await connection.send(encoded: encoded, count: changes.count + announcements, name: changes[0].command)
                 }
-                for reply in replies[changes.count...] {
-                    try Self.check(reply, command: "PUBLISH")
+                guard firstError == nil else { continue }
+                do {
+                    for (index, change) in changes.enumerated() {
+                        try Self.check(replies[index], command: change.command, key: change.key)
+                    }
+                    for reply in replies[changes.count...] {
+                        try Self.check(reply, command: "PUBLISH")
+                    }
+                } catch {
+                    firstError = error
                 }
-            } catch {
-                firstError = error
             }
         }
         if let firstError { throw firstError }
     }
 
-    /// The commands of one round trip of ``write(_:)``: the changes from `start` up to
-    /// the next ``Hoard/CacheStoreWrite/removeAll(in:)``, at most ``pipelineLimit``
-    /// of them, then one `PUBLISH` per namespace they change, encoded into one buffer.
+    /// The commands of one round trip of ``write(_:)``: each change's `SET … PX` or
+    /// `UNLINK`, then one `PUBLISH` per namespace they change, encoded into one buffer.
     /// `changes` names the command and key of each change, in order, for its reply;
-    /// `announcements` is how many `PUBLISH` replies follow theirs; `end` is where the
-    /// next round starts.
-    private func encodeRound(
-        of batch: [CacheStoreWrite], from start: Int
-    ) -> (encoded: ByteBuffer, changes: [(command: String, key: String)], announcements: Int, end: Int) {
-        var end = start
-        while end < batch.endIndex, end - start < Self.pipelineLimit {
-            if case .removeAll = batch[end] { break }
-            end += 1
-        }
-        var writer = _RESPCommandWriter(capacity: encodedSize(of: batch[start..<end]))
+    /// `announcements` is how many `PUBLISH` replies follow theirs.
+    private func encode(
+        _ run: ArraySlice<CacheStoreWrite>
+    ) -> (encoded: ByteBuffer, changes: [(command: String, key: String)], announcements: Int) {
+        var writer = _RESPCommandWriter(capacity: encodedSize(of: run))
         var changes: [(command: String, key: String)] = []
-        changes.reserveCapacity(end - start)
+        changes.reserveCapacity(run.count)
         var changed = _ChangedKeys()
         let now = clock.now()
-        for change in batch[start..<end] {
+        for change in run {
             switch change {
             case .set(let data, let key, let namespace, let storedAt, let expiresAt):
                 var lifetime: Int64?
@@ -123,7 +112,7 @@ extension RedisStore {
                 changes.append(("UNLINK", key))
                 changed.append(key, in: namespace)
             case .removeAll:
-                preconditionFailure("a round ends before a removeAll")
+                preconditionFailure("a run of changes holds no removeAll")
             }
         }
         for (namespace, keys) in changed.byNamespace {
@@ -131,7 +120,7 @@ extension RedisStore {
             keyspace.writeChannel(for: namespace, to: &writer)
             hub.writeMessage(keys: keys, to: &writer)
         }
-        return (writer.buffer, changes, changed.byNamespace.count, end)
+        return (writer.buffer, changes, changed.byNamespace.count)
     }
 
     /// The most changes ``write(_:)`` sends in one round trip.
