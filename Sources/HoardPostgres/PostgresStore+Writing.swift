@@ -95,7 +95,8 @@ extension PostgresStore {
     public static var batchLimit: Int { 1_000 }
 
     /// About the most value bytes ``write(_:)`` sends in one statement: a round ends
-    /// once its values pass this (a round always holds at least one change).
+    /// once its values reach this, so it may pass it by one value (a round always
+    /// holds at least one change).
     public static var batchByteLimit: Int { 8 << 20 }
 
     /// Counts `count` writes, and runs maintenance when they pass a multiple of

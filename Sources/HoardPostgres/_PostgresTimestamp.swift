@@ -12,9 +12,9 @@ import PostgresNIO
 /// time made with `Date(timeIntervalSince1970:)` from whole milliseconds or
 /// microseconds reads back as the same `Date`, and any other time as the nearest
 /// microsecond. Every time a ``PostgresStore`` binds or reads goes through this type.
-/// A time too far from
-/// the epoch for 64 bits of microseconds (about 292,000 years) is sent as PostgreSQL's
-/// `infinity` or `-infinity` rather than trapping, as postgres-nio's encoding would.
+/// A time more than
+/// about 285,000 years from now is sent as PostgreSQL's `infinity` or `-infinity`
+/// rather than trapping, as postgres-nio's encoding would.
 struct _PostgresTimestamp: PostgresNonThrowingEncodable, PostgresArrayEncodable, PostgresDecodable {
     static var psqlType: PostgresDataType { .timestamptz }
     static var psqlFormat: PostgresFormat { .binary }
@@ -22,6 +22,8 @@ struct _PostgresTimestamp: PostgresNonThrowingEncodable, PostgresArrayEncodable,
 
     /// PostgreSQL's epoch, 2000-01-01 00:00:00 UTC, in microseconds after 1970.
     private static let epoch: Double = 946_684_800_000_000
+    /// Foundation's reference date, 2001-01-01, in seconds after PostgreSQL's epoch.
+    private static let referenceDateSeconds: Int64 = 31_622_400
 
     let date: Date
 
@@ -32,12 +34,20 @@ struct _PostgresTimestamp: PostgresNonThrowingEncodable, PostgresArrayEncodable,
     func encode<JSONEncoder: PostgresJSONEncoder>(
         into buffer: inout ByteBuffer, context: PostgresEncodingContext<JSONEncoder>
     ) {
-        let microseconds = (date.timeIntervalSince1970 * 1_000_000).rounded() - Self.epoch
-        let value: Int64 =
-            if let exact = Int64(exactly: microseconds) { exact }
-            else if microseconds > 0 { .max }  // PostgreSQL's infinity
-            else { .min }  // -infinity, also for NaN
-        buffer.writeInteger(value)
+        buffer.writeInteger(Self.microseconds(date))
+    }
+
+    /// Microseconds from PostgreSQL's epoch to `date`, rounded to the nearest, taken
+    /// from the `Date`'s own value in whole seconds and a fraction (both exact), so
+    /// that no product of large numbers rounds; `Int64.max` (`infinity`) or
+    /// `Int64.min` (`-infinity`, also for NaN) when out of range.
+    static func microseconds(_ date: Date) -> Int64 {
+        let interval = date.timeIntervalSinceReferenceDate
+        // Within about 285,000 years of 2001 every step below stays in range.
+        guard interval.magnitude < 9e12 else { return interval > 0 ? .max : .min }
+        let seconds = interval.rounded(.down)
+        let fraction = ((interval - seconds) * 1_000_000).rounded()  // 0…1,000,000
+        return (Int64(seconds) + Self.referenceDateSeconds) * 1_000_000 + Int64(fraction)
     }
 
     init<JSONDecoder: PostgresJSONDecoder>(
