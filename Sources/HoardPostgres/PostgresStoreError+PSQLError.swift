@@ -4,7 +4,10 @@ extension PostgresStoreError {
     /// The error postgres-nio's `error` stands for, while the store was doing `operation`.
     init(from error: any Error, operation: String) {
         if let error = error as? PostgresStoreError {
-            self = error
+            // An error raised below the pool names no operation; the pool's does.
+            self.init(
+                error.code, error.message, operation: error.operation ?? operation, key: error.key,
+                serverMessage: error.serverMessage, sqlState: error.sqlState, underlying: error.underlying)
             return
         }
         if error is CancellationError {

@@ -43,10 +43,18 @@ struct _PostgresPreparedStatement: PostgresPreparedStatement {
 
     /// Runs `text` with `bindings` on `connection`, preparing it first if this
     /// connection has not yet, and answers its rows.
+    ///
+    /// A connection already closed is refused here: postgres-nio would write the
+    /// statement to its closed channel with a write whose failure nobody hears, and
+    /// wait for an answer forever (the pool ends the operation, but not that wait).
     static func execute(
         _ text: Text, _ bindings: PostgresBindings, on connection: PostgresConnection
     ) async throws -> AsyncThrowingMapSequence<PostgresRowSequence, PostgresRow> {
-        try await $current.withValue(text) {
+        if connection.isClosed {
+            throw PostgresStoreError(
+                .connectionClosed, "The connection to the PostgreSQL server closed before the statement was sent.")
+        }
+        return try await $current.withValue(text) {
             try await connection.execute(Self(bindings: bindings), logger: _PostgresPool.logger)
         }
     }
