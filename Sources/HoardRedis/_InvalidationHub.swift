@@ -63,7 +63,7 @@ final class _InvalidationHub: Sendable {
         var length = instanceID.utf8.count + 2
         for key in keys {
             let count = key.utf8.count
-            length += Self.decimalDigits(count) + 1 + count
+            length += _RESPCommandWriter.decimalDigitCount(count) + 1 + count
         }
         writer.bulk(length: length) { bytes in
             bytes.write(instanceID)
@@ -74,16 +74,6 @@ final class _InvalidationHub: Sendable {
                 bytes.write(key)
             }
         }
-    }
-
-    private static func decimalDigits(_ value: Int) -> Int {
-        var digits = 1
-        var rest = value / 10
-        while rest > 0 {
-            digits += 1
-            rest /= 10
-        }
-        return digits
     }
 
     /// The message announcing that the whole namespace was cleared.

@@ -119,15 +119,21 @@ struct _RESPCommandWriter {
         buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: 22) { Self.writeHeader(marker, value, to: $0) }
     }
 
-    /// Writes `marker`, `value` (not negative) in decimal digits and `\r\n` at the
-    /// start of `output`, which has room for 22 bytes; returns how many it wrote.
-    private static func writeHeader(_ marker: UInt8, _ value: Int, to output: UnsafeMutableRawBufferPointer) -> Int {
+    /// How many decimal digits `value` (not negative) takes.
+    static func decimalDigitCount(_ value: Int) -> Int {
         var digitCount = 1
         var rest = value / 10
         while rest > 0 {
             digitCount += 1
             rest /= 10
         }
+        return digitCount
+    }
+
+    /// Writes `marker`, `value` (not negative) in decimal digits and `\r\n` at the
+    /// start of `output`, which has room for 22 bytes; returns how many it wrote.
+    private static func writeHeader(_ marker: UInt8, _ value: Int, to output: UnsafeMutableRawBufferPointer) -> Int {
+        let digitCount = decimalDigitCount(value)
         output[0] = marker
         var remaining = value
         var index = digitCount
