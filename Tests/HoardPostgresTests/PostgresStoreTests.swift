@@ -255,6 +255,28 @@ struct PostgresStoreTests {
         }
     }
 
+    @Test("A prepared statement the server will no longer run (its result type changed) fails once with 0A000, then the store prepares it afresh")
+    func spoiledStatementIsPreparedAgain() async throws {
+        try await withStore({ $0.maximumConnections = 1 }) { store in
+            try await store.set(Data("v".utf8), for: "k", in: "ns", storedAt: .now, expiresAt: nil)
+            #expect(try await store.entry(for: "k", in: "ns")?.data == Data("v".utf8))
+            // Given the get's prepared plan, when the value column changes type under it
+            _ = try await PostgresTestServer.sql(
+                "ALTER TABLE \(store.statements.qualifiedTable) ALTER COLUMN value TYPE text USING convert_from(value, 'UTF8')")
+            // Then the first get fails with the server's 0A000 ("cached plan must not change result type")
+            let first = await outcome { () async throws(PostgresStoreError) in try await store.entry(for: "k", in: "ns") }
+            guard case .failure(let error) = first else {
+                Issue.record("the server refuses the old plan once")
+                return
+            }
+            #expect(error.code == .serverError)
+            #expect(error.sqlState == "0A000", "\(error)")
+            // and the next get prepares the statement again (on a new connection: the pool
+            // closed the one holding the spoiled statement) and reads the text's bytes
+            #expect(try await store.entry(for: "k", in: "ns")?.data == Data("v".utf8))
+        }
+    }
+
     @Test("Crafted schema and table names are names, not SQL")
     func craftedIdentifiers() async throws {
         let victim = "hoard_victim_\(UUID().uuidString.prefix(8).lowercased())"
