@@ -18,6 +18,8 @@ let package = Package(
         // For the bare-NIO reference client of RedisStoreBenchmarks (Hoard already depends on it).
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        // The Logger that the floor's postgres-nio connections take.
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
         // Throughput of MemoryCache against Mutex<Dictionary> and NSCache baselines.
@@ -106,6 +108,10 @@ let package = Package(
                 .product(name: "HoardPostgres", package: "Hoard"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Benchmark", package: "benchmark"),
+                // For the floors: the raw wire client's event loops and postgres-nio's logger.
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             path: "Benchmarks/PostgresStoreBenchmarks",
             swiftSettings: strict,

@@ -1,6 +1,8 @@
 import Foundation
 import Hoard
 import HoardPostgres
+import Logging
+import NIOPosix
 import PostgresNIO
 import Synchronization
 
@@ -13,7 +15,23 @@ final class PostgresFixture: Sendable {
     private struct Opened: Sendable {
         let store: PostgresStore
         let client: PostgresClient
+        let floors: Floors
     }
+
+    /// The floors under the store, each with its own connections: the raw wire client
+    /// on one connection, on four connections sharing one event loop (as the store's
+    /// pool does) and on four connections over four loops (as pgbench -j 4 runs four
+    /// threads); and postgres-nio's EventLoopFuture API (`PreparedQuery`) on four
+    /// connections over four loops, with no pool.
+    private struct Floors: Sendable {
+        let raw: RawPostgresClient
+        let rawOneLoop: [RawPostgresClient]
+        let rawFourLoops: [RawPostgresClient]
+        let futuresFourLoops: [(PostgresConnection, PreparedQuery)]
+    }
+
+    /// The floors' event loops, four threads as pgbench -c 4 -j 4 has.
+    private static let floorGroup = MultiThreadedEventLoopGroup(numberOfThreads: 4)
 
     private let url: String
     private let opened = Mutex<Opened?>(nil)
@@ -47,13 +65,74 @@ final class PostgresFixture: Sendable {
                 try await store.set(value, for: Self.key(index), in: Self.namespace, storedAt: Date(), expiresAt: nil)
             }
         }
-        opened.withLock { $0 = Opened(store: store, client: client) }
+        let floors = try await openFloors(configuration)
+        opened.withLock { $0 = Opened(store: store, client: client, floors: floors) }
+    }
+
+    private func openFloors(_ configuration: PostgresStore.Configuration) async throws -> Floors {
+        let (host, port, user, database) = (
+            configuration.host, configuration.port, configuration.username, configuration.database ?? configuration.username
+        )
+        func raw(on loop: any EventLoop) async throws -> RawPostgresClient {
+            try await RawPostgresClient.connect(host: host, port: port, user: user, database: database, on: loop)
+        }
+        let oneLoop = Self.floorGroup.next()
+        var rawOneLoop: [RawPostgresClient] = [], rawFourLoops: [RawPostgresClient] = []
+        var futures: [(PostgresConnection, PreparedQuery)] = []
+        for index in 0..<4 {
+            rawOneLoop.append(try await raw(on: oneLoop))
+            rawFourLoops.append(try await raw(on: Self.floorGroup.next()))
+            let connection = try await PostgresConnection.connect(
+                on: Self.floorGroup.next(),
+                configuration: .init(
+                    host: host, port: port, username: user, password: configuration.password, database: database,
+                    tls: .disable),
+                id: index, logger: Logger(label: "bench", factory: { _ in SwiftLogNoOpLogHandler() }))
+            futures.append((connection, try await connection.prepare(query: RawPostgresHandler.sql).get()))
+        }
+        return Floors(
+            raw: try await raw(on: oneLoop), rawOneLoop: rawOneLoop, rawFourLoops: rawFourLoops,
+            futuresFourLoops: futures)
     }
 
     static func key(_ index: Int) -> String { "key-\(index)" }
 
     private var store: PostgresStore { opened.withLock { $0!.store } }
     private var client: PostgresClient { opened.withLock { $0!.client } }
+    private var floors: Floors { opened.withLock { $0!.floors } }
+
+    // MARK: Floors
+
+    /// `count` gets on the raw wire client's one connection.
+    func rawGets(_ count: Int) async throws {
+        try await floors.raw.runGets(count)
+    }
+
+    /// `perClient` gets on each of four raw connections at once, on one event loop or four.
+    func rawGetsX4(_ perClient: Int, fourLoops: Bool) async throws {
+        let clients = fourLoops ? floors.rawFourLoops : floors.rawOneLoop
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for client in clients { group.addTask { try await client.runGets(perClient) } }
+            try await group.waitForAll()
+        }
+    }
+
+    /// `perClient` gets through postgres-nio's EventLoopFuture API on each of four
+    /// connections (four loops) at once, each get chained on its connection's loop.
+    func futuresGetsX4(_ perClient: Int) async throws {
+        let namespace = PostgresData(bytes: Array(Self.namespace.utf8))
+        @Sendable func gets(_ query: PreparedQuery, on loop: any EventLoop, _ left: Int) -> EventLoopFuture<Void> {
+            guard left > 0 else { return loop.makeSucceededVoidFuture() }
+            let key = PostgresData(bytes: Array(Self.key(Int.random(in: 0..<Self.keyCount)).utf8))
+            return query.execute([namespace, key, PostgresData(date: Date())]).flatMapThrowing { rows in
+                guard rows.count == 1 else { throw BenchmarkFailure("postgres-nio futures: \(rows.count) rows") }
+            }.flatMap { gets(query, on: loop, left - 1) }
+        }
+        let all = floors.futuresFourLoops.map { connection, query in
+            connection.eventLoop.flatSubmit { gets(query, on: connection.eventLoop, perClient) }
+        }
+        for future in all { try await future.get() }
+    }
 
     // MARK: PostgresStore
 

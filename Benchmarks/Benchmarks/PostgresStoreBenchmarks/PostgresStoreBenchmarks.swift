@@ -22,6 +22,12 @@ import PostgresNIO
 ///   iteration, one client: the store's `write(_:)` (one statement), against the
 ///   baseline's prepared upsert run 100 times (what a batch costs without a batch
 ///   statement).
+/// - `floor …`: what is possible under the store on these machines, for `get 1KiB`:
+///   a raw wire client written by hand over SwiftNIO (`RawPostgresClient`: no
+///   library, the next get sent from the channel handler), on one connection, on
+///   four sharing one event loop and on four over four loops (pgbench -c 4 -j 4 runs
+///   four threads); and postgres-nio's EventLoopFuture API (`PreparedQuery`, no
+///   pool) on four connections over four loops. 1,000 gets per iteration.
 /// - `PostgresStore on its event loop`: the same calls from tasks that prefer
 ///   `PostgresStore.taskExecutor`, so no operation costs a thread hop; 1,000
 ///   operations per iteration (`.kilo`; 100 multi-gets), for one client too, since
@@ -65,6 +71,16 @@ let benchmarks: @Sendable () -> Void = {
     }
     register("postgres set 1KiB x4: PostgresStore on its event loop", fixture, perIteration: 1_000) { fixture in
         try await fixture.concurrentlyOnStoreLoop(4, 250) { try await fixture.storeSet() }
+    }
+    register("postgres get 1KiB: floor raw wire client", fixture, perIteration: 1_000) { try await $0.rawGets(1_000) }
+    register("postgres get 1KiB x4: floor raw wire client, one loop", fixture, perIteration: 1_000) {
+        try await $0.rawGetsX4(250, fourLoops: false)
+    }
+    register("postgres get 1KiB x4: floor raw wire client, four loops", fixture, perIteration: 1_000) {
+        try await $0.rawGetsX4(250, fourLoops: true)
+    }
+    register("postgres get 1KiB x4: floor postgres-nio EventLoopFuture API, four loops", fixture, perIteration: 1_000) {
+        try await $0.futuresGetsX4(250)
     }
     register("postgres get 1KiB x4: PostgresStore", fixture, perIteration: 1_000) { fixture in
         try await fixture.concurrently(4, 250) { try await fixture.storeGet() }
