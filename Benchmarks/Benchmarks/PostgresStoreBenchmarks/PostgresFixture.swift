@@ -15,7 +15,9 @@ final class PostgresFixture: Sendable {
     private struct Opened: Sendable {
         let store: PostgresStore
         let client: PostgresClient
-        let floors: Floors
+        /// The floors, or why they could not be opened (the raw client speaks only
+        /// trust authentication): then only the floor benchmarks fail, saying so.
+        let floors: Result<Floors, any Error>
     }
 
     /// The floors under the store, each with its own connections: the raw wire client
@@ -65,7 +67,8 @@ final class PostgresFixture: Sendable {
                 try await store.set(value, for: Self.key(index), in: Self.namespace, storedAt: Date(), expiresAt: nil)
             }
         }
-        let floors = try await openFloors(configuration)
+        let floors: Result<Floors, any Error>
+        do { floors = .success(try await openFloors(configuration)) } catch { floors = .failure(error) }
         opened.withLock { $0 = Opened(store: store, client: client, floors: floors) }
     }
 
@@ -99,7 +102,9 @@ final class PostgresFixture: Sendable {
 
     private var store: PostgresStore { opened.withLock { $0!.store } }
     private var client: PostgresClient { opened.withLock { $0!.client } }
-    private var floors: Floors { opened.withLock { $0!.floors } }
+    private var floors: Floors {
+        get throws { try opened.withLock { $0!.floors }.get() }
+    }
 
     // MARK: Floors
 
@@ -110,7 +115,7 @@ final class PostgresFixture: Sendable {
 
     /// `perClient` gets on each of four raw connections at once, on one event loop or four.
     func rawGetsX4(_ perClient: Int, fourLoops: Bool) async throws {
-        let clients = fourLoops ? floors.rawFourLoops : floors.rawOneLoop
+        let clients = fourLoops ? try floors.rawFourLoops : try floors.rawOneLoop
         try await withThrowingTaskGroup(of: Void.self) { group in
             for client in clients { group.addTask { try await client.runGets(perClient) } }
             try await group.waitForAll()
@@ -128,7 +133,7 @@ final class PostgresFixture: Sendable {
                 guard rows.count == 1 else { throw BenchmarkFailure("postgres-nio futures: \(rows.count) rows") }
             }.flatMap { gets(query, on: loop, left - 1) }
         }
-        let all = floors.futuresFourLoops.map { connection, query in
+        let all = try floors.futuresFourLoops.map { connection, query in
             connection.eventLoop.flatSubmit { gets(query, on: connection.eventLoop, perClient) }
         }
         for future in all { try await future.get() }
