@@ -91,7 +91,7 @@ final class PostgresFixture: Sendable {
                     host: host, port: port, username: user, password: configuration.password, database: database,
                     tls: .disable),
                 id: index, logger: Logger(label: "bench", factory: { _ in SwiftLogNoOpLogHandler() }))
-            futures.append((connection, try await connection.prepare(query: RawPostgresHandler.sql).get()))
+            futures.append((connection, try await connection.prepare(query: GetStatement.sql).get()))
         }
         return Floors(
             raw: try await raw(on: oneLoop), rawOneLoop: rawOneLoop, rawFourLoops: rawFourLoops,

@@ -63,10 +63,6 @@ final class RawPostgresHandler: ChannelInboundHandler {
     private enum Phase { case startingUp, preparing, idle, running }
 
     static let statementName = "raw_get"
-    static let sql = """
-        SELECT value, stored_at, expires_at FROM "public"."\(PostgresFixture.table)"
-        WHERE namespace = $1 AND key = $2 AND (expires_at IS NULL OR expires_at > $3)
-        """
 
     private let user: String
     private let database: String
@@ -166,7 +162,7 @@ final class RawPostgresHandler: ChannelInboundHandler {
             var out = context.channel.allocator.buffer(capacity: 256)
             Self.message("P", into: &out) { parse in
                 parse.writeNullTerminated(Self.statementName)
-                parse.writeNullTerminated(Self.sql)
+                parse.writeNullTerminated(GetStatement.sql)
                 parse.writeInteger(Int16(0))  // parameter types as the server infers them
             }
             Self.message("S", into: &out) { _ in }
