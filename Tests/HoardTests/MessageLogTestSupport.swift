@@ -59,6 +59,17 @@ func bytes(of url: URL) throws -> [UInt8] {
     [UInt8](try Data(contentsOf: url))
 }
 
+/// The bytes of `log`'s file once the log has let its append lease go (any read does).
+///
+/// While an instance holds the lease, the file's header is a checkpoint with the
+/// lease flag set, and a timer about a millisecond later writes the exact header: a
+/// comparison of bytes taken across that moment would see the lease's own write.
+/// Taken at rest on both sides, it sees only what an operation left.
+func restingBytes(of url: URL, after log: MessageLog<Data>) throws -> [UInt8] {
+    _ = try log.messages()
+    return try bytes(of: url)
+}
+
 /// Replaces the file's bytes (without `Data.write(to:)`, which syncs on Linux and
 /// would make the damage tests wait on the disk).
 func write(_ bytes: [UInt8], to url: URL) throws {

@@ -73,12 +73,12 @@ struct MessageLogTests {
             let messages = (0..<3).map { Data(repeating: UInt8($0), count: 10) }
             for message in messages { try log.append(message) }
             #expect(try Data(contentsOf: url).count == 64 + 3 * 18)
-            let before = try bytes(of: url)
+            let before = try restingBytes(of: url, after: log)
 
             // When one more is appended, Then it is refused as logFull and nothing changes
             let error = #expect(throws: HoardError.self) { try log.append(Data()) }
             #expect(error?.code == .logFull)
-            #expect(try bytes(of: url) == before)
+            #expect(try restingBytes(of: url, after: log) == before)
             #expect(try log.messages() == messages)
         }
     }
@@ -89,10 +89,10 @@ struct MessageLogTests {
             let url = directory.appendingPathComponent("over.log")
             let log = try rawLog(url, maximumBytes: 64 + 18 + 17, overwrites: false)
             try log.append(Data(count: 10))
-            let before = try bytes(of: url)
+            let before = try restingBytes(of: url, after: log)
             let error = #expect(throws: HoardError.self) { try log.append(Data(count: 10)) }
             #expect(error?.code == .logFull)
-            #expect(try bytes(of: url) == before)
+            #expect(try restingBytes(of: url, after: log) == before)
             try log.append(Data(count: 9))
             #expect(try log.messages().map(\.count) == [10, 9])
             #expect(try Data(contentsOf: url).count == 64 + 18 + 17)
@@ -105,12 +105,12 @@ struct MessageLogTests {
             let url = directory.appendingPathComponent("budget.log")
             let log = try rawLog(url, maximumBytes: 200, overwrites: overwrites)
             try log.append(Data("small".utf8))
-            let before = try bytes(of: url)
+            let before = try restingBytes(of: url, after: log)
             let largest = 200 - 64 - 8
 
             let error = #expect(throws: HoardError.self) { try log.append(Data(count: largest + 1)) }
             #expect(error?.code == .messageLargerThanBudget)
-            #expect(try bytes(of: url) == before)
+            #expect(try restingBytes(of: url, after: log) == before)
 
             if overwrites {
                 // The largest message fits, alone; then smaller ones evict it in turn.
@@ -258,12 +258,12 @@ struct MessageLogTests {
             let url = directory.appendingPathComponent("batch.log")
             let log = try rawLog(url, maximumBytes: 64 + 10 * 12, overwrites: false)
             try log.append(contentsOf: (0..<6).map { Data(repeating: UInt8($0), count: 4) })
-            let before = try bytes(of: url)
+            let before = try restingBytes(of: url, after: log)
             let error = #expect(throws: HoardError.self) {
                 try log.append(contentsOf: (0..<5).map { Data(repeating: UInt8($0), count: 4) })
             }
             #expect(error?.code == .logFull)
-            #expect(try bytes(of: url) == before)
+            #expect(try restingBytes(of: url, after: log) == before)
             try log.append(contentsOf: (6..<10).map { Data(repeating: UInt8($0), count: 4) })
             #expect(try log.messages() == (0..<10).map { Data(repeating: UInt8($0), count: 4) })
         }
