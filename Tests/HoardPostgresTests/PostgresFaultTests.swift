@@ -104,7 +104,7 @@ struct PostgresUnreachableTests {
             second.onError = nil
             let reopened = try Cache<String, String>(configuration: second)
             #expect(try await reopened.value(for: "user:2") == "Grace")
-            #expect(reopened.statistics.localHits == 1)
+            #expect(reopened.statistics.local.hits == 1)
             await remote.shutdown()
         }
     }

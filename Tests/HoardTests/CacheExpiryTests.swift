@@ -59,7 +59,7 @@ struct CacheExpiryTests {
         #expect(await CacheTest.eventually { cache["k"] == 2 })
         #expect(probe.calls == 2)
         #expect(cache.statistics.staleHits >= 1)
-        #expect(try #require(cache.entry(for: "k")).expiresAt == clock.now().addingTimeInterval(10))
+        #expect(try #require(cache.cachedEntry(for: "k")).expiresAt == clock.now().addingTimeInterval(10))
         clock.advance(by: 100)
         #expect(try await cache.value(for: "k") == 3, "past the grace period it is fetched before answering")
     }
@@ -74,7 +74,7 @@ struct CacheExpiryTests {
         var lifetimes: Set<Double> = []
         for key in 0..<50 {
             cache[key] = key
-            let entry = try #require(cache.entry(for: key))
+            let entry = try #require(cache.cachedEntry(for: key))
             let lifetime = try #require(entry.expiresAt).timeIntervalSince(entry.storedAt)
             #expect(lifetime >= 80 && lifetime <= 120)
             lifetimes.insert(lifetime)

@@ -46,8 +46,10 @@ struct CacheObservationTests {
             let cache = try Cache<String, String>(configuration: configuration)
             #expect(cache["k"] == nil, "the synchronous path never touches the network")
             #expect(try await cache.value(for: "k") == "shared")
-            #expect(cache.statistics.remoteHits == 1)
-            #expect(try disk.entry(for: "k", in: "test") != nil)
+            #expect(cache.statistics.remote.hits == 1)
+            await cache.flush()  // the promotion into the disk store goes through the writer
+            #expect(try disk.entry(for: "k", in: "test")?.data == Data("shared".utf8))
+            #expect(cache.statistics.local.promotions == 1)
             #expect(cache["k"] == "shared")
         }
     }

@@ -5,7 +5,7 @@ import Synchronization
 /// Helpers for the tiered cache's tests.
 enum CacheTest {
     /// A cache configuration with a disk store in `directory` (and the given clock).
-    static func configuration<Key: CacheKey, Value: Sendable>(
+    static func configuration<Key: CacheKey, Value: Codable & Sendable>(
         _ name: String = "test", disk: DiskStore? = nil, memoryLimit: Int = 1_000
     ) -> Cache<Key, Value>.Configuration {
         var configuration = Cache<Key, Value>.Configuration(name: name)

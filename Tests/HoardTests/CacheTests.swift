@@ -19,7 +19,7 @@ struct CacheTests {
     }
 
     static func synchronousDefault(_ cache: Cache<String, Int>) -> Int {
-        cache.value(for: "a", default: 7)
+        cache.cachedValue(for: "a", default: 7)
     }
 
     @Test("A new Cache on the same store reads what the previous one wrote and flushed")
@@ -48,9 +48,10 @@ struct CacheTests {
             #expect(cache.memoryCount == 1)
             #expect(cache["k"] == "stored")
             let statistics = cache.statistics
-            #expect(statistics.localHits == 1)
-            #expect(statistics.promotions == 1)
-            #expect(statistics.memoryHits == 1)
+            #expect(statistics.local.hits == 1)
+            #expect(statistics.memory.promotions == 1)
+            #expect(statistics.memory.hits == 1)
+            #expect(statistics.memory.misses == 1)
         }
     }
 
@@ -61,7 +62,7 @@ struct CacheTests {
             let disk = try DiskStore(directory: directory, clock: clock)
             let cache = try Cache<String, Int>(configuration: CacheTest.configuration(disk: disk), clock: clock)
             try await cache.set(5, for: "k", expires: .seconds(100))
-            let entry = try #require(cache.entry(for: "k"))
+            let entry = try #require(cache.cachedEntry(for: "k"))
             #expect(entry.value == 5)
             #expect(entry.storedAt == clock.now())
             #expect(entry.expiresAt == clock.now().addingTimeInterval(100))
@@ -75,7 +76,7 @@ struct CacheTests {
         }
     }
 
-    @Test("Bytes on disk that no longer decode are a miss, removed and reported")
+    @Test("Bytes on disk that do not decode as the value type are a miss and reported, and stay")
     func undecodableEntry() throws {
         try DiskTest.withTemporaryDirectory { directory in
             let disk = try DiskStore(directory: directory)
@@ -85,11 +86,12 @@ struct CacheTests {
             configuration.onError = { failures.append($0) }
             let cache = try Cache<String, [Int]>(configuration: configuration)
             #expect(cache["k"] == nil)
-            #expect(try disk.entry(for: "k", in: "test") == nil)
+            #expect(try disk.entry(for: "k", in: "test")?.data == Data("not json".utf8), "intact bytes are not destroyed")
             let failure = try #require(failures.all.first)
             #expect(failure.key == "k")
             #expect(failure.operation == .decode)
             #expect(failure.tier == .local(0))
+            #expect(cache.statistics.decodeFailures == 1)
             #expect(cache.statistics.errors == 1)
         }
     }

@@ -81,6 +81,12 @@ extension MemoryCache {
             if let costLimit, costLimit < 1 {
                 throw HoardError(.invalidConfiguration, "costLimit must be at least 1, not \(costLimit)")
             }
+            if costLimit != nil, cost == nil, _defaultCost(of: Value.self) == nil {
+                throw HoardError(
+                    .invalidConfiguration,
+                    "costLimit needs a cost for \(Value.self): set the configuration's cost closure, "
+                        + "or conform \(Value.self) to CacheValue")
+            }
             guard lowWaterMark > 0, lowWaterMark <= 1 else {
                 throw HoardError(
                     .invalidConfiguration, "lowWaterMark must be greater than 0 and at most 1, not \(lowWaterMark)")

@@ -62,7 +62,10 @@ extension Cache {
         public var expiryJitter: Double
 
         /// How values become bytes for the stores. `nil` (the default) uses
-        /// ``ValueCodec/automatic()``.
+        /// ``ValueCodec/automatic()``: the type's own encoding for a ``CacheValue``
+        /// (`Data`, `String`), JSON for a `Codable` value, whichever initializer
+        /// made the configuration. A type that is neither needs a codec
+        /// (``init(name:codec:)``) or no stores (``memoryOnly(name:)``).
         public var codec: ValueCodec<Value>?
 
         /// Called for every failure that happens behind the caller's back (a
@@ -70,8 +73,23 @@ extension Cache {
         /// after it is also published on ``Cache/events``. Defaults to `nil`.
         public var onError: (@Sendable (CacheFailure) -> Void)?
 
-        /// Creates a configuration; every other setting starts at its documented default.
-        public init(name: String) {
+        /// Creates a configuration whose values are stored with `codec`; every other
+        /// setting starts at its documented default (memory over the default
+        /// ``DiskStore``). For value types that are neither `Codable` nor
+        /// ``CacheValue``.
+        public init(name: String, codec: ValueCodec<Value>) {
+            self.init(name: name, storing: codec)
+        }
+
+        /// A configuration with no stores (memory, and the fetch closure, only), for
+        /// value types with no codec. Giving it stores later needs a ``codec`` too.
+        public static func memoryOnly(name: String) -> Self {
+            var configuration = Self(name: name, storing: nil)
+            configuration.localStores = .none
+            return configuration
+        }
+
+        init(name: String, storing codec: ValueCodec<Value>?) {
             self.name = name
             memory = .init(countLimit: 10_000)
             localStores = .defaultDisk
@@ -83,12 +101,18 @@ extension Cache {
             staleWhileRevalidate = nil
             negativeCaching = nil
             expiryJitter = 0
-            codec = nil
+            self.codec = codec
             onError = nil
         }
 
         func validate() throws(HoardError) {
             try _LocalNames.validateComponent(name, what: "a cache name")
+            if memory.costLimit != nil, memory.cost == nil, _defaultCost(of: Value.self) == nil {
+                throw HoardError(
+                    .invalidConfiguration,
+                    "memory.costLimit needs a cost for \(Value.self): set memory.cost, "
+                        + "or conform \(Value.self) to CacheValue")
+            }
             guard expiryJitter >= 0, expiryJitter < 1 else {
                 throw HoardError(.invalidConfiguration, "expiryJitter must be in 0..<1, not \(expiryJitter)")
             }
@@ -120,5 +144,32 @@ extension Cache {
         /// `cache[key] = value` writes the local stores before it returns; remote
         /// stores are still written in the background.
         case writeThrough
+    }
+}
+
+extension Cache.Configuration where Value: Codable {
+    /// Creates a configuration for a `Codable` value (stored as JSON unless it is
+    /// also a ``CacheValue``); every other setting starts at its documented
+    /// default (memory over the default ``DiskStore``).
+    public init(name: String) {
+        self.init(name: name, storing: nil)
+    }
+}
+
+extension Cache.Configuration where Value: CacheValue {
+    /// Creates a configuration for a ``CacheValue``, stored in the type's own
+    /// encoding; every other setting starts at its documented default.
+    public init(name: String) {
+        self.init(name: name, storing: nil)
+    }
+}
+
+extension Cache.Configuration where Value: CacheValue & Codable {
+    /// Creates a configuration for a value that is both ``CacheValue`` and
+    /// `Codable` (`Data`, `String`), stored in its ``CacheValue`` encoding, as
+    /// every other initializer stores it; every other setting starts at its
+    /// documented default.
+    public init(name: String) {
+        self.init(name: name, storing: nil)
     }
 }

@@ -6,10 +6,14 @@ extension Cache {
     /// The value for `key` from any tier, or from the fetch closure given at init.
     ///
     /// Tries memory, the local stores, the remote stores, then the fetch closure. A
-    /// hit below memory is promoted into the faster tiers. Concurrent calls that miss
-    /// for the same key run the fetch once and all receive its result; a fetched
-    /// value is written to every tier. An entry older than `maxAge` (or not newer than
-    /// `newerThan`) is skipped, so with a fetch closure it is fetched again.
+    /// hit below memory is promoted into the faster tiers, unless the key was
+    /// written, removed or cleared after this read began. Concurrent calls that
+    /// miss for the same key run the fetch once and all receive its result; a
+    /// fetched value is written to every tier. An entry older than `maxAge` (or not
+    /// newer than `newerThan`) is skipped, so with a fetch closure it is fetched
+    /// again. Local-store work runs on Hoard's own threads, never on the cooperative
+    /// pool. For a read that never waits on the network or a fetch, use
+    /// ``cachedValue(for:maxAge:newerThan:)`` or the subscript.
     ///
     /// - Returns: The value, or `nil` when no tier holds it and there is no fetch
     ///   closure or it returned `nil`.
@@ -22,61 +26,92 @@ extension Cache {
 
     /// The value for `key` from any tier, or from `fetch` when none holds it.
     ///
-    /// Like ``value(for:maxAge:newerThan:)-(_,_,_)`` with a per-call fetch closure. If
-    /// a fetch for `key` is already running, this call waits for that one instead.
+    /// Like ``value(for:maxAge:newerThan:)`` with a per-call fetch closure (`nil`
+    /// for none). If a fetch for `key` is already running, this call waits for that
+    /// one instead.
     public func value(
         for key: Key, maxAge: TimeInterval? = nil, newerThan: Date? = nil,
         fetch: Fetch?
     ) async throws -> Value? {
         if grace == 0, let slot = memory.value(for: key, maxAge: maxAge, newerThan: newerThan) {
             if case .value(let value) = slot { return value }
+            noteNegativeHit()
             return nil
         }
-        switch lookUpLocally(key, maxAge: maxAge, newerThan: newerThan, checksMemory: grace > 0) {
-        case .hit(let entry, let stale):
-            if stale { serveStale(key, fetch: fetch) }
-            return entry.value
-        case .negative:
-            return nil
-        case .miss(let masked):
-            if !masked, let value = await lookUpRemotely(key, maxAge: maxAge, newerThan: newerThan) {
-                return value
-            }
-        }
-        counters.misses.add(1, ordering: .relaxed)
-        guard let fetch else { return nil }
-        return try await fetchAndStore(key, using: fetch)
+        return try await entry(for: key, maxAge: maxAge, newerThan: newerThan, fetch: fetch, checksMemory: grace > 0)?
+            .value
     }
 
-    /// The value for `key` from any tier, or `defaultValue` (which is not stored),
-    /// for callers without a fetch closure.
+    /// The value for `key` from any tier or the fetch closure, or `defaultValue`
+    /// (which is not stored) when there is none or the fetch fails.
     public func value(for key: Key, default defaultValue: @autoclosure () -> Value) async -> Value {
-        let found = try? await value(for: key, fetch: nil)
+        let found = try? await value(for: key)
         return found ?? defaultValue()
     }
 
     /// The value for `key` from any tier or the fetch closure:
-    /// `try await cache[async: url]`.
+    /// `try await cache[async: url]`. Reads like ``value(for:maxAge:newerThan:)``.
     public subscript(async key: Key, maxAge maxAge: TimeInterval? = nil, newerThan newerThan: Date? = nil) -> Value? {
         get async throws { try await value(for: key, maxAge: maxAge, newerThan: newerThan) }
     }
 
-    /// The entry for `key` (value, stored date, expiry) from any tier, or fetched.
+    /// The entry for `key` (value, stored date, expiry) from any tier, or fetched;
+    /// reads like ``value(for:maxAge:newerThan:)``.
     public func entry(for key: Key, maxAge: TimeInterval? = nil, newerThan: Date? = nil) async throws -> CacheEntry<Value>? {
-        if case .hit(let entry, let stale) = lookUpLocally(key, maxAge: maxAge, newerThan: newerThan) {
-            if stale { serveStale(key) }
-            return entry
+        try await entry(for: key, maxAge: maxAge, newerThan: newerThan, fetch: fetch, checksMemory: true)
+    }
+
+    // MARK: Below memory
+
+    /// The asynchronous read below memory (or from memory, with `checksMemory`):
+    /// one ticket from before the local lookup to the end of the remote lookup and
+    /// the fetch, so that nothing this read found or fetched lands over a newer
+    /// write.
+    func entry(
+        for key: Key, maxAge: TimeInterval?, newerThan: Date?, fetch: Fetch?, checksMemory: Bool
+    ) async throws -> CacheEntry<Value>? {
+        if checksMemory, let found = lookUpMemory(key, maxAge: maxAge, newerThan: newerThan) {
+            return answer(found, key: key, fetch: fetch)
         }
-        guard try await value(for: key, maxAge: maxAge, newerThan: newerThan) != nil else { return nil }
-        switch lookUpLocally(key, maxAge: nil, newerThan: nil) {
-        case .hit(let entry, _): return entry
-        case .negative, .miss: return nil
+        let (ticket, pending) = writer.beginRead(key)
+        defer { writer.endRead(ticket) }
+        let local: _LocalLookup<Value>
+        if localStores.isEmpty || pending != nil {
+            local = lookUpLocally(key, maxAge: maxAge, newerThan: newerThan, pending: pending, ticket: ticket)
+        } else {
+            local = await executor.run {
+                self.lookUpLocally(key, maxAge: maxAge, newerThan: newerThan, pending: nil, ticket: ticket)
+            }
         }
+        switch local {
+        case .hit, .negative:
+            return answer(local, key: key, fetch: fetch)
+        case .miss(let masked):
+            if !masked, let entry = await lookUpRemotely(key, maxAge: maxAge, newerThan: newerThan, ticket: ticket) {
+                return entry
+            }
+        }
+        guard let fetch else {
+            counters.misses.add(1, ordering: .relaxed)
+            return nil
+        }
+        return try await fetchAndStore(key, using: fetch, ticket: ticket)
+    }
+
+    /// The entry a hit or a negative hit answers with, starting a background
+    /// refresh for a stale one.
+    private func answer(_ found: _LocalLookup<Value>, key: Key, fetch: Fetch?) -> CacheEntry<Value>? {
+        guard case .hit(let entry, let stale) = found else { return nil }
+        if stale { serveStale(key, fetch: fetch) }
+        return entry
     }
 
     // MARK: Remote tier and fetch
 
-    func lookUpRemotely(_ key: Key, maxAge: TimeInterval?, newerThan: Date?) async -> Value? {
+    /// The remote stores in order; a hit is decoded and promoted into memory and
+    /// every local store unless the key changed since `ticket`.
+    func lookUpRemotely(_ key: Key, maxAge: TimeInterval?, newerThan: Date?, ticket: UInt64) async -> CacheEntry<Value>? {
+        guard !remoteStores.isEmpty else { return nil }
         let keyString = key.cacheKeyString
         for (index, store) in remoteStores.enumerated() {
             let stored: StoredEntry?
@@ -86,30 +121,56 @@ extension Cache {
                 report(CacheFailure(key: keyString, tier: .remote(index), operation: .read, error: error))
                 continue
             }
+            let now = clock.now()
             guard let stored,
-                Self.passes(storedAt: stored.storedAt, maxAge: maxAge, newerThan: newerThan, now: clock.now()),
-                let value = decode(stored, key: key, tier: .remote(index), removeFrom: nil)
+                Self.passes(storedAt: stored.storedAt, maxAge: maxAge, newerThan: newerThan, now: now),
+                let value = decode(stored, key: key, tier: .remote(index))
             else { continue }
             counters.remoteHits.add(1, ordering: .relaxed)
-            promote(value, stored, for: key, from: .remote(index), intoLocalStoresBefore: localStores.count)
-            return value
+            promote(value, stored, for: key, from: .remote(index), ticket: ticket, intoLocalStoresBefore: localStores.count)
+            guard case .hit(let entry, _) = hit(value, storedAt: stored.storedAt, expiresAt: stored.expiresAt, now: now)
+            else { return nil }
+            return entry
         }
+        counters.remoteMisses.add(1, ordering: .relaxed)
         return nil
     }
 
-    /// Runs `fetch` once for every concurrent caller missing `key`, and stores what it
-    /// returns in every tier before any caller resumes.
-    func fetchAndStore(_ key: Key, using fetch: @escaping Fetch) async throws -> Value? {
-        try await flights.run(key, joined: { counters.coalescedWaits.add(1, ordering: .relaxed) }) {
+    /// Runs `fetch` once for every concurrent caller missing `key`, and stores what
+    /// it returns in every tier (unless the key changed since `ticket`, the ticket
+    /// of the caller that started the fetch) before any caller resumes.
+    func fetchAndStore(_ key: Key, using fetch: @escaping Fetch, ticket: UInt64) async throws -> CacheEntry<Value>? {
+        let writer = self.writer
+        return try await flights.run(
+            key,
+            joined: { counters.coalescedWaits.add(1, ordering: .relaxed) },
+            led: { writer.retainRead(ticket) }
+        ) {
+            defer { writer.endRead(ticket) }
+            self.counters.misses.add(1, ordering: .relaxed)
             self.counters.fetches.add(1, ordering: .relaxed)
-            let value = try await fetch(key)
-            self.publish(.fetched(key, found: value != nil))
-            if let value {
-                self.store(value, for: key, expires: nil, event: nil)
-            } else if let seconds = self.configuration.negativeCaching {
-                self.memory.set(.missing, for: key, expires: .after(seconds))
+            let value: Value?
+            do {
+                value = try await fetch(key)
+            } catch {
+                self.counters.fetchFailures.add(1, ordering: .relaxed)
+                throw error
             }
-            return value
+            self.publish(.fetched(key, found: value != nil))
+            guard let value else {
+                if let seconds = self.configuration.negativeCaching {
+                    let expiresAt = self.clock.now().addingTimeInterval(seconds)
+                    let entry = CacheEntry(value: _CacheSlot<Value>.missing, storedAt: self.clock.now(), expiresAt: expiresAt)
+                    _ = writer.promote(key, ticket: ticket, memory: { self.memory.set(entry, for: key) }, stores: nil)
+                }
+                return nil
+            }
+            let dates = self.dates(for: nil)
+            if !self.write(value, for: key, dates: dates, ifUnchangedSince: ticket) {
+                self.counters.droppedPromotions.add(1, ordering: .relaxed)
+            }
+            return CacheEntry(
+                value: value, storedAt: dates.storedAt, expiresAt: dates.memoryExpiry.map { $0.addingTimeInterval(-self.grace) })
         }
     }
 
@@ -118,11 +179,15 @@ extension Cache {
     func serveStale(_ key: Key, fetch: Fetch? = nil) {
         counters.staleHits.add(1, ordering: .relaxed)
         guard let fetch = fetch ?? self.fetch, !flights.isRunning(key) else { return }
+        let (ticket, _) = writer.beginRead(key)
         Task {
+            defer { self.writer.endRead(ticket) }
             do {
-                _ = try await self.fetchAndStore(key, using: fetch)
+                _ = try await self.fetchAndStore(key, using: fetch, ticket: ticket)
             } catch {
-                self.report(CacheFailure(key: key.cacheKeyString, tier: .fetch, operation: .fetch, error: error))
+                // Counted as a fetch failure and an error where the fetch ran.
+                self.report(
+                    CacheFailure(key: key.cacheKeyString, tier: .fetch, operation: .fetch, error: error), counted: false)
             }
         }
     }

@@ -11,7 +11,7 @@ extension Cache {
     public func updates(for key: Key) -> AsyncStream<Value?> {
         let (stream, continuation) = AsyncStream<Value?>.makeStream(bufferingPolicy: .unbounded)
         let id = observers.addUpdates(for: key, continuation)
-        continuation.yield(localEntry(for: key, maxAge: nil, newerThan: nil)?.value)
+        continuation.yield(cachedEntry(for: key)?.value)
         continuation.onTermination = { [weak observers] _ in
             observers?.removeUpdates(for: key, id)
         }
@@ -44,9 +44,9 @@ extension Cache {
         return stream
     }
 
-    /// Hits per tier, misses, promotions, fetches, coalesced waits, stale hits and
-    /// errors since creation or ``resetStatistics()``.
-    public var statistics: CacheStatistics { counters.snapshot(memoryTierHits: memory.statistics.hits) }
+    /// Hits, misses and promotions per tier, fetches, coalesced waits, stale and
+    /// negative hits and failures since creation or ``resetStatistics()``.
+    public var statistics: CacheStatistics { counters.snapshot(memoryTier: memory.statistics) }
 
     /// Sets every counter of ``statistics`` back to zero.
     public func resetStatistics() {
@@ -73,26 +73,25 @@ extension Cache {
         invalidationTasks.withLock { $0 = tasks }
     }
 
-    /// Drops a key another instance changed from memory and the local stores.
+    /// Drops a key another instance changed from memory and the local stores,
+    /// through the writer: in order with this instance's own writes, and so that
+    /// no read that began before it promotes what it found.
     func invalidate(_ invalidation: RemoteInvalidation) {
         switch invalidation {
         case .all:
-            memory.removeAll()
-            for (index, store) in localStores.enumerated() {
-                do { try store.removeAll(in: namespace) } catch {
-                    report(CacheFailure(key: nil, tier: .local(index), operation: .remove, error: error))
-                }
+            writer.write(.removeAll(local: true, remote: false)) {
+                memory.removeAll()
+                publish(.invalidated(nil))
             }
-            publish(.invalidated(nil))
         case .key(let keyString):
-            let key = key(forCacheKeyString: keyString)
-            if let key { memory.removeValue(for: key) }
-            for (index, store) in localStores.enumerated() {
-                do { try store.removeValue(for: keyString, in: namespace) } catch {
-                    report(CacheFailure(key: keyString, tier: .local(index), operation: .remove, error: error))
-                }
+            guard let key = key(forCacheKeyString: keyString) else {
+                writer.write(.removeLocally(keyString)) {}
+                return
             }
-            if let key { publish(.invalidated(key)) }
+            writer.write(.remove(key, remote: false)) {
+                memory.removeValue(for: key)
+                publish(.invalidated(key))
+            }
         }
     }
 }

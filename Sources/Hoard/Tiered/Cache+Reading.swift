@@ -2,7 +2,7 @@ import Foundation
 
 /// What the tiers that answer synchronously (memory, queued writes, local stores)
 /// know about a key.
-enum _LocalLookup<Value: Sendable> {
+enum _LocalLookup<Value: Sendable>: Sendable {
     /// A value, with its stored date and logical expiry; `stale` when it is past its
     /// lifetime but within the stale-while-revalidate grace period.
     case hit(CacheEntry<Value>, stale: Bool)
@@ -16,55 +16,80 @@ extension Cache {
     // MARK: Synchronous reads
 
     /// The value for `key` from memory or the local stores; never waits on the
-    /// network or a fetch.
+    /// network and never runs the fetch closure.
     ///
-    /// A local-store hit is promoted into memory. A value past its lifetime but
-    /// within the stale-while-revalidate grace period is returned and refreshed once
-    /// in the background.
+    /// Use ``value(for:maxAge:newerThan:)`` to go through every tier and the fetch
+    /// closure. A local-store hit is promoted into memory (unless the key was
+    /// written meanwhile). A value past its lifetime but within the
+    /// stale-while-revalidate grace period is returned and refreshed once in the
+    /// background. This call blocks the calling thread for as long as the local
+    /// stores take; from `async` code prefer the `async` reads, which run that
+    /// work on Hoard's own threads.
     ///
     /// - Parameters:
     ///   - maxAge: The oldest, in seconds since it was stored, an entry may be.
     ///   - newerThan: A date the entry must have been stored after.
     /// - Complexity: O(1) for a memory hit.
     @inlinable
-    public func value(for key: Key, maxAge: TimeInterval? = nil, newerThan: Date? = nil) -> Value? {
+    public func cachedValue(for key: Key, maxAge: TimeInterval? = nil, newerThan: Date? = nil) -> Value? {
         if grace == 0, let slot = memory.value(for: key, maxAge: maxAge, newerThan: newerThan) {
             if case .value(let value) = slot { return value }
+            noteNegativeHit()
             return nil
         }
-        return valueBelowMemory(for: key, maxAge: maxAge, newerThan: newerThan)
-    }
-
-    /// The rest of a synchronous read once memory has missed (or when stale values
-    /// are in play and memory's expiry must be looked at).
-    @usableFromInline
-    func valueBelowMemory(for key: Key, maxAge: TimeInterval?, newerThan: Date?) -> Value? {
-        switch lookUpLocally(key, maxAge: maxAge, newerThan: newerThan, checksMemory: grace > 0) {
-        case .hit(let entry, let stale):
-            if stale { serveStale(key) }
-            return entry.value
-        case .negative:
-            return nil
-        case .miss:
-            counters.misses.add(1, ordering: .relaxed)
-            return nil
-        }
+        return cachedEntryBelowMemory(for: key, maxAge: maxAge, newerThan: newerThan, checksMemory: grace > 0)?.value
     }
 
     /// The value for `key` from memory or the local stores, or `defaultValue`
-    /// (which is not stored).
-    public func value(for key: Key, default defaultValue: @autoclosure () -> Value) -> Value {
-        value(for: key) ?? defaultValue()
+    /// (which is not stored). Never waits on the network or a fetch.
+    public func cachedValue(for key: Key, default defaultValue: @autoclosure () -> Value) -> Value {
+        cachedValue(for: key) ?? defaultValue()
     }
 
     /// The entry for `key` (value, stored date, expiry) from memory or the local
-    /// stores, with the same rules as ``value(for:maxAge:newerThan:)``.
-    public func entry(for key: Key, maxAge: TimeInterval? = nil, newerThan: Date? = nil) -> CacheEntry<Value>? {
-        localEntry(for: key, maxAge: maxAge, newerThan: newerThan)
+    /// stores, with the same rules as ``cachedValue(for:maxAge:newerThan:)``.
+    public func cachedEntry(for key: Key, maxAge: TimeInterval? = nil, newerThan: Date? = nil) -> CacheEntry<Value>? {
+        cachedEntryBelowMemory(for: key, maxAge: maxAge, newerThan: newerThan, checksMemory: true)
     }
 
-    func localEntry(for key: Key, maxAge: TimeInterval?, newerThan: Date?) -> CacheEntry<Value>? {
-        switch lookUpLocally(key, maxAge: maxAge, newerThan: newerThan) {
+    /// Reads like ``cachedValue(for:maxAge:newerThan:)``; assigning writes memory at
+    /// once and the stores behind (or, in write-through mode, every store before
+    /// it returns), with the default lifetime. Assigning `nil` removes the entry
+    /// from every tier.
+    @inlinable
+    public subscript(key: Key) -> Value? {
+        get { cachedValue(for: key) }
+        set { assign(newValue, for: key, expires: nil) }
+    }
+
+    /// Reads like ``cachedValue(for:maxAge:newerThan:)``; assigning stores the value
+    /// with this lifetime: `cache[key, expires: .minutes(5)] = value`.
+    public subscript(key: Key, expires expiry: Expiry) -> Value? {
+        get { cachedValue(for: key) }
+        set { assign(newValue, for: key, expires: expiry) }
+    }
+
+    /// The value for `key` if it is fresh enough: `cache[key, maxAge: 60]`. Reads
+    /// like ``cachedValue(for:maxAge:newerThan:)``.
+    public subscript(key: Key, maxAge maxAge: TimeInterval?, newerThan newerThan: Date? = nil) -> Value? {
+        cachedValue(for: key, maxAge: maxAge, newerThan: newerThan)
+    }
+
+    // MARK: Lookup
+
+    /// Counts a read answered by a remembered "not found".
+    @usableFromInline
+    func noteNegativeHit() {
+        counters.negativeHits.add(1, ordering: .relaxed)
+    }
+
+    /// A synchronous read once memory has missed (or, with `checksMemory`, from the
+    /// start): the local lookup under a ticket of its own, counting the miss.
+    @usableFromInline
+    func cachedEntryBelowMemory(
+        for key: Key, maxAge: TimeInterval?, newerThan: Date?, checksMemory: Bool
+    ) -> CacheEntry<Value>? {
+        switch lookUpLocally(key, maxAge: maxAge, newerThan: newerThan, checksMemory: checksMemory) {
         case .hit(let entry, let stale):
             if stale { serveStale(key) }
             return entry
@@ -76,48 +101,49 @@ extension Cache {
         }
     }
 
-    /// Reads like ``value(for:maxAge:newerThan:)``; assigning writes memory at once
-    /// and the stores behind (or, in write-through mode, the local stores before it
-    /// returns), with the default lifetime. Assigning `nil` removes the entry from
-    /// every tier.
-    @inlinable
-    public subscript(key: Key) -> Value? {
-        get { value(for: key) }
-        set { assign(newValue, for: key, expires: nil) }
+    /// ``lookUpLocally(_:maxAge:newerThan:checksMemory:ticket:)`` under a ticket of
+    /// its own.
+    func lookUpLocally(_ key: Key, maxAge: TimeInterval?, newerThan: Date?, checksMemory: Bool) -> _LocalLookup<Value> {
+        if checksMemory, let found = lookUpMemory(key, maxAge: maxAge, newerThan: newerThan) { return found }
+        guard writer.hasStores else { return .miss(masked: false) }
+        let (ticket, pending) = writer.beginRead(key)
+        defer { writer.endRead(ticket) }
+        return lookUpLocally(key, maxAge: maxAge, newerThan: newerThan, pending: pending, ticket: ticket)
     }
 
-    /// Reads like ``value(for:maxAge:newerThan:)``; assigning stores the value with
-    /// this lifetime: `cache[key, expires: .minutes(5)] = value`.
-    public subscript(key: Key, expires expiry: Expiry) -> Value? {
-        get { value(for: key) }
-        set { assign(newValue, for: key, expires: expiry) }
+    /// The memory tier's answer, or `nil` when it holds nothing for `key`.
+    func lookUpMemory(_ key: Key, maxAge: TimeInterval?, newerThan: Date?) -> _LocalLookup<Value>? {
+        guard let entry = memory.entry(for: key, maxAge: maxAge, newerThan: newerThan) else { return nil }
+        guard case .value(let value) = entry.value else {
+            counters.negativeHits.add(1, ordering: .relaxed)
+            return .negative
+        }
+        return hit(value, storedAt: entry.storedAt, expiresAt: entry.expiresAt, now: clock.now())
     }
 
-    /// The value for `key` if it is fresh enough: `cache[key, maxAge: 60]`.
-    public subscript(key: Key, maxAge maxAge: TimeInterval?, newerThan newerThan: Date? = nil) -> Value? {
-        value(for: key, maxAge: maxAge, newerThan: newerThan)
-    }
-
-    // MARK: Lookup
-
-    /// Looks through memory (unless the caller already did), the queue of pending
-    /// writes and the local stores, promoting a local hit into memory. Counts hits, not misses (the caller knows
-    /// whether slower tiers follow).
+    /// The one lookup below memory, for every calling convention: the queue of
+    /// pending writes, then the local stores in order, promoting a hit into memory
+    /// (and into the local stores before it) unless the key changed since
+    /// `ticket`. Counts hits and the local tier's miss, not the overall miss (the
+    /// caller knows whether slower tiers follow). Blocks for as long as the stores
+    /// take: `async` callers run it on Hoard's executor.
     func lookUpLocally(
-        _ key: Key, maxAge: TimeInterval?, newerThan: Date?, checksMemory: Bool = true
+        _ key: Key, maxAge: TimeInterval?, newerThan: Date?, pending: _CacheWriter<Key, Value>.Pending?, ticket: UInt64
     ) -> _LocalLookup<Value> {
         let now = clock.now()
-        if checksMemory, let entry = memory.entry(for: key, maxAge: maxAge, newerThan: newerThan) {
-            guard case .value(let value) = entry.value else { return .negative }
-            return hit(value, storedAt: entry.storedAt, expiresAt: entry.expiresAt, now: now)
-        }
-        if let pending = writer.pending(key) {
-            guard case .value(let value, let storedAt, let expiresAt) = pending,
-                expiresAt.map({ $0 > now }) ?? true,
+        if let pending {
+            guard case .value(let value, let storedAt, let expiresAt) = pending else {
+                // A removal that left the remote stores alone (another instance's
+                // invalidation) leaves them to answer.
+                if case .removed(remote: false) = pending { return .miss(masked: false) }
+                return .miss(masked: true)
+            }
+            guard expiresAt.map({ $0 > now }) ?? true,
                 Self.passes(storedAt: storedAt, maxAge: maxAge, newerThan: newerThan, now: now)
             else { return .miss(masked: true) }
-            counters.memoryHits.add(1, ordering: .relaxed)
-            memory.set(CacheEntry(value: .value(value), storedAt: storedAt, expiresAt: expiresAt), for: key)
+            counters.pendingHits.add(1, ordering: .relaxed)
+            let entry = CacheEntry(value: _CacheSlot.value(value), storedAt: storedAt, expiresAt: expiresAt)
+            _ = writer.promote(key, ticket: ticket, memory: { memory.set(entry, for: key) }, stores: nil)
             return hit(value, storedAt: storedAt, expiresAt: expiresAt, now: now)
         }
         let keyString = key.cacheKeyString
@@ -131,12 +157,13 @@ extension Cache {
             }
             guard let stored,
                 Self.passes(storedAt: stored.storedAt, maxAge: maxAge, newerThan: newerThan, now: now),
-                let value = decode(stored, key: key, tier: .local(index), removeFrom: store)
+                let value = decode(stored, key: key, tier: .local(index))
             else { continue }
             counters.localHits.add(1, ordering: .relaxed)
-            promote(value, stored, for: key, from: .local(index), intoLocalStoresBefore: index)
+            promote(value, stored, for: key, from: .local(index), ticket: ticket, intoLocalStoresBefore: index)
             return hit(value, storedAt: stored.storedAt, expiresAt: stored.expiresAt, now: now)
         }
+        if !localStores.isEmpty { counters.localMisses.add(1, ordering: .relaxed) }
         return .miss(masked: false)
     }
 
@@ -153,38 +180,39 @@ extension Cache {
         return true
     }
 
-    /// Decodes stored bytes; on failure removes the entry from `store`, reports it,
-    /// and returns `nil` (a stale format never breaks a read).
-    func decode(_ stored: StoredEntry, key: Key, tier: CacheTier, removeFrom store: (any CacheStore)?) -> Value? {
+    /// Decodes stored bytes; on failure reports it and returns `nil`. The entry
+    /// stays: its bytes are intact (the store checks that), they are just not a
+    /// `Value` this codec reads (another type's, or an older format), and a write
+    /// or a fetch replaces them.
+    func decode(_ stored: StoredEntry, key: Key, tier: CacheTier) -> Value? {
         guard let codec else { return nil }
         do {
             return try codec.decode(stored.data)
         } catch {
             report(CacheFailure(key: key.cacheKeyString, tier: tier, operation: .decode, error: error))
-            if let store {
-                do {
-                    try store.removeValue(for: key.cacheKeyString, in: namespace)
-                } catch {
-                    report(CacheFailure(key: key.cacheKeyString, tier: tier, operation: .remove, error: error))
-                }
-            }
             return nil
         }
     }
 
     /// Copies a value found in a slower tier into memory, and into the local stores
-    /// that come before `index` (every local store for a remote hit).
-    func promote(_ value: Value, _ stored: StoredEntry, for key: Key, from tier: CacheTier, intoLocalStoresBefore index: Int) {
-        memory.set(CacheEntry(value: .value(value), storedAt: stored.storedAt, expiresAt: stored.expiresAt), for: key)
-        remember(key)
-        for (position, store) in localStores.prefix(index).enumerated() {
-            do {
-                try store.set(stored.data, for: key.cacheKeyString, in: namespace, storedAt: stored.storedAt, expiresAt: stored.expiresAt)
-            } catch {
-                report(CacheFailure(key: key.cacheKeyString, tier: .local(position), operation: .write, error: error))
-            }
+    /// that come before `index` (every local store for a remote hit), through the
+    /// writer: dropped when the key changed since `ticket`.
+    func promote(
+        _ value: Value, _ stored: StoredEntry, for key: Key, from tier: CacheTier, ticket: UInt64,
+        intoLocalStoresBefore index: Int
+    ) {
+        let entry = CacheEntry(value: _CacheSlot.value(value), storedAt: stored.storedAt, expiresAt: stored.expiresAt)
+        let stores: _CacheWriter<Key, Value>.Operation.Kind? = index == 0
+            ? nil
+            : .promote(key, stored.data, storedAt: stored.storedAt, expiresAt: stored.expiresAt, localStoresBefore: index)
+        let made = writer.promote(key, ticket: ticket, memory: { memory.set(entry, for: key) }, stores: stores)
+        guard made else {
+            counters.droppedPromotions.add(1, ordering: .relaxed)
+            return
         }
-        counters.promotions.add(1, ordering: .relaxed)
+        remember(key)
+        counters.memoryPromotions.add(1, ordering: .relaxed)
+        if index > 0 { counters.localPromotions.add(1, ordering: .relaxed) }
         publish(.promoted(key, from: tier))
     }
 }

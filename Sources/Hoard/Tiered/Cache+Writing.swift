@@ -7,40 +7,39 @@ extension Cache {
     ///
     /// Memory is updated at once; the stores are written through the cache's serial
     /// writer, after any writes queued before, so the last write to a key wins in every
-    /// tier.
+    /// tier. Store work runs on Hoard's own threads.
     ///
     /// - Parameters:
     ///   - expires: The entry's lifetime; `nil` (the default) uses
     ///     ``Configuration/defaultExpiry``.
     /// - Throws: The first error a store threw. Memory keeps the value either way.
     public func set(_ value: Value, for key: Key, expires: Expiry? = nil) async throws {
-        let dates = store(value, for: key, expires: expires, event: .set(key), queue: false)
-        if configuration.writeMode == .writeThrough {
-            try writeLocally(value, for: key, dates: dates, throwing: true)
-            try await writer.apply(.set(key, value, storedAt: dates.storedAt, localExpiry: nil, remoteExpiry: dates.remoteExpiry, local: false))
-        } else {
-            try await writer.apply(.set(key, value, storedAt: dates.storedAt, localExpiry: dates.localExpiry, remoteExpiry: dates.remoteExpiry, local: true))
+        let dates = dates(for: expires)
+        try await writer.apply(setting(value, for: key, dates: dates)) {
+            setMemory(value, for: key, dates: dates)
         }
     }
 
     /// Writes an entry as it is, keeping its stored date and expiry (for example one
-    /// read with ``entry(for:maxAge:newerThan:)-(_,_,_)`` from another cache), and
-    /// returns when every store has it.
+    /// read with ``entry(for:maxAge:newerThan:)`` from another cache), and returns
+    /// when every store has it.
+    ///
+    /// - Throws: The first error a store threw. Memory keeps the value either way.
     public func set(_ entry: CacheEntry<Value>, for key: Key) async throws {
         let physical = entry.expiresAt.map { $0.addingTimeInterval(grace) }
-        memory.set(CacheEntry(value: .value(entry.value), storedAt: entry.storedAt, expiresAt: physical), for: key)
-        remember(key)
-        publish(.set(key), key: key, value: entry.value)
-        try await writer.apply(.set(key, entry.value, storedAt: entry.storedAt, localExpiry: physical, remoteExpiry: physical, local: true))
+        let dates = _WriteDates(storedAt: entry.storedAt, memoryExpiry: physical, localExpiry: physical, remoteExpiry: physical)
+        try await writer.apply(setting(entry.value, for: key, dates: dates)) {
+            setMemory(entry.value, for: key, dates: dates)
+        }
     }
 
     /// Removes `key` from every tier and returns when every store has removed it.
     ///
     /// - Throws: The first error a store threw.
     public func removeValue(for key: Key) async throws {
-        memory.removeValue(for: key)
-        publish(.removed(key), key: key, value: nil)
-        try await writer.apply(.remove(key))
+        try await writer.apply(.remove(key, remote: true)) {
+            removeFromMemory(key)
+        }
     }
 
     /// Removes every entry of this cache from the chosen tiers (the cache's namespace
@@ -49,7 +48,7 @@ extension Cache {
     ///
     /// The removal is queued behind the writes made before it, so none of them
     /// reappears afterwards; until it is applied, reads already treat the chosen
-    /// stores as empty.
+    /// stores as empty. A read that began before the clear promotes nothing it found.
     ///
     /// - Parameters:
     ///   - clearsMemory: Empty the memory tier.
@@ -58,10 +57,10 @@ extension Cache {
     ///   - remote: Empty this cache's namespace in the remote stores.
     /// - Throws: The first error a store threw; memory is cleared either way.
     public func clear(memory clearsMemory: Bool = true, disk: Bool = true, remote: Bool = true) async throws {
-        if clearsMemory { memory.removeAll() }
-        publish(.cleared)
-        guard disk || remote else { return }
-        try await writer.apply(.removeAll(local: disk, remote: remote))
+        try await writer.apply(.removeAll(local: disk, remote: remote)) {
+            if clearsMemory { memory.removeAll() }
+            publish(.cleared)
+        }
     }
 
     /// Waits until every write queued so far has reached the stores.
@@ -71,59 +70,61 @@ extension Cache {
 
     // MARK: Helpers
 
-    /// The subscript setter: memory at once, stores behind (local stores before
-    /// returning in write-through mode). Failures are reported.
+    /// The subscript setter: memory at once, stores behind (in write-through mode,
+    /// the local stores before returning). Store failures are reported.
     @usableFromInline
     func assign(_ value: Value?, for key: Key, expires: Expiry?) {
-        guard let value else {
-            memory.removeValue(for: key)
-            publish(.removed(key), key: key, value: nil)
-            writer.enqueue(.remove(key))
-            return
-        }
-        let dates = store(value, for: key, expires: expires, event: .set(key), queue: false)
-        if configuration.writeMode == .writeThrough {
-            try? writeLocally(value, for: key, dates: dates, throwing: false)
-            writer.enqueue(.set(key, value, storedAt: dates.storedAt, localExpiry: nil, remoteExpiry: dates.remoteExpiry, local: false))
+        let kind: _CacheWriter<Key, Value>.Operation.Kind
+        let dates: _WriteDates?
+        if let value {
+            let writeDates = self.dates(for: expires)
+            kind = setting(value, for: key, dates: writeDates)
+            dates = writeDates
         } else {
-            writer.enqueue(.set(key, value, storedAt: dates.storedAt, localExpiry: dates.localExpiry, remoteExpiry: dates.remoteExpiry, local: true))
+            kind = .remove(key, remote: true)
+            dates = nil
         }
-    }
-
-    /// Puts `value` in memory (and, when `queue` is true, queues the store writes).
-    @discardableResult
-    func store(_ value: Value, for key: Key, expires: Expiry?, event: CacheEvent<Key>?, queue: Bool = true) -> _WriteDates {
-        let dates = dates(for: expires)
-        memory.set(CacheEntry(value: .value(value), storedAt: dates.storedAt, expiresAt: dates.memoryExpiry), for: key)
-        remember(key)
-        publish(event ?? .set(key), key: key, value: value)
-        if queue {
-            writer.enqueue(.set(key, value, storedAt: dates.storedAt, localExpiry: dates.localExpiry, remoteExpiry: dates.remoteExpiry, local: true))
-        }
-        return dates
-    }
-
-    /// Writes the local stores synchronously (write-through mode).
-    func writeLocally(_ value: Value, for key: Key, dates: _WriteDates, throwing: Bool) throws {
-        guard !localStores.isEmpty, let codec else { return }
-        let keyString = key.cacheKeyString
-        let data: Data
-        do {
-            data = try codec.encode(value)
-        } catch {
-            report(CacheFailure(key: keyString, tier: .memory, operation: .encode, error: error))
-            if throwing { throw error }
-            return
-        }
-        var firstError: (any Error)?
-        for (index, store) in localStores.enumerated() {
-            do {
-                try store.set(data, for: keyString, in: namespace, storedAt: dates.storedAt, expiresAt: dates.localExpiry)
-            } catch {
-                report(CacheFailure(key: keyString, tier: .local(index), operation: .write, error: error))
-                firstError = firstError ?? error
+        let memory = {
+            if let value, let dates {
+                self.setMemory(value, for: key, dates: dates)
+            } else {
+                self.removeFromMemory(key)
             }
         }
-        if throwing, let firstError { throw firstError }
+        if configuration.writeMode == .writeThrough {
+            // A store's failure is reported (events, onError, statistics) by the
+            // writer; the subscript has no way to throw it.
+            try? writer.applyBlocking(kind, memory: memory)
+        } else {
+            writer.write(kind, memory: memory)
+        }
+    }
+
+    /// Writes a fetched value to every tier unless `key` changed since `ticket`.
+    ///
+    /// - Returns: Whether the value was written.
+    func write(_ value: Value, for key: Key, dates: _WriteDates, ifUnchangedSince ticket: UInt64) -> Bool {
+        writer.write(setting(value, for: key, dates: dates), ifUnchangedSince: ticket) {
+            setMemory(value, for: key, dates: dates)
+        }
+    }
+
+    /// The writer's operation for storing `value`.
+    func setting(_ value: Value, for key: Key, dates: _WriteDates) -> _CacheWriter<Key, Value>.Operation.Kind {
+        .set(key, value, storedAt: dates.storedAt, localExpiry: dates.localExpiry, remoteExpiry: dates.remoteExpiry)
+    }
+
+    /// The memory side of a write (run by the writer, in order): the value, the
+    /// key's string for invalidations, and the event.
+    func setMemory(_ value: Value, for key: Key, dates: _WriteDates) {
+        memory.set(CacheEntry(value: .value(value), storedAt: dates.storedAt, expiresAt: dates.memoryExpiry), for: key)
+        remember(key)
+        publish(.set(key), key: key, value: value)
+    }
+
+    /// The memory side of a removal.
+    func removeFromMemory(_ key: Key) {
+        memory.removeValue(for: key)
+        publish(.removed(key), key: key, value: nil)
     }
 }

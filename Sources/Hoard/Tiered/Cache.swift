@@ -9,20 +9,26 @@ import Synchronization
 ///     try await api.user(id)          // runs once per missing key, however many callers wait
 /// }
 /// let user = try await users.value(for: 42)   // memory → disk → remote → fetch
+/// let cached = users.cachedValue(for: 42)     // memory → disk only, synchronous
 /// users[7] = User(name: "Ada")                // memory now, stores behind
 /// await users.flush()                         // wait for the stores
 /// ```
 ///
-/// Reads try memory, then the local stores, then (asynchronous reads only) the
-/// remote stores and the fetch closure. A hit below memory is promoted into the
+/// There are two reads with two names. ``value(for:maxAge:newerThan:)`` (async)
+/// tries memory, the local stores, the remote stores, then the fetch closure;
+/// ``cachedValue(for:maxAge:newerThan:)`` and the subscript read memory and the
+/// local stores only, synchronously. A hit below memory is promoted into the
 /// faster tiers. Concurrent misses for one key run the fetch once (single-flight);
 /// a thrown error reaches every waiter and leaves nothing behind.
 ///
-/// Writes update memory at once. With write-behind (the default) the stores are
-/// written on the cache's serial writer, in order, many writes per store
-/// transaction; a read never sees an older store value while a newer write waits.
-/// Failures behind the caller's back go to ``events`` and the configuration's
-/// `onError`.
+/// Every change goes through the cache's one serial writer: memory at once, the
+/// stores behind (write-behind, the default), in order, many writes per store
+/// transaction. Promotions and fetched values take the same path and are dropped
+/// when the key was written after the read began, so a read never puts an older
+/// value back over a newer one, and never sees an older store value while a newer
+/// write waits. Blocking store work reached from `async` methods runs on Hoard's
+/// own threads, never on Swift's cooperative pool. Failures behind the caller's
+/// back go to ``events`` and the configuration's `onError`.
 public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
     /// The closure that produces a value no tier holds; `nil` means there is none.
     public typealias Fetch = @Sendable (Key) async throws -> Value?
@@ -37,7 +43,9 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
     let fetch: Fetch?
     let clock: any CacheClock
     let writer: _CacheWriter<Key, Value>
-    let flights = _SingleFlight<Key, Value?>()
+    /// Where `async` reads run their local-store lookups.
+    let executor = _BlockingExecutor.shared
+    let flights = _SingleFlight<Key, CacheEntry<Value>?>()
     let counters = _CacheCounters()
     let observers = _Observers<Key, Value, CacheEvent<Key>>()
     let invalidationTasks: Mutex<[Task<Void, Never>]>
@@ -57,9 +65,12 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
     ///   - clock: Where every tier reads the time. Defaults to ``SystemClock``.
     ///   - fetch: Produces values no tier holds; `nil` (the default) for a cache that
     ///     is only filled by writes.
-    /// - Throws: ``HoardError/Code/invalidConfiguration`` for an out-of-range setting;
-    ///   ``HoardError/Code/noCodec`` when there are stores but `Value` has no codec;
-    ///   the default disk store's error when it cannot be opened.
+    /// - Throws: ``HoardError/Code/invalidConfiguration`` for an out-of-range setting
+    ///   (or a memory cost limit with no way to cost a value);
+    ///   ``HoardError/Code/noCodec`` when there are stores but no codec (possible
+    ///   only when a configuration made with ``Configuration/memoryOnly(name:)``
+    ///   is given stores); the default disk store's error when it cannot be opened.
+    ///   Nothing is created on disk when the initializer throws.
     public init(
         configuration: Configuration,
         clock: any CacheClock = SystemClock(),
@@ -85,21 +96,28 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
         }
         memory = try MemoryCache(configuration: memoryConfiguration, clock: clock)
 
+        // Everything that can fail without side effects is checked before the
+        // default disk store creates its directory.
+        let codec = configuration.codec ?? (try? ValueCodec<Value>.automatic())
+        let hasStores: Bool
+        switch configuration.localStores {
+        case .none: hasStores = !configuration.remoteStores.isEmpty
+        case .stores(let stores): hasStores = !stores.isEmpty || !configuration.remoteStores.isEmpty
+        case .defaultDisk: hasStores = true
+        }
+        if hasStores && codec == nil {
+            throw HoardError(
+                .noCodec,
+                "\(Value.self) is neither Codable nor CacheValue, and the cache has stores: "
+                    + "pass a ValueCodec in the configuration, or use no stores")
+        }
+        self.codec = codec
         switch configuration.localStores {
         case .none: localStores = []
         case .stores(let stores): localStores = stores
         case .defaultDisk: localStores = [try DiskStore(named: configuration.name, clock: clock)]
         }
         remoteStores = configuration.remoteStores
-        if localStores.isEmpty && remoteStores.isEmpty {
-            codec = configuration.codec
-        } else {
-            if let given = configuration.codec {
-                codec = given
-            } else {
-                codec = try ValueCodec<Value>.automatic()
-            }
-        }
         keyStrings = Mutex((keys: [:], pruneAt: (configuration.memory.countLimit ?? 100_000) * 2))
         invalidationTasks = Mutex([])
 
@@ -107,13 +125,13 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
         let counters = self.counters
         let onError = configuration.onError
         let report: @Sendable (CacheFailure) -> Void = { failure in
-            counters.errors.add(1, ordering: .relaxed)
+            counters.count(failure)
             observers.publish(.failed(failure))
             onError?(failure)
         }
         writer = _CacheWriter(
             namespace: configuration.name, localStores: localStores, remoteStores: remoteStores,
-            codec: codec, report: report)
+            codec: codec, executor: _BlockingExecutor.shared, report: report)
         startListeningForInvalidations()
     }
 
@@ -124,8 +142,10 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
 
     // MARK: Reporting
 
-    func report(_ failure: CacheFailure) {
-        counters.errors.add(1, ordering: .relaxed)
+    /// Counts a failure (unless it was `counted` where it happened) and hands it to
+    /// the event streams and `onError`.
+    func report(_ failure: CacheFailure, counted: Bool = true) {
+        if counted { counters.count(failure) }
         observers.ifActive?.publish(.failed(failure))
         configuration.onError?(failure)
     }

@@ -22,34 +22,20 @@ public enum CacheEvent<Key: Hashable & Sendable>: Sendable {
     case failed(CacheFailure)
 }
 
-/// A snapshot of a ``Cache``'s counters.
-public struct CacheStatistics: Sendable, Hashable, CustomStringConvertible {
-    /// Reads answered by the memory tier.
-    public var memoryHits = 0
-    /// Reads answered by a local store (then promoted into memory).
-    public var localHits = 0
-    /// Reads answered by a remote store (then promoted).
-    public var remoteHits = 0
-    /// Reads no tier could answer (before any fetch).
-    public var misses = 0
-    /// Values copied from a slower tier into faster ones.
-    public var promotions = 0
-    /// Times a fetch closure ran.
-    public var fetches = 0
-    /// Callers that waited for a fetch another caller had started, instead of
-    /// starting their own.
-    public var coalescedWaits = 0
-    /// Stale values served while a background refresh ran.
-    public var staleHits = 0
-    /// Failures: store errors, damaged entries, failed fetches.
-    public var errors = 0
-
-    /// Creates a snapshot with every counter at zero.
-    public init() {}
-
+extension CacheEvent: CustomStringConvertible {
+    /// The event as `evicted(key, countLimit)`: the case and its values, with no
+    /// module path.
     public var description: String {
-        "memory hits \(memoryHits), local hits \(localHits), remote hits \(remoteHits), misses \(misses), "
-            + "promotions \(promotions), fetches \(fetches), coalesced waits \(coalescedWaits), "
-            + "stale hits \(staleHits), errors \(errors)"
+        switch self {
+        case .set(let key): "set(\(key))"
+        case .removed(let key): "removed(\(key))"
+        case .evicted(let key, let reason): "evicted(\(key), \(reason))"
+        case .expired(let key): "expired(\(key))"
+        case .fetched(let key, let found): "fetched(\(key), found: \(found))"
+        case .promoted(let key, let tier): "promoted(\(key), from: \(tier))"
+        case .cleared: "cleared"
+        case .invalidated(let key): "invalidated(\(key.map { "\($0)" } ?? "all"))"
+        case .failed(let failure): "failed(\(failure))"
+        }
     }
 }

@@ -2,43 +2,81 @@ import Synchronization
 
 /// The counters behind ``CacheStatistics``, updated without a lock.
 ///
-/// Memory hits are not counted here: the memory tier counts its own hits under its
-/// lock, which keeps an atomic increment off the hottest path. `memoryHits` counts
-/// only reads answered from the queue of pending writes.
+/// Memory hits and misses are not counted here: the memory tier counts its own
+/// under its lock, which keeps an atomic increment off the hottest path; the
+/// snapshot corrects them for negative hits (memory holds a "not found") and for
+/// reads answered by a queued write.
 final class _CacheCounters: Sendable {
-    let memoryHits = Atomic<Int>(0)
+    let pendingHits = Atomic<Int>(0)
+    let negativeHits = Atomic<Int>(0)
     let localHits = Atomic<Int>(0)
+    let localMisses = Atomic<Int>(0)
     let remoteHits = Atomic<Int>(0)
+    let remoteMisses = Atomic<Int>(0)
+    let memoryPromotions = Atomic<Int>(0)
+    let localPromotions = Atomic<Int>(0)
+    let droppedPromotions = Atomic<Int>(0)
     let misses = Atomic<Int>(0)
-    let promotions = Atomic<Int>(0)
-    let fetches = Atomic<Int>(0)
-    let coalescedWaits = Atomic<Int>(0)
     let staleHits = Atomic<Int>(0)
-    let errors = Atomic<Int>(0)
+    let fetches = Atomic<Int>(0)
+    let fetchFailures = Atomic<Int>(0)
+    let coalescedWaits = Atomic<Int>(0)
+    let readFailures = Atomic<Int>(0)
+    let writeFailures = Atomic<Int>(0)
+    let decodeFailures = Atomic<Int>(0)
 
-    func snapshot(memoryTierHits: Int) -> CacheStatistics {
+    func snapshot(memoryTier: MemoryCacheStatistics) -> CacheStatistics {
+        let pending = pendingHits.load(ordering: .relaxed)
+        let negative = negativeHits.load(ordering: .relaxed)
         var statistics = CacheStatistics()
-        statistics.memoryHits = memoryTierHits + memoryHits.load(ordering: .relaxed)
-        statistics.localHits = localHits.load(ordering: .relaxed)
-        statistics.remoteHits = remoteHits.load(ordering: .relaxed)
+        statistics.memory.hits = max(0, memoryTier.hits - negative) + pending
+        statistics.memory.misses = max(0, memoryTier.misses - pending)
+        statistics.memory.promotions = memoryPromotions.load(ordering: .relaxed)
+        statistics.local.hits = localHits.load(ordering: .relaxed)
+        statistics.local.misses = localMisses.load(ordering: .relaxed)
+        statistics.local.promotions = localPromotions.load(ordering: .relaxed)
+        statistics.remote.hits = remoteHits.load(ordering: .relaxed)
+        statistics.remote.misses = remoteMisses.load(ordering: .relaxed)
         statistics.misses = misses.load(ordering: .relaxed)
-        statistics.promotions = promotions.load(ordering: .relaxed)
-        statistics.fetches = fetches.load(ordering: .relaxed)
-        statistics.coalescedWaits = coalescedWaits.load(ordering: .relaxed)
+        statistics.negativeHits = negative
         statistics.staleHits = staleHits.load(ordering: .relaxed)
-        statistics.errors = errors.load(ordering: .relaxed)
+        statistics.droppedPromotions = droppedPromotions.load(ordering: .relaxed)
+        statistics.fetches = fetches.load(ordering: .relaxed)
+        statistics.fetchFailures = fetchFailures.load(ordering: .relaxed)
+        statistics.coalescedWaits = coalescedWaits.load(ordering: .relaxed)
+        statistics.readFailures = readFailures.load(ordering: .relaxed)
+        statistics.writeFailures = writeFailures.load(ordering: .relaxed)
+        statistics.decodeFailures = decodeFailures.load(ordering: .relaxed)
         return statistics
     }
 
+    /// Counts a reported failure under its kind.
+    func count(_ failure: CacheFailure) {
+        switch failure.operation {
+        case .read: readFailures.add(1, ordering: .relaxed)
+        case .write, .remove, .encode: writeFailures.add(1, ordering: .relaxed)
+        case .decode: decodeFailures.add(1, ordering: .relaxed)
+        case .fetch: fetchFailures.add(1, ordering: .relaxed)
+        }
+    }
+
     func reset() {
-        memoryHits.store(0, ordering: .relaxed)
+        pendingHits.store(0, ordering: .relaxed)
+        negativeHits.store(0, ordering: .relaxed)
         localHits.store(0, ordering: .relaxed)
+        localMisses.store(0, ordering: .relaxed)
         remoteHits.store(0, ordering: .relaxed)
+        remoteMisses.store(0, ordering: .relaxed)
+        memoryPromotions.store(0, ordering: .relaxed)
+        localPromotions.store(0, ordering: .relaxed)
+        droppedPromotions.store(0, ordering: .relaxed)
         misses.store(0, ordering: .relaxed)
-        promotions.store(0, ordering: .relaxed)
-        fetches.store(0, ordering: .relaxed)
-        coalescedWaits.store(0, ordering: .relaxed)
         staleHits.store(0, ordering: .relaxed)
-        errors.store(0, ordering: .relaxed)
+        fetches.store(0, ordering: .relaxed)
+        fetchFailures.store(0, ordering: .relaxed)
+        coalescedWaits.store(0, ordering: .relaxed)
+        readFailures.store(0, ordering: .relaxed)
+        writeFailures.store(0, ordering: .relaxed)
+        decodeFailures.store(0, ordering: .relaxed)
     }
 }

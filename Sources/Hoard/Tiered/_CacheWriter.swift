@@ -1,42 +1,58 @@
 import Foundation
 import Synchronization
 
-/// The serial writer of a ``Cache``: applies writes to the stores in the order they
-/// were made, many per store transaction, and remembers what is still pending so
-/// reads never see an older value from a store while a newer write waits.
+/// The one ordered write path of a ``Cache``: every change of a key (a caller's
+/// write or removal, a clear, an invalidation from another instance, a promotion
+/// of a value found in a slower tier, a fetched value) gets a sequence number here,
+/// under one lock, together with its change to the memory tier; the stores then
+/// apply the changes in that order, many per store transaction.
 ///
-/// Work runs on the writer's own serial dispatch queue, started when the first
-/// write arrives and ending when the queue is empty: encoding and the local stores'
-/// writes block a thread for as long as the disk takes, and that must never be one
-/// of the few threads Swift concurrency shares among all tasks (on a two-core
-/// machine, writes queued by a task would otherwise wait for that task to yield
-/// before any of them reached the disk). Remote stores are async; the writer's
-/// thread waits for them, which keeps every tier in write order. The writer holds
-/// everything it needs (the stores, the codec), so queued writes complete even
-/// after the cache is gone.
+/// - Reads below memory take a *ticket* (the next sequence number) before they
+///   look, and their promotions are dropped when the key was changed (or the cache
+///   cleared) at or after the ticket: a read never puts an older value back over a
+///   newer one, in memory or in a store.
+/// - The newest queued write of each key stays readable (``Pending``) until the
+///   stores have it, so a read never sees an older store value while it waits.
+/// - Store work runs on Hoard's own threads (``_BlockingExecutor``), never on the
+///   cooperative pool, and nothing blocks a thread waiting for a task: remote
+///   writes are awaited by a task on those same threads, and the next batch starts
+///   when they are done. The writer holds what it needs (stores, codec), so queued
+///   writes complete even after the cache is gone.
 final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
-    /// One write, in the order it was made.
+    /// One change, in the order it was made.
     struct Operation: Sendable {
         enum Kind: Sendable {
-            case set(Key, Value, storedAt: Date, localExpiry: Date?, remoteExpiry: Date?, local: Bool)
-            case remove(Key)
+            /// A caller's value, for every store.
+            case set(Key, Value, storedAt: Date, localExpiry: Date?, remoteExpiry: Date?)
+            /// Bytes found in a slower tier, for the local stores before `localStoresBefore`.
+            case promote(Key, Data, storedAt: Date, expiresAt: Date?, localStoresBefore: Int)
+            /// A removal; from the remote stores as well when `remote` is true.
+            case remove(Key, remote: Bool)
+            /// A removal from the local stores of a key known only by its string
+            /// (another instance's invalidation of a key this one never saw).
+            case removeLocally(String)
+            /// A clear of the cache's namespace in the chosen tiers.
             case removeAll(local: Bool, remote: Bool)
         }
 
         var sequence: UInt64
         var kind: Kind
-        /// Resumed when every store has applied the operation; with the first error.
-        var completion: CheckedContinuation<Void, any Error>?
+        /// Called once every store has applied the operation (only the local stores
+        /// when `completesLocally`), with the first error.
+        var completion: (@Sendable ((any Error)?) -> Void)?
+        var completesLocally = false
     }
 
     /// What a read must see for a key while its write is queued.
     enum Pending: Sendable {
         case value(Value, storedAt: Date, expiresAt: Date?)
-        case removed
+        /// Removed from the local stores, and from the remote ones when `remote`
+        /// (otherwise, as after another instance's invalidation, the remote stores
+        /// hold the newest value).
+        case removed(remote: Bool)
     }
 
-    /// The newest queued write of a key, and its place in the queue. (A struct,
-    /// not a tuple: unspecialised generic code pays a metadata lookup per tuple use.)
+    /// The newest queued write of a key, and its place in the queue.
     private struct Queued {
         var sequence: UInt64
         var value: Pending
@@ -45,21 +61,87 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
     private struct State {
         var queue: [Operation] = []
         var pending: [Key: Queued] = [:]
-        /// The sequence of the newest queued `removeAll` of the local stores, if any.
-        var pendingClear: UInt64?
+        /// The newest queued clear of the local stores, if any, and whether it
+        /// clears the remote stores too.
+        var pendingClear: (sequence: UInt64, remote: Bool)?
         var nextSequence: UInt64 = 1
         var completed: UInt64 = 0
         var running = false
         var flushWaiters: [(UInt64, CheckedContinuation<Void, Never>)] = []
+        /// The tickets of the reads in flight, with how many reads hold each.
+        var reads: [UInt64: Int] = [:]
+        /// The last sequence that changed each key, kept only while reads are in
+        /// flight (and pruned to what the oldest of them needs).
+        var changed: [Key: UInt64] = [:]
+        var pruneAt = 1_024
+        /// The last sequence that changed every key at once (a clear, or an
+        /// invalidation of a key this instance cannot name).
+        var barrier: UInt64 = 0
+
+        /// Notes what `kind`, at `sequence`, changes: the pending value reads must see
+        /// (when it is `queued` for the stores) and, while reads are in flight, the
+        /// change that drops their promotions.
+        mutating func record(_ kind: Operation.Kind, sequence: UInt64, queued: Bool) {
+            switch kind {
+            case .set(let key, let value, let storedAt, let localExpiry, _):
+                if queued {
+                    pending[key] = .init(sequence: sequence, value: .value(value, storedAt: storedAt, expiresAt: localExpiry))
+                }
+                noteChange(of: key, at: sequence)
+            case .remove(let key, let remote):
+                if queued { pending[key] = .init(sequence: sequence, value: .removed(remote: remote)) }
+                noteChange(of: key, at: sequence)
+            case .removeLocally:
+                barrier = sequence
+            case .removeAll(let local, let remote):
+                if local && queued {
+                    pending = [:]
+                    pendingClear = (sequence, remote)
+                }
+                barrier = sequence
+            case .promote:
+                break
+            }
+        }
+
+        /// Whether `key` was changed (or every key, by a clear) at or after `ticket`.
+        func hasChanged(_ key: Key, since ticket: UInt64) -> Bool {
+            if barrier >= ticket { return true }
+            if let changed = changed[key], changed >= ticket { return true }
+            return false
+        }
+
+        /// Whether the key `kind` writes changed at or after `ticket`.
+        func hasChanged(_ kind: Operation.Kind, since ticket: UInt64) -> Bool {
+            switch kind {
+            case .set(let key, _, _, _, _), .promote(let key, _, _, _, _), .remove(let key, _):
+                hasChanged(key, since: ticket)
+            case .removeLocally, .removeAll:
+                barrier >= ticket
+            }
+        }
+
+        private mutating func noteChange(of key: Key, at sequence: UInt64) {
+            guard !reads.isEmpty else { return }
+            changed[key] = sequence
+            guard changed.count > pruneAt, let oldest = reads.keys.min() else { return }
+            // Changes made before the oldest read in flight can drop no promotion.
+            changed = changed.filter { $0.value >= oldest }
+            pruneAt = max(1_024, changed.count * 2)
+        }
     }
 
     private let state = Mutex(State())
+    /// How many reads hold a ticket: lets memory-only writes skip the lock when
+    /// nobody reads below memory.
+    private let readsInFlight = Atomic<Int>(0)
     private let namespace: String
     private let localStores: [any CacheStore]
     private let remoteStores: [any RemoteCacheStore]
     private let codec: ValueCodec<Value>?
     private let report: @Sendable (CacheFailure) -> Void
-    /// Where batches are applied, one at a time.
+    private let executor: _BlockingExecutor
+    /// The serial queue batches are applied on, one at a time.
     private let queue = DispatchQueue(label: "Hoard.Cache.writer", qos: .utility)
     /// The most operations applied in one store transaction: large enough that the
     /// commit is a small part of a batch, small enough that readers of the store
@@ -68,65 +150,154 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
 
     init(
         namespace: String, localStores: [any CacheStore], remoteStores: [any RemoteCacheStore],
-        codec: ValueCodec<Value>?, report: @escaping @Sendable (CacheFailure) -> Void
+        codec: ValueCodec<Value>?, executor: _BlockingExecutor,
+        report: @escaping @Sendable (CacheFailure) -> Void
     ) {
         self.namespace = namespace
         self.localStores = localStores
         self.remoteStores = remoteStores
         self.codec = codec
+        self.executor = executor
         self.report = report
     }
 
     var hasStores: Bool { !localStores.isEmpty || !remoteStores.isEmpty }
 
-    /// Queues an operation; `completion`, when given, is resumed once it is applied.
-    func enqueue(_ kind: Operation.Kind, completion: CheckedContinuation<Void, any Error>? = nil) {
+    // MARK: Writing
+
+    /// Gives `kind` its place in the order, applies its change to memory (`memory`,
+    /// run under the writer's lock so no promotion can come between the two), and
+    /// queues it for the stores. `completion`, when given, is called once every
+    /// store has applied it (at once when there are no stores).
+    ///
+    /// - Parameter ticket: When given, the write is made only if the key has not
+    ///   changed since this read ticket (a fetched value).
+    /// - Returns: Whether the write was made.
+    @discardableResult
+    func write(
+        _ kind: Operation.Kind,
+        ifUnchangedSince ticket: UInt64? = nil,
+        memory: () -> Void,
+        completesLocally: Bool = false,
+        completion: (@Sendable ((any Error)?) -> Void)? = nil
+    ) -> Bool {
         guard hasStores else {
-            completion?.resume()
-            return
+            if ticket == nil, readsInFlight.load(ordering: .acquiring) == 0 {
+                memory()
+                completion?(nil)
+                return true
+            }
+            let made = state.withLock { state -> Bool in
+                if let ticket, state.hasChanged(kind, since: ticket) { return false }
+                let sequence = state.nextSequence
+                state.nextSequence += 1
+                state.record(kind, sequence: sequence, queued: false)
+                memory()
+                return true
+            }
+            completion?(nil)
+            return made
         }
-        let start = state.withLock { state -> Bool in
+        let (made, start) = state.withLock { state -> (Bool, Bool) in
+            if let ticket, state.hasChanged(kind, since: ticket) { return (false, false) }
             let sequence = state.nextSequence
             state.nextSequence += 1
-            state.queue.append(Operation(sequence: sequence, kind: kind, completion: completion))
-            switch kind {
-            case .set(let key, let value, let storedAt, let localExpiry, _, let local) where local:
-                state.pending[key] = Queued(sequence: sequence, value: .value(value, storedAt: storedAt, expiresAt: localExpiry))
-            case .set:
-                break
-            case .remove(let key):
-                state.pending[key] = Queued(sequence: sequence, value: .removed)
-            case .removeAll(let local, _):
-                if local {
-                    state.pending = [:]
-                    state.pendingClear = sequence
-                }
-            }
-            if state.running { return false }
+            state.record(kind, sequence: sequence, queued: true)
+            memory()
+            state.queue.append(
+                Operation(sequence: sequence, kind: kind, completion: completion, completesLocally: completesLocally))
+            if state.running { return (true, false) }
             state.running = true
-            return true
+            return (true, true)
+        }
+        if !made { completion?(nil) }
+        if start {
+            queue.async { self.drain(ArraySlice()) }
+        }
+        return made
+    }
+
+    /// Like ``write(_:memory:completion:)``, and returns once every store has
+    /// applied the write, with the first error a store threw.
+    func apply(_ kind: Operation.Kind, memory: () -> Void) async throws {
+        let result = await withUnsafeContinuation { (continuation: UnsafeContinuation<(any Error)?, Never>) in
+            write(kind, memory: memory) { continuation.resume(returning: $0) }
+        }
+        if let result { throw result }
+    }
+
+    /// Like ``write(_:memory:completion:)``, and blocks the calling thread until
+    /// the local stores have applied the write (the subscript setter in
+    /// write-through mode; the remote stores follow in the background). The writer
+    /// never needs the calling thread or the cooperative pool to get there.
+    func applyBlocking(_ kind: Operation.Kind, memory: () -> Void) throws {
+        let done = DispatchSemaphore(value: 0)
+        let result = Mutex<(any Error)?>(nil)
+        write(kind, memory: memory, completesLocally: true) { error in
+            result.withLock { $0 = error }
+            done.signal()
+        }
+        done.wait()
+        if let error = result.withLock({ $0 }) { throw error }
+    }
+
+    // MARK: Reading
+
+    /// Starts a read below memory: returns its ticket and the queued state of `key`
+    /// (`nil` when nothing is queued for it; `.removed` for keys with no newer
+    /// write while a clear of the local stores is queued). Every ticket must be
+    /// given back with ``endRead(_:)``.
+    func beginRead(_ key: Key) -> (ticket: UInt64, pending: Pending?) {
+        readsInFlight.add(1, ordering: .sequentiallyConsistent)
+        return state.withLock { state in
+            let ticket = state.nextSequence
+            state.reads[ticket, default: 0] += 1
+            if let entry = state.pending[key] { return (ticket, entry.value) }
+            return (ticket, state.pendingClear.map { .removed(remote: $0.remote) })
+        }
+    }
+
+    /// Holds `ticket` for one more read (a fetch that outlives the caller that
+    /// started it); give it back with ``endRead(_:)``.
+    func retainRead(_ ticket: UInt64) {
+        readsInFlight.add(1, ordering: .sequentiallyConsistent)
+        state.withLock { $0.reads[ticket, default: 0] += 1 }
+    }
+
+    /// Ends a read started with ``beginRead(_:)``.
+    func endRead(_ ticket: UInt64) {
+        state.withLock { state in
+            if let count = state.reads[ticket], count > 1 {
+                state.reads[ticket] = count - 1
+            } else {
+                state.reads[ticket] = nil
+                if state.reads.isEmpty { state.changed.removeAll(keepingCapacity: true) }
+            }
+        }
+        readsInFlight.subtract(1, ordering: .sequentiallyConsistent)
+    }
+
+    /// Copies what a read found into faster tiers unless `key` changed since the
+    /// read's `ticket`: runs `memory` and queues `stores` (when given) in one step.
+    ///
+    /// - Returns: Whether the promotion was made; `false` when it was dropped
+    ///   because a newer write, removal, clear or invalidation came first.
+    func promote(_ key: Key, ticket: UInt64, memory: () -> Void, stores: Operation.Kind?) -> Bool {
+        let (made, start) = state.withLock { state -> (Bool, Bool) in
+            if state.hasChanged(key, since: ticket) { return (false, false) }
+            memory()
+            guard let stores, hasStores else { return (true, false) }
+            let sequence = state.nextSequence
+            state.nextSequence += 1
+            state.queue.append(Operation(sequence: sequence, kind: stores, completion: nil))
+            if state.running { return (true, false) }
+            state.running = true
+            return (true, true)
         }
         if start {
-            queue.async { self.drain() }
+            queue.async { self.drain(ArraySlice()) }
         }
-    }
-
-    /// Queues an operation and waits until every store has applied it.
-    ///
-    /// - Throws: The first error a store threw for it.
-    func apply(_ kind: Operation.Kind) async throws {
-        try await withCheckedThrowingContinuation { continuation in
-            enqueue(kind, completion: continuation)
-        }
-    }
-
-    /// The queued state of `key`: `nil` when nothing is queued for it. When a
-    /// clear of the local stores is queued, keys with no newer write read as removed.
-    func pending(_ key: Key) -> Pending? {
-        state.withLock { state in
-            if let entry = state.pending[key] { return entry.value }
-            return state.pendingClear == nil ? nil : .removed
-        }
+        return made
     }
 
     /// Waits until every operation queued before this call has been applied.
@@ -134,7 +305,7 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
         await withCheckedContinuation { continuation in
             let done = state.withLock { state -> Bool in
                 let target = state.nextSequence - 1
-                if state.completed >= target { return true }
+                if state.completed >= target || !hasStores { return true }
                 state.flushWaiters.append((target, continuation))
                 return false
             }
@@ -142,44 +313,63 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
         }
     }
 
-    /// Takes everything queued at once (one lock, no shifting of a long queue) and
-    /// applies it in store transactions of at most ``batchLimit`` operations. Runs
-    /// on ``queue``.
-    private func drain() {
+    // MARK: Applying
+
+    /// Applies what is queued, batch after batch, on ``queue``: `carried` is what
+    /// an earlier pass took but has not applied yet. Returns when the queue is
+    /// empty, or hands over to a task while remote stores write a batch (that task
+    /// calls `drain` again on ``queue`` once they have answered).
+    private func drain(_ carried: ArraySlice<Operation>) {
+        var taken = carried
         while true {
-            let taken = state.withLock { state -> [Operation] in
-                if state.queue.isEmpty {
-                    state.running = false
-                    return []
+            if taken.isEmpty {
+                taken = state.withLock { state -> ArraySlice<Operation> in
+                    if state.queue.isEmpty {
+                        state.running = false
+                        return []
+                    }
+                    var taken: [Operation] = []
+                    swap(&taken, &state.queue)
+                    return taken[...]
                 }
-                var taken: [Operation] = []
-                swap(&taken, &state.queue)
-                return taken
+                if taken.isEmpty { return }
             }
-            if taken.isEmpty { return }
-            var start = taken.startIndex
-            while start < taken.endIndex {
-                let end = min(start + Self.batchLimit, taken.endIndex)
-                complete(taken[start..<end])
-                start = end
+            let end = taken.index(taken.startIndex, offsetBy: min(Self.batchLimit, taken.count))
+            let batch = taken[taken.startIndex..<end]
+            let rest = taken[end...]
+            let (localFailures, encoded) = encodeAndWriteLocally(batch)
+            for (position, operation) in zip(batch.indices, batch) where operation.completesLocally {
+                operation.completion?(localFailures[position - batch.startIndex])
             }
+            if remoteStores.isEmpty {
+                complete(batch, failures: localFailures)
+                taken = rest
+                continue
+            }
+            // The next batch must not overtake this one: it starts from the task
+            // once the remote stores have answered.
+            Task(executorPreference: executor) {
+                let failures = await self.writeRemotely(batch, encoded: encoded, failures: localFailures)
+                self.complete(batch, failures: failures)
+                self.queue.async { self.drain(rest) }
+            }
+            return
         }
     }
 
-    /// Applies one batch, then resumes its waiters and the flushes it satisfies.
-    private func complete(_ batch: ArraySlice<Operation>) {
+    /// Marks a batch applied, then resumes its waiters and the flushes it satisfies.
+    private func complete(_ batch: ArraySlice<Operation>, failures: [(any Error)?]) {
         guard let last = batch.last else { return }
-        let (localFailures, encoded) = encodeAndWriteLocally(batch)
-        let failures = remoteStores.isEmpty
-            ? localFailures : waitForRemoteWrites(batch, encoded: encoded, failures: localFailures)
-        let (completions, waiters) = state.withLock { state in
+        let waiters = state.withLock { state in
             state.completed = last.sequence
             for operation in batch {
                 switch operation.kind {
-                case .set(let key, _, _, _, _, _), .remove(let key):
+                case .set(let key, _, _, _, _), .remove(let key, _):
                     if state.pending[key]?.sequence == operation.sequence { state.pending[key] = nil }
                 case .removeAll:
-                    if state.pendingClear == operation.sequence { state.pendingClear = nil }
+                    if state.pendingClear?.sequence == operation.sequence { state.pendingClear = nil }
+                case .promote, .removeLocally:
+                    break
                 }
             }
             var ready: [CheckedContinuation<Void, Never>] = []
@@ -187,14 +377,10 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
                 ready = state.flushWaiters.filter { $0.0 <= last.sequence }.map(\.1)
                 state.flushWaiters.removeAll { $0.0 <= last.sequence }
             }
-            return (batch.indices.compactMap { i in batch[i].completion.map { (i, $0) } }, ready)
+            return ready
         }
-        for (position, completion) in completions {
-            if let error = failures[position - batch.startIndex] {
-                completion.resume(throwing: error)
-            } else {
-                completion.resume()
-            }
+        for (position, operation) in zip(batch.indices, batch) where !operation.completesLocally {
+            operation.completion?(failures[position - batch.startIndex])
         }
         for waiter in waiters { waiter.resume() }
     }
@@ -208,10 +394,7 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
         var failures = [(any Error)?](repeating: nil, count: batch.count)
         var encoded = [Data?](repeating: nil, count: batch.count)
         for position in 0..<batch.count {
-            guard case .set(let key, let value, _, _, _, let local) = batch[batch.startIndex + position].kind else { continue }
-            // A write-through set already reached the local stores from the caller;
-            // it needs bytes here only for the remote stores.
-            guard local || !remoteStores.isEmpty else { continue }
+            guard case .set(let key, let value, _, _, _) = batch[batch.startIndex + position].kind else { continue }
             guard let codec else {
                 failures[position] = HoardError(.noCodec, "the cache has stores but no codec for \(Value.self)")
                 continue
@@ -223,40 +406,19 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
                 report(CacheFailure(key: key.cacheKeyString, tier: .memory, operation: .encode, error: error))
             }
         }
-        guard !localStores.isEmpty else { return (failures, encoded) }
-
-        let (writes, positions) = storeWrites(batch, encoded: encoded, remote: false)
-        guard !writes.isEmpty else { return (failures, encoded) }
         for (index, store) in localStores.enumerated() {
+            let (writes, positions) = storeWrites(batch, encoded: encoded, tier: .local(index))
+            guard !writes.isEmpty else { continue }
             do {
                 try store.write(writes)
             } catch {
                 for position in positions where failures[position] == nil { failures[position] = error }
-                report(CacheFailure(key: writes.count == 1 ? Self.key(of: writes[0]) : nil,
-                                    tier: .local(index), operation: .write, error: error))
+                report(CacheFailure(
+                    key: writes.count == 1 ? Self.key(of: writes[0]) : nil, tier: .local(index),
+                    operation: Self.isRemoval(writes) ? .remove : .write, error: error))
             }
         }
         return (failures, encoded)
-    }
-
-    /// Writes the batch to the remote stores from a task, and blocks the writer's
-    /// thread (never a Swift concurrency thread) until they have answered, so the
-    /// next batch cannot overtake this one.
-    ///
-    /// - Returns: `failures` with the remote stores' first error added for each
-    ///   operation that had none.
-    private func waitForRemoteWrites(
-        _ batch: ArraySlice<Operation>, encoded: [Data?], failures: [(any Error)?]
-    ) -> [(any Error)?] {
-        let done = DispatchSemaphore(value: 0)
-        let result = Mutex(failures)
-        Task {
-            let updated = await self.writeRemotely(batch, encoded: encoded, failures: failures)
-            result.withLock { $0 = updated }
-            done.signal()
-        }
-        done.wait()
-        return result.withLock { $0 }
     }
 
     /// Hands the batch to every remote store in one ``RemoteCacheStore/write(_:)``.
@@ -264,41 +426,52 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
         _ batch: ArraySlice<Operation>, encoded: [Data?], failures: [(any Error)?]
     ) async -> [(any Error)?] {
         var failures = failures
-        let (writes, positions) = storeWrites(batch, encoded: encoded, remote: true)
-        guard !writes.isEmpty else { return failures }
         for (index, store) in remoteStores.enumerated() {
+            let (writes, positions) = storeWrites(batch, encoded: encoded, tier: .remote(index))
+            guard !writes.isEmpty else { continue }
             do {
                 try await store.write(writes)
             } catch {
                 for position in positions where failures[position] == nil { failures[position] = error }
-                report(CacheFailure(key: writes.count == 1 ? Self.key(of: writes[0]) : nil,
-                                    tier: .remote(index), operation: Self.isRemoval(writes) ? .remove : .write,
-                                    error: error))
+                report(CacheFailure(
+                    key: writes.count == 1 ? Self.key(of: writes[0]) : nil, tier: .remote(index),
+                    operation: Self.isRemoval(writes) ? .remove : .write, error: error))
             }
         }
         return failures
     }
 
-    /// The store writes of one tier for a batch, and the batch position each came
-    /// from: sets that have bytes (and, for the local tier, were not already written
-    /// through by the caller), with the tier's expiry; removals; and clears of the
-    /// namespace the tier takes part in.
+    /// The writes one store applies for a batch, and the batch position each came
+    /// from.
     private func storeWrites(
-        _ batch: ArraySlice<Operation>, encoded: [Data?], remote: Bool
+        _ batch: ArraySlice<Operation>, encoded: [Data?], tier: CacheTier
     ) -> (writes: [CacheStoreWrite], positions: [Int]) {
         var writes: [CacheStoreWrite] = []
         writes.reserveCapacity(batch.count)
         var positions: [Int] = []
         positions.reserveCapacity(batch.count)
+        let remote: Bool
+        let localIndex: Int
+        switch tier {
+        case .local(let index): (remote, localIndex) = (false, index)
+        default: (remote, localIndex) = (true, -1)
+        }
         for position in 0..<batch.count {
             switch batch[batch.startIndex + position].kind {
-            case .set(let key, _, let storedAt, let localExpiry, let remoteExpiry, let local):
-                guard remote || local, let data = encoded[position] else { continue }
+            case .set(let key, _, let storedAt, let localExpiry, let remoteExpiry):
+                guard let data = encoded[position] else { continue }
                 writes.append(.set(
                     data, for: key.cacheKeyString, in: namespace, storedAt: storedAt,
                     expiresAt: remote ? remoteExpiry : localExpiry))
-            case .remove(let key):
+            case .promote(let key, let data, let storedAt, let expiresAt, let before):
+                guard !remote, localIndex < before else { continue }
+                writes.append(.set(data, for: key.cacheKeyString, in: namespace, storedAt: storedAt, expiresAt: expiresAt))
+            case .remove(let key, let fromRemote):
+                guard !remote || fromRemote else { continue }
                 writes.append(.removeValue(for: key.cacheKeyString, in: namespace))
+            case .removeLocally(let keyString):
+                guard !remote else { continue }
+                writes.append(.removeValue(for: keyString, in: namespace))
             case .removeAll(let local, let clearsRemote):
                 guard remote ? clearsRemote : local else { continue }
                 writes.append(.removeAll(in: namespace))

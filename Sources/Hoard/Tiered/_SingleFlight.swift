@@ -13,11 +13,15 @@ final class _SingleFlight<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// Returns the result of the operation running for `key`, starting `operation`
     /// if none is.
     ///
-    /// - Parameter joined: Called (before waiting) when this caller joins a flight
-    ///   another caller started.
+    /// - Parameters:
+    ///   - joined: Called (before waiting) when this caller joins a flight another
+    ///     caller started.
+    ///   - led: Called (before the operation starts) when this caller starts the
+    ///     flight.
     func run(
         _ key: Key,
         joined: () -> Void,
+        led: () -> Void = {},
         operation: @escaping @Sendable () async throws -> Value
     ) async throws -> Value {
         let (flight, isLeader) = flights.withLock { flights -> (_Flight<Value>, Bool) in
@@ -27,6 +31,7 @@ final class _SingleFlight<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             return (flight, true)
         }
         if isLeader {
+            led()
             Task {
                 let result: Result<Value, any Error>
                 do {
