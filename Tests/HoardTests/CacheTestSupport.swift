@@ -107,3 +107,130 @@ final class GatedStore: CacheStore {
 struct FetchFailed: Error, Equatable {
     var attempt: Int
 }
+
+/// A point where store calls stop until the test opens it, and that tells the test
+/// when a call has arrived. Blocking (`passBlocking`) for synchronous stores, which
+/// run on Hoard's threads; suspending (`pass`) for asynchronous ones.
+final class StoreGate: Sendable {
+    private struct State {
+        var closed = false
+        var arrivals = 0
+        var arrivalWaiters: [CheckedContinuation<Void, Never>] = []
+        var openWaiters: [CheckedContinuation<Void, Never>] = []
+    }
+
+    private let state = Mutex(State())
+    private let opened = DispatchSemaphore(value: 0)
+
+    func close() { state.withLock { $0.closed = true } }
+
+    /// Lets every call through, now and later.
+    func open() {
+        let waiters = state.withLock { state in
+            state.closed = false
+            defer { state.openWaiters = [] }
+            return state.openWaiters
+        }
+        for waiter in waiters { waiter.resume() }
+        opened.signal()
+    }
+
+    /// Waits until a call has arrived at the closed gate.
+    func arrival() async {
+        await withCheckedContinuation { continuation in
+            let arrived = state.withLock { state -> Bool in
+                if state.arrivals > 0 { return true }
+                state.arrivalWaiters.append(continuation)
+                return false
+            }
+            if arrived { continuation.resume() }
+        }
+    }
+
+    private func arrive() -> Bool {
+        let (closed, waiters) = state.withLock { state in
+            guard state.closed else { return (false, [CheckedContinuation<Void, Never>]()) }
+            state.arrivals += 1
+            defer { state.arrivalWaiters = [] }
+            return (true, state.arrivalWaiters)
+        }
+        for waiter in waiters { waiter.resume() }
+        return closed
+    }
+
+    /// Blocks the calling (store) thread while the gate is closed.
+    func passBlocking() {
+        guard arrive() else { return }
+        opened.wait()
+        opened.signal()  // let any other blocked caller through too
+    }
+
+    /// Suspends while the gate is closed.
+    func pass() async {
+        guard arrive() else { return }
+        await withCheckedContinuation { continuation in
+            let isOpen = state.withLock { state -> Bool in
+                if !state.closed { return true }
+                state.openWaiters.append(continuation)
+                return false
+            }
+            if isOpen { continuation.resume() }
+        }
+    }
+}
+
+/// A local store whose reads fetch the entry, then stop at a gate before
+/// returning it: a read that has found a value and is about to promote it.
+final class ReadGatedStore: CacheStore {
+    let inner: any CacheStore
+    let gate = StoreGate()
+
+    init(_ inner: any CacheStore) { self.inner = inner }
+
+    func entry(for key: String, in namespace: String) throws(HoardError) -> StoredEntry? {
+        let found = try inner.entry(for: key, in: namespace)
+        gate.passBlocking()
+        return found
+    }
+    func set(_ data: Data, for key: String, in namespace: String, storedAt: Date, expiresAt: Date?) throws(HoardError) {
+        try inner.set(data, for: key, in: namespace, storedAt: storedAt, expiresAt: expiresAt)
+    }
+    func write(_ batch: [CacheStoreWrite]) throws(HoardError) { try inner.write(batch) }
+    func removeValue(for key: String, in namespace: String) throws(HoardError) -> Bool {
+        try inner.removeValue(for: key, in: namespace)
+    }
+    func removeAll(in namespace: String) throws(HoardError) -> Int { try inner.removeAll(in: namespace) }
+    func keys(in namespace: String) throws(HoardError) -> [String] { try inner.keys(in: namespace) }
+    func contains(_ key: String, in namespace: String) throws(HoardError) -> Bool { try inner.contains(key, in: namespace) }
+    func usage(in namespace: String) throws(HoardError) -> StoreUsage { try inner.usage(in: namespace) }
+    func totalUsage() throws(HoardError) -> StoreUsage { try inner.totalUsage() }
+    func removeExpired() throws(HoardError) -> Int { try inner.removeExpired() }
+    func trim(toBytes maxBytes: Int) throws(HoardError) -> Int { try inner.trim(toBytes: maxBytes) }
+    func verify(repairing: Bool) throws(HoardError) -> VerificationReport { try inner.verify(repairing: repairing) }
+}
+
+/// A remote store whose reads fetch the entry, then stop at a gate before
+/// returning it.
+final class ReadGatedRemoteStore: RemoteCacheStore {
+    let inner = InMemoryRemoteStore()
+    let gate = StoreGate()
+
+    func entry(for key: String, in namespace: String) async throws -> StoredEntry? {
+        let found = try await inner.entry(for: key, in: namespace)
+        await gate.pass()
+        return found
+    }
+    func entries(for keys: [String], in namespace: String) async throws -> [String: StoredEntry] {
+        try await inner.entries(for: keys, in: namespace)
+    }
+    func set(_ data: Data, for key: String, in namespace: String, storedAt: Date, expiresAt: Date?) async throws {
+        try await inner.set(data, for: key, in: namespace, storedAt: storedAt, expiresAt: expiresAt)
+    }
+    func removeValue(for key: String, in namespace: String) async throws {
+        try await inner.removeValue(for: key, in: namespace)
+    }
+    func removeAll(in namespace: String) async throws { try await inner.removeAll(in: namespace) }
+    func invalidations(in namespace: String) -> AsyncStream<RemoteInvalidation> {
+        AsyncStream { $0.finish() }
+    }
+}

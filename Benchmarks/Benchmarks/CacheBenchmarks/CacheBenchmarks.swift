@@ -89,7 +89,7 @@ func registerMemoryHit() {
         closure: { (_, state: (Cache<Int, Int>, MemoryHitFixture)) in
             let (cache, fixture) = state
             var sum = 0
-            for key in fixture.nextBatch() { sum &+= cache.value(for: key) ?? -1 }
+            for key in fixture.nextBatch() { sum &+= cache.cachedValue(for: key) ?? -1 }
             blackHole(sum)
         },
         setup: {
@@ -222,7 +222,7 @@ func registerDiskHit() {
         configuration: configuration(scaling: .one, seconds: 3),
         closure: { (_, fixture: DiskFixture<Cache<Int, Data>>) in
             var bytes = 0
-            for key in fixture.nextBatch() { bytes &+= fixture.subject.value(for: key)?.count ?? -1 }
+            for key in fixture.nextBatch() { bytes &+= fixture.subject.cachedValue(for: key)?.count ?? -1 }
             precondition(bytes == diskReadsPerIteration << 10, "a disk read missed")
             blackHole(bytes)
         },

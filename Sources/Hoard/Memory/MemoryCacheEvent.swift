@@ -13,14 +13,16 @@ public enum MemoryCacheEvent<Key: Hashable & Sendable>: Sendable, Hashable {
     case removedAll(count: Int)
 }
 
-/// Why an entry was evicted.
-public enum EvictionReason: Sendable, Hashable {
+/// Why an entry was evicted. Prints as its case name (`countLimit`).
+public enum EvictionReason: String, Sendable, Hashable, CustomStringConvertible {
     /// The entry count went over its limit.
     case countLimit
     /// The total cost went over its limit.
     case costLimit
     /// A `purge(downTo…)` call asked for room.
     case purge
+
+    public var description: String { rawValue }
 }
 
 /// Which entries a cache gives up first when it must make room.
