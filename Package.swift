@@ -72,6 +72,14 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // Not a product: the README's first example, verbatim; scripts/test runs it
+        // and checks what it prints.
+        .executableTarget(
+            name: "ReadmeFirstExample",
+            dependencies: ["Hoard"],
+            path: "Examples/ReadmeFirstExample",
+            swiftSettings: strict
+        ),
         // Not a product: the child process the disk store's crash-safety and fault
         // tests start, kill and inspect. The test target depends on it (and on the
         // `hoard` tool, whose store commands it runs) so that both are built next to

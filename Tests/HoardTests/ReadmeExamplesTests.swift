@@ -204,6 +204,37 @@ struct ReadmeCacheExamplesTests {
         }
     }
 
+    @Test("The README's first example, verbatim inside an async function, fetches and prints what it says")
+    func firstExampleInAFunction() async throws {
+        // The body of Examples/ReadmeFirstExample/main.swift (the README's first
+        // block) minus its import; scripts/test runs the same lines at top level.
+        struct User: Codable, Sendable {
+            var id: Int
+            var name: String
+        }
+
+        /// Stands in for your network client.
+        struct API: Sendable {
+            func user(_ id: Int) async throws -> User { User(id: id, name: "user \(id)") }
+        }
+        let api = API()
+
+        let users = try Cache<Int, User>(configuration: .init(name: "users")) { id in
+            try await api.user(id)                   // runs once per missing key, however many callers wait
+        }
+        let user = try await users.value(for: 42)    // memory → disk → remote stores → fetch
+        let cached = users.cachedValue(for: 42)      // synchronous: memory, then disk; never the network
+        users[7] = User(id: 7, name: "Ada")          // memory at once, disk behind (write-behind)
+        try await users.set(User(id: 8, name: "Bo"), for: 8, expires: .hours(1))  // returns when stored
+        await users.flush()                          // waits for queued writes
+        print(user?.name ?? "nil", cached?.name ?? "nil", users[7]?.name ?? "nil")  // user 42 user 42 Ada
+
+        #expect(user?.name == "user 42")
+        #expect(cached?.name == "user 42")
+        #expect(users[7]?.name == "Ada")
+        #expect(users[8]?.name == "Bo")
+    }
+
     @Test("Configuring freshness, negative caching and jitter")
     func configuredCache() async throws {
         var configuration = Cache<String, Data>.Configuration(name: "feeds")
