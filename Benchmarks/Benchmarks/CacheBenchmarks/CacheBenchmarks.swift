@@ -17,14 +17,18 @@ import Synchronization
 /// - `disk hit promote`: memory limit 100, 10,000 1 KiB values on a DiskStore;
 ///   100 reads of random keys per iteration (each a disk hit promoted to memory).
 ///   Baseline: `DiskStore.entry(for:in:)` on a store with the same entries.
+///   The `async value(for:)` row reads the same way through the asynchronous path
+///   (the lookup runs on Hoard's own threads).
 /// - `write-behind 1KiB`: `cache[key] = value` for 10,000 keys, then
 ///   `await cache.flush()`, per iteration; the `values/s` metric counts values.
 ///   Baseline: one `DiskStore.write` of the same 10,000 values.
+/// - `memory set`, `assign caller side`, `awaited set`: see CacheWriteBenchmarks.swift.
 let benchmarks: @Sendable () -> Void = {
     registerMemoryHit()
     registerStampede()
     registerDiskHit()
     registerWriteBehind()
+    registerWrites()
 }
 
 /// A fresh directory under the system's temporary directory.
@@ -215,6 +219,20 @@ final class DiskFixture<Subject> {
     }
 }
 
+/// A cache whose memory holds 100 of the 10,000 1 KiB values its disk store holds.
+func makeDiskHitCache() async throws -> DiskFixture<Cache<Int, Data>> {
+    let directory = try makeTemporaryDirectory()
+    let store = try DiskStore(directory: directory.appendingPathComponent("store"))
+    var settings = Cache<Int, Data>.Configuration(name: "bench-disk")
+    settings.memory = .init(countLimit: 100)
+    settings.localStores = .stores([store])
+    let cache = try Cache<Int, Data>(configuration: settings)
+    for key in 0..<diskKeyCount { cache[key] = oneKiB }
+    await cache.flush()
+    try await cache.clear(memory: true, disk: false, remote: false)
+    return DiskFixture(subject: cache, directory: directory)
+}
+
 func registerDiskHit() {
     let cacheHeld = Holder<DiskFixture<Cache<Int, Data>>>()
     Benchmark(
@@ -227,16 +245,26 @@ func registerDiskHit() {
             blackHole(bytes)
         },
         setup: {
-            let directory = try makeTemporaryDirectory()
-            let store = try DiskStore(directory: directory.appendingPathComponent("store"))
-            var settings = Cache<Int, Data>.Configuration(name: "bench-disk")
-            settings.memory = .init(countLimit: 100)
-            settings.localStores = .stores([store])
-            let cache = try Cache<Int, Data>(configuration: settings)
-            for key in 0..<diskKeyCount { cache[key] = oneKiB }
-            await cache.flush()
-            try await cache.clear(memory: true, disk: false, remote: false)
-            let fixture = DiskFixture(subject: cache, directory: directory)
+            let fixture = try await makeDiskHitCache()
+            cacheHeld.value = fixture
+            return fixture
+        },
+        teardown: {
+            if let fixture = cacheHeld.value { try? FileManager.default.removeItem(at: fixture.directory) }
+            cacheHeld.value = nil
+        }
+    )
+    Benchmark(
+        "disk hit promote 1KiB: Cache async value(for:)",
+        configuration: configuration(scaling: .one, seconds: 3),
+        closure: { (_, fixture: DiskFixture<Cache<Int, Data>>) in
+            var bytes = 0
+            for key in fixture.nextBatch() { bytes &+= try await fixture.subject.value(for: key)?.count ?? -1 }
+            precondition(bytes == diskReadsPerIteration << 10, "a disk read missed")
+            blackHole(bytes)
+        },
+        setup: {
+            let fixture = try await makeDiskHitCache()
             cacheHeld.value = fixture
             return fixture
         },
