@@ -90,6 +90,14 @@ let package = Package(
             path: "Tests/Support/HoardCrashWriter",
             swiftSettings: strict
         ),
+        // Not a product: the child process that parks Swift's cooperative pool and
+        // checks that a Cache's disk reads and writes complete without it.
+        .executableTarget(
+            name: "HoardPoolProbe",
+            dependencies: ["Hoard"],
+            path: "Tests/Support/HoardPoolProbe",
+            swiftSettings: strict
+        ),
         // Not a product: the child process of the two-process invalidation tests, a
         // Cache on a Redis or PostgreSQL store. Separate from HoardCrashWriter so that
         // the disk store's tests do not build SwiftNIO.
@@ -113,7 +121,7 @@ let package = Package(
         ),
         .testTarget(
             name: "HoardTests",
-            dependencies: ["Hoard", "HoardCrashWriter", "hoard"],
+            dependencies: ["Hoard", "HoardCrashWriter", "HoardPoolProbe", "hoard"],
             swiftSettings: strict
         ),
         .testTarget(

@@ -203,6 +203,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     /// one read with ``entry(for:maxAge:newerThan:)`` from another cache).
     ///
     /// - Returns: `true` when stored, `false` when its cost exceeds the cost limit.
+    @inlinable
     @discardableResult
     public func set(_ entry: CacheEntry<Value>, for key: Key) -> Bool {
         let cost = max(0, costOf?(entry.value) ?? 0)

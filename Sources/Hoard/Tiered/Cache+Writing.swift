@@ -72,31 +72,47 @@ extension Cache {
 
     /// The subscript setter: memory at once, stores behind (in write-through mode,
     /// the local stores before returning). Store failures are reported.
-    @usableFromInline
+    ///
+    /// A cache without stores, with no read in flight, writes memory directly from
+    /// code specialised in the caller's module: the common case costs about what
+    /// `MemoryCache.set` costs.
+    @inlinable
     func assign(_ value: Value?, for key: Key, expires: Expiry?) {
-        let kind: _CacheWriter<Key, Value>.Operation.Kind
-        let dates: _WriteDates?
+        if !hasStores, let value, writer.isQuiet {
+            let now = clock.now()
+            memory.set(
+                CacheEntry(value: .value(value), storedAt: now, expiresAt: memoryExpiry(expires, storedAt: now)), for: key)
+            if observers.ifActive != nil { publishSet(key, value) }
+            return
+        }
+        assignInOrder(value, for: key, expires: expires)
+    }
+
+    /// Publishes a set of `key` to the event and update streams.
+    @usableFromInline
+    func publishSet(_ key: Key, _ value: Value) {
+        publish(.set(key), key: key, value: value)
+    }
+
+    /// ``assign(_:for:expires:)`` through the writer.
+    @usableFromInline
+    func assignInOrder(_ value: Value?, for key: Key, expires: Expiry?) {
+        // Closure literals passed straight to the writer stay on the stack.
+        let blocking = configuration.writeMode == .writeThrough
         if let value {
-            let writeDates = self.dates(for: expires)
-            kind = setting(value, for: key, dates: writeDates)
-            dates = writeDates
-        } else {
-            kind = .remove(key, remote: true)
-            dates = nil
-        }
-        let memory = {
-            if let value, let dates {
-                self.setMemory(value, for: key, dates: dates)
+            let dates = self.dates(for: expires)
+            let kind = setting(value, for: key, dates: dates)
+            if blocking {
+                // A store's failure is reported (events, onError, statistics) by
+                // the writer; the subscript has no way to throw it.
+                try? writer.applyBlocking(kind) { setMemory(value, for: key, dates: dates) }
             } else {
-                self.removeFromMemory(key)
+                writer.write(kind) { setMemory(value, for: key, dates: dates) }
             }
-        }
-        if configuration.writeMode == .writeThrough {
-            // A store's failure is reported (events, onError, statistics) by the
-            // writer; the subscript has no way to throw it.
-            try? writer.applyBlocking(kind, memory: memory)
+        } else if blocking {
+            try? writer.applyBlocking(.remove(key, remote: true)) { removeFromMemory(key) }
         } else {
-            writer.write(kind, memory: memory)
+            writer.write(.remove(key, remote: true)) { removeFromMemory(key) }
         }
     }
 

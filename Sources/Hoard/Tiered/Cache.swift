@@ -41,13 +41,15 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
     let remoteStores: [any RemoteCacheStore]
     let codec: ValueCodec<Value>?
     let fetch: Fetch?
-    let clock: any CacheClock
-    let writer: _CacheWriter<Key, Value>
+    @usableFromInline let clock: any CacheClock
+    @usableFromInline let writer: _CacheWriter<Key, Value>
+    /// Whether the cache has any store (else every write is memory only).
+    @usableFromInline let hasStores: Bool
     /// Where `async` reads run their local-store lookups.
     let executor = _BlockingExecutor.shared
     let flights = _SingleFlight<Key, CacheEntry<Value>?>()
     let counters = _CacheCounters()
-    let observers = _Observers<Key, Value, CacheEvent<Key>>()
+    @usableFromInline let observers = _Observers<Key, Value, CacheEvent<Key>>()
     let invalidationTasks: Mutex<[Task<Void, Never>]>
     /// The keys noted by ``remember(_:)``, by their strings, pruned to those memory
     /// holds whenever there are more than `pruneAt`.
@@ -118,6 +120,7 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
         case .defaultDisk: localStores = [try DiskStore(named: configuration.name, clock: clock)]
         }
         remoteStores = configuration.remoteStores
+        self.hasStores = hasStores
         keyStrings = Mutex((keys: [:], pruneAt: (configuration.memory.countLimit ?? 100_000) * 2))
         invalidationTasks = Mutex([])
 
@@ -178,7 +181,17 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
             remoteExpiry: capped(configuration.remoteExpiry).map { $0.addingTimeInterval(grace) })
     }
 
-    private func jittered(_ expiry: Expiry) -> Expiry {
+    /// The memory tier's expiry of a value written at `now` with `expiry` (`nil`:
+    /// the default), jittered, with the stale-while-revalidate grace.
+    @inlinable
+    func memoryExpiry(_ expiry: Expiry?, storedAt now: Date) -> Date? {
+        var own = expiry ?? configuration.defaultExpiry
+        if configuration.expiryJitter > 0 { own = jittered(own) }
+        return own.date(storedAt: now).map { $0.addingTimeInterval(grace) }
+    }
+
+    @usableFromInline
+    func jittered(_ expiry: Expiry) -> Expiry {
         guard configuration.expiryJitter > 0, case .after(let seconds) = expiry else { return expiry }
         let spread = configuration.expiryJitter
         return .after(seconds * Double.random(in: (1 - spread)...(1 + spread)))

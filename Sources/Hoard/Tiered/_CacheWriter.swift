@@ -18,6 +18,7 @@ import Synchronization
 ///   writes are awaited by a task on those same threads, and the next batch starts
 ///   when they are done. The writer holds what it needs (stores, codec), so queued
 ///   writes complete even after the cache is gone.
+@usableFromInline
 final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
     /// One change, in the order it was made.
     struct Operation: Sendable {
@@ -134,7 +135,7 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
     private let state = Mutex(State())
     /// How many reads hold a ticket: lets memory-only writes skip the lock when
     /// nobody reads below memory.
-    private let readsInFlight = Atomic<Int>(0)
+    @usableFromInline let readsInFlight = Atomic<Int>(0)
     private let namespace: String
     private let localStores: [any CacheStore]
     private let remoteStores: [any RemoteCacheStore]
@@ -162,6 +163,11 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
     }
 
     var hasStores: Bool { !localStores.isEmpty || !remoteStores.isEmpty }
+
+    /// Whether no read holds a ticket, so a memory-only write needs no sequence
+    /// number (no promotion or fetch in flight could be overtaken by it).
+    @inlinable
+    var isQuiet: Bool { readsInFlight.load(ordering: .acquiring) == 0 }
 
     // MARK: Writing
 
