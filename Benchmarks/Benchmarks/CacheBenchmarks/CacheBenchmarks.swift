@@ -18,7 +18,8 @@ import Synchronization
 ///   100 reads of random keys per iteration (each a disk hit promoted to memory).
 ///   Baseline: `DiskStore.entry(for:in:)` on a store with the same entries.
 ///   The `async value(for:)` row reads the same way through the asynchronous path
-///   (the lookup runs on Hoard's own threads).
+///   (the lookup runs on Hoard's own threads); its floor is `DiskStore.entry` run
+///   on a dispatch queue, the caller resumed with the result.
 /// - `write-behind 1KiB`: `cache[key] = value` for 10,000 keys, then
 ///   `await cache.flush()`, per iteration; the `values/s` metric counts values.
 ///   Baseline: one `DiskStore.write` of the same 10,000 values.
@@ -233,6 +234,18 @@ func makeDiskHitCache() async throws -> DiskFixture<Cache<Int, Data>> {
     return DiskFixture(subject: cache, directory: directory)
 }
 
+/// A DiskStore holding the 10,000 1 KiB values the disk-hit rows read.
+func makeDiskStoreFixture() throws -> DiskFixture<DiskStore> {
+    let directory = try makeTemporaryDirectory()
+    let store = try DiskStore(directory: directory.appendingPathComponent("store"))
+    let now = Date()
+    try store.write(
+        (0..<diskKeyCount).map {
+            .set(oneKiB, for: String($0), in: DiskStore.defaultNamespace, storedAt: now, expiresAt: nil)
+        })
+    return DiskFixture(subject: store, directory: directory)
+}
+
 func registerDiskHit() {
     let cacheHeld = Holder<DiskFixture<Cache<Int, Data>>>()
     Benchmark(
@@ -274,6 +287,31 @@ func registerDiskHit() {
         }
     )
     let storeHeld = Holder<DiskFixture<DiskStore>>()
+    let floorQueue = DispatchQueue(label: "bench.floor")
+    Benchmark(
+        "disk hit promote 1KiB: floor DiskStore.entry hopped to a queue",
+        configuration: configuration(scaling: .one, seconds: 3),
+        closure: { (_, fixture: DiskFixture<DiskStore>) in
+            var bytes = 0
+            let store = fixture.subject
+            for key in fixture.nextBatch() {
+                bytes &+= try await onQueue(floorQueue) {
+                    try store.entry(for: String(key), in: DiskStore.defaultNamespace)?.data.count ?? -1
+                }
+            }
+            precondition(bytes == diskReadsPerIteration << 10, "a disk read missed")
+            blackHole(bytes)
+        },
+        setup: {
+            let fixture = try makeDiskStoreFixture()
+            storeHeld.value = fixture
+            return fixture
+        },
+        teardown: {
+            if let fixture = storeHeld.value { try? FileManager.default.removeItem(at: fixture.directory) }
+            storeHeld.value = nil
+        }
+    )
     Benchmark(
         "disk hit promote 1KiB: baseline DiskStore.entry",
         configuration: configuration(scaling: .one, seconds: 3),
@@ -286,14 +324,7 @@ func registerDiskHit() {
             blackHole(bytes)
         },
         setup: {
-            let directory = try makeTemporaryDirectory()
-            let store = try DiskStore(directory: directory.appendingPathComponent("store"))
-            let now = Date()
-            try store.write(
-                (0..<diskKeyCount).map {
-                    .set(oneKiB, for: String($0), in: DiskStore.defaultNamespace, storedAt: now, expiresAt: nil)
-                })
-            let fixture = DiskFixture(subject: store, directory: directory)
+            let fixture = try makeDiskStoreFixture()
             storeHeld.value = fixture
             return fixture
         },
