@@ -31,6 +31,10 @@ let package = Package(
             name: "Hoard",
             dependencies: [
                 .target(name: "CSQLite", condition: .when(platforms: [.linux, .android, .windows])),
+                // The logging API only (no handler, no transitive dependency): the
+                // one package the core depends on, so an application's own
+                // Logger receives Hoard's background failures.
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
         ),
@@ -121,7 +125,10 @@ let package = Package(
         ),
         .testTarget(
             name: "HoardTests",
-            dependencies: ["Hoard", "HoardCrashWriter", "HoardPoolProbe", "hoard"],
+            dependencies: [
+                "Hoard", "HoardCrashWriter", "HoardPoolProbe", "hoard",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: strict
         ),
         .testTarget(

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 
 extension Cache {
     /// How a ``Cache`` is built: its tiers, lifetimes and write mode.
@@ -73,6 +74,14 @@ extension Cache {
         /// after it is also published on ``Cache/events``. Defaults to `nil`.
         public var onError: (@Sendable (CacheFailure) -> Void)?
 
+        /// Where failures behind the caller's back are logged, once each, at
+        /// `warning` (or `debug` for a promotion a newer write made unnecessary),
+        /// with `hoard.store` (the cache's name), `hoard.tier`,
+        /// `hoard.operation`, `hoard.key` and `hoard.error` metadata. Nothing on
+        /// the read or write path itself is logged at `info` or above. `nil` (the
+        /// default) logs nothing.
+        public var logger: Logger?
+
         /// Creates a configuration whose values are stored with `codec`; every other
         /// setting starts at its documented default (memory over the default
         /// ``DiskStore``). For value types that are neither `Codable` nor
@@ -103,6 +112,7 @@ extension Cache {
             expiryJitter = 0
             self.codec = codec
             onError = nil
+            logger = nil
         }
 
         func validate() throws(HoardError) {

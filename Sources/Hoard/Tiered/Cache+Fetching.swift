@@ -167,7 +167,7 @@ extension Cache {
             }
             let dates = self.dates(for: nil)
             if !self.write(value, for: key, dates: dates, ifUnchangedSince: ticket) {
-                self.counters.droppedPromotions.add(1, ordering: .relaxed)
+                self.noteDroppedPromotion(key)
             }
             return CacheEntry(
                 value: value, storedAt: dates.storedAt, expiresAt: dates.memoryExpiry.map { $0.addingTimeInterval(-self.grace) })

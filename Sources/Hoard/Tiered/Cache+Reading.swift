@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 
 /// What the tiers that answer synchronously (memory, queued writes, local stores)
 /// know about a key.
@@ -180,6 +181,18 @@ extension Cache {
         return true
     }
 
+    /// Counts (and logs at `debug`) a promotion or fetched value that was not
+    /// written because the key changed after the read began.
+    func noteDroppedPromotion(_ key: Key) {
+        counters.droppedPromotions.add(1, ordering: .relaxed)
+        configuration.logger?.debug(
+            "promotion dropped: the key changed after the read began",
+            metadata: [
+                "hoard.store": "\(namespace)", "hoard.operation": "promote",
+                "hoard.key": "\(key.cacheKeyString.prefix(200))",
+            ])
+    }
+
     /// Decodes stored bytes; on failure reports it and returns `nil`. The entry
     /// stays: its bytes are intact (the store checks that), they are just not a
     /// `Value` this codec reads (another type's, or an older format), and a write
@@ -207,7 +220,7 @@ extension Cache {
             : .promote(key, stored.data, storedAt: stored.storedAt, expiresAt: stored.expiresAt, localStoresBefore: index)
         let made = writer.promote(key, ticket: ticket, memory: { memory.set(entry, for: key) }, stores: stores)
         guard made else {
-            counters.droppedPromotions.add(1, ordering: .relaxed)
+            noteDroppedPromotion(key)
             return
         }
         remember(key)

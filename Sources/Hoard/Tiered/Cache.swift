@@ -127,8 +127,11 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
         let observers = self.observers
         let counters = self.counters
         let onError = configuration.onError
+        let logger = configuration.logger
+        let name = configuration.name
         let report: @Sendable (CacheFailure) -> Void = { failure in
             counters.count(failure)
+            logger?.log(failure, cache: name)
             observers.publish(.failed(failure))
             onError?(failure)
         }
@@ -149,6 +152,7 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
     /// the event streams and `onError`.
     func report(_ failure: CacheFailure, counted: Bool = true) {
         if counted { counters.count(failure) }
+        configuration.logger?.log(failure, cache: configuration.name)
         observers.ifActive?.publish(.failed(failure))
         configuration.onError?(failure)
     }
