@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 extension Cache {
     // MARK: Asynchronous reads
@@ -20,6 +21,7 @@ extension Cache {
     /// - Throws: The fetch closure's error (every waiter receives the same one; nothing
     ///   is stored and the next call fetches again), or `CancellationError` when the
     ///   calling task is cancelled while waiting. Store failures are reported, not thrown.
+    @inlinable
     public func value(for key: Key, maxAge: TimeInterval? = nil, newerThan: Date? = nil) async throws -> Value? {
         try await value(for: key, maxAge: maxAge, newerThan: newerThan, fetch: fetch)
     }
@@ -29,6 +31,7 @@ extension Cache {
     /// Like ``value(for:maxAge:newerThan:)`` with a per-call fetch closure (`nil`
     /// for none). If a fetch for `key` is already running, this call waits for that
     /// one instead.
+    @inlinable
     public func value(
         for key: Key, maxAge: TimeInterval? = nil, newerThan: Date? = nil,
         fetch: Fetch?
@@ -67,6 +70,7 @@ extension Cache {
     /// one ticket from before the local lookup to the end of the remote lookup and
     /// the fetch, so that nothing this read found or fetched lands over a newer
     /// write.
+    @inlinable
     func entry(
         for key: Key, maxAge: TimeInterval?, newerThan: Date?, fetch: Fetch?, checksMemory: Bool
     ) async throws -> CacheEntry<Value>? {
@@ -100,7 +104,8 @@ extension Cache {
 
     /// The entry a hit or a negative hit answers with, starting a background
     /// refresh for a stale one.
-    private func answer(_ found: _LocalLookup<Value>, key: Key, fetch: Fetch?) -> CacheEntry<Value>? {
+    @inlinable
+    func answer(_ found: _LocalLookup<Value>, key: Key, fetch: Fetch?) -> CacheEntry<Value>? {
         guard case .hit(let entry, let stale) = found else { return nil }
         if stale { serveStale(key, fetch: fetch) }
         return entry
@@ -110,6 +115,7 @@ extension Cache {
 
     /// The remote stores in order; a hit is decoded and promoted into memory and
     /// every local store unless the key changed since `ticket`.
+    @usableFromInline
     func lookUpRemotely(_ key: Key, maxAge: TimeInterval?, newerThan: Date?, ticket: UInt64) async -> CacheEntry<Value>? {
         guard !remoteStores.isEmpty else { return nil }
         let keyString = key.cacheKeyString
@@ -139,6 +145,7 @@ extension Cache {
     /// Runs `fetch` once for every concurrent caller missing `key`, and stores what
     /// it returns in every tier (unless the key changed since `ticket`, the ticket
     /// of the caller that started the fetch) before any caller resumes.
+    @usableFromInline
     func fetchAndStore(_ key: Key, using fetch: @escaping Fetch, ticket: UInt64) async throws -> CacheEntry<Value>? {
         let writer = self.writer
         return try await flights.run(
@@ -176,6 +183,7 @@ extension Cache {
 
     /// Starts one background refresh of `key` unless one is running; failures are
     /// reported.
+    @usableFromInline
     func serveStale(_ key: Key, fetch: Fetch? = nil) {
         counters.staleHits.add(1, ordering: .relaxed)
         guard let fetch = fetch ?? self.fetch, !flights.isRunning(key) else { return }

@@ -1,8 +1,10 @@
 import Foundation
 import Logging
+import Synchronization
 
 /// What the tiers that answer synchronously (memory, queued writes, local stores)
 /// know about a key.
+@usableFromInline
 enum _LocalLookup<Value: Sendable>: Sendable {
     /// A value, with its stored date and logical expiry; `stale` when it is past its
     /// lifetime but within the stale-while-revalidate grace period.
@@ -86,7 +88,7 @@ extension Cache {
 
     /// A synchronous read once memory has missed (or, with `checksMemory`, from the
     /// start): the local lookup under a ticket of its own, counting the miss.
-    @usableFromInline
+    @inlinable
     func cachedEntryBelowMemory(
         for key: Key, maxAge: TimeInterval?, newerThan: Date?, checksMemory: Bool
     ) -> CacheEntry<Value>? {
@@ -104,6 +106,7 @@ extension Cache {
 
     /// ``lookUpLocally(_:maxAge:newerThan:checksMemory:ticket:)`` under a ticket of
     /// its own.
+    @inlinable
     func lookUpLocally(_ key: Key, maxAge: TimeInterval?, newerThan: Date?, checksMemory: Bool) -> _LocalLookup<Value> {
         if checksMemory, let found = lookUpMemory(key, maxAge: maxAge, newerThan: newerThan) { return found }
         guard writer.hasStores else { return .miss(masked: false) }
@@ -113,6 +116,7 @@ extension Cache {
     }
 
     /// The memory tier's answer, or `nil` when it holds nothing for `key`.
+    @inlinable
     func lookUpMemory(_ key: Key, maxAge: TimeInterval?, newerThan: Date?) -> _LocalLookup<Value>? {
         guard let entry = memory.entry(for: key, maxAge: maxAge, newerThan: newerThan) else { return nil }
         guard case .value(let value) = entry.value else {
@@ -128,6 +132,7 @@ extension Cache {
     /// `ticket`. Counts hits and the local tier's miss, not the overall miss (the
     /// caller knows whether slower tiers follow). Blocks for as long as the stores
     /// take: `async` callers run it on Hoard's executor.
+    @inlinable
     func lookUpLocally(
         _ key: Key, maxAge: TimeInterval?, newerThan: Date?, pending: _CacheWriter<Key, Value>.Pending?, ticket: UInt64
     ) -> _LocalLookup<Value> {
@@ -168,6 +173,7 @@ extension Cache {
         return .miss(masked: false)
     }
 
+    @inlinable
     func hit(_ value: Value, storedAt: Date, expiresAt: Date?, now: Date) -> _LocalLookup<Value> {
         let logicalExpiry = expiresAt.map { $0.addingTimeInterval(-grace) }
         return .hit(
@@ -175,6 +181,7 @@ extension Cache {
             stale: isStale(expiresAt: expiresAt, now: now))
     }
 
+    @inlinable
     static func passes(storedAt: Date, maxAge: TimeInterval?, newerThan: Date?, now: Date) -> Bool {
         if let maxAge, now.timeIntervalSince(storedAt) > maxAge { return false }
         if let newerThan, !(storedAt > newerThan) { return false }
@@ -183,6 +190,7 @@ extension Cache {
 
     /// Counts (and logs at `debug`) a promotion or fetched value that was not
     /// written because the key changed after the read began.
+    @usableFromInline
     func noteDroppedPromotion(_ key: Key) {
         counters.droppedPromotions.add(1, ordering: .relaxed)
         configuration.logger?.debug(
@@ -197,6 +205,7 @@ extension Cache {
     /// stays: its bytes are intact (the store checks that), they are just not a
     /// `Value` this codec reads (another type's, or an older format), and a write
     /// or a fetch replaces them.
+    @inlinable
     func decode(_ stored: StoredEntry, key: Key, tier: CacheTier) -> Value? {
         guard let codec else { return nil }
         do {
@@ -210,6 +219,7 @@ extension Cache {
     /// Copies a value found in a slower tier into memory, and into the local stores
     /// that come before `index` (every local store for a remote hit), through the
     /// writer: dropped when the key changed since `ticket`.
+    @inlinable
     func promote(
         _ value: Value, _ stored: StoredEntry, for key: Key, from tier: CacheTier, ticket: UInt64,
         intoLocalStoresBefore index: Int

@@ -13,6 +13,7 @@ extension Cache {
     ///   - expires: The entry's lifetime; `nil` (the default) uses
     ///     ``Configuration/defaultExpiry``.
     /// - Throws: The first error a store threw. Memory keeps the value either way.
+    @inlinable
     public func set(_ value: Value, for key: Key, expires: Expiry? = nil) async throws {
         let dates = dates(for: expires)
         try await writer.apply(setting(value, for: key, dates: dates)) {
@@ -95,7 +96,7 @@ extension Cache {
     }
 
     /// ``assign(_:for:expires:)`` through the writer.
-    @usableFromInline
+    @inlinable
     func assignInOrder(_ value: Value?, for key: Key, expires: Expiry?) {
         // Closure literals passed straight to the writer stay on the stack.
         let blocking = configuration.writeMode == .writeThrough
@@ -126,12 +127,14 @@ extension Cache {
     }
 
     /// The writer's operation for storing `value`.
+    @inlinable
     func setting(_ value: Value, for key: Key, dates: _WriteDates) -> _CacheWriter<Key, Value>.Operation.Kind {
         .set(key, value, storedAt: dates.storedAt, localExpiry: dates.localExpiry, remoteExpiry: dates.remoteExpiry)
     }
 
     /// The memory side of a write (run by the writer, in order): the value, the
     /// key's string for invalidations, and the event.
+    @inlinable
     func setMemory(_ value: Value, for key: Key, dates: _WriteDates) {
         memory.set(CacheEntry(value: .value(value), storedAt: dates.storedAt, expiresAt: dates.memoryExpiry), for: key)
         remember(key)
@@ -139,6 +142,7 @@ extension Cache {
     }
 
     /// The memory side of a removal.
+    @inlinable
     func removeFromMemory(_ key: Key) {
         memory.removeValue(for: key)
         publish(.removed(key), key: key, value: nil)

@@ -37,18 +37,18 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
     public let configuration: Configuration
     @usableFromInline let memory: MemoryCache<Key, _CacheSlot<Value>>
 
-    let localStores: [any CacheStore]
-    let remoteStores: [any RemoteCacheStore]
-    let codec: ValueCodec<Value>?
-    let fetch: Fetch?
+    @usableFromInline let localStores: [any CacheStore]
+    @usableFromInline let remoteStores: [any RemoteCacheStore]
+    @usableFromInline let codec: ValueCodec<Value>?
+    @usableFromInline let fetch: Fetch?
     @usableFromInline let clock: any CacheClock
     @usableFromInline let writer: _CacheWriter<Key, Value>
     /// Whether the cache has any store (else every write is memory only).
     @usableFromInline let hasStores: Bool
     /// Where `async` reads run their local-store lookups.
-    let executor = _BlockingExecutor.shared
+    @usableFromInline let executor = _BlockingExecutor.shared
     let flights = _SingleFlight<Key, CacheEntry<Value>?>()
-    let counters = _CacheCounters()
+    @usableFromInline let counters = _CacheCounters()
     @usableFromInline let observers = _Observers<Key, Value, CacheEvent<Key>>()
     let invalidationTasks: Mutex<[Task<Void, Never>]>
     /// The keys noted by ``remember(_:)``, by their strings, pruned to those memory
@@ -58,6 +58,7 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
     /// stale-while-revalidate).
     @usableFromInline let grace: TimeInterval
 
+    @inlinable
     var namespace: String { configuration.name }
 
     /// Creates a cache.
@@ -150,6 +151,7 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
 
     /// Counts a failure (unless it was `counted` where it happened) and hands it to
     /// the event streams and `onError`.
+    @usableFromInline
     func report(_ failure: CacheFailure, counted: Bool = true) {
         if counted { counters.count(failure) }
         configuration.logger?.log(failure, cache: configuration.name)
@@ -158,17 +160,20 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
     }
 
     /// Publishes an event that changes no key's value.
+    @usableFromInline
     func publish(_ event: CacheEvent<Key>) {
         observers.ifActive?.publish(event)
     }
 
     /// Publishes an event and the key's new value to its update streams.
+    @usableFromInline
     func publish(_ event: CacheEvent<Key>, key: Key, value: Value?) {
         observers.ifActive?.publish(event, key: key, value: value)
     }
 
     // MARK: Lifetimes
 
+    @inlinable
     func dates(for expiry: Expiry?) -> _WriteDates {
         let now = clock.now()
         let own = jittered(expiry ?? configuration.defaultExpiry).date(storedAt: now)
@@ -203,6 +208,7 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
 
     /// Whether an entry whose stored expiry (grace included) is `expiresAt` is past
     /// its own lifetime, and so is served only as a stale value.
+    @inlinable
     func isStale(expiresAt: Date?, now: Date) -> Bool {
         guard grace > 0, let expiresAt else { return false }
         return now >= expiresAt.addingTimeInterval(-grace)
@@ -212,6 +218,7 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
     /// invalidation of that string finds the key in memory (``key(forCacheKeyString:)``).
     /// Nothing to note without remote stores, or when the key type rebuilds the key
     /// from its string (`String`, the integers, `UUID`).
+    @usableFromInline
     func remember(_ key: Key) {
         guard !remoteStores.isEmpty else { return }
         let string = key.cacheKeyString
@@ -244,9 +251,18 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
 /// The dates a ``Cache`` write stores: the entry's own expiry (jittered) plus the
 /// grace period, and the store-specific expiries. (Not nested in the generic
 /// `Cache`, so that using it costs no generic metadata lookup.)
+@usableFromInline
 struct _WriteDates {
-    var storedAt: Date
-    var memoryExpiry: Date?
-    var localExpiry: Date?
-    var remoteExpiry: Date?
+    @usableFromInline var storedAt: Date
+    @usableFromInline var memoryExpiry: Date?
+    @usableFromInline var localExpiry: Date?
+    @usableFromInline var remoteExpiry: Date?
+
+    @inlinable
+    init(storedAt: Date, memoryExpiry: Date?, localExpiry: Date?, remoteExpiry: Date?) {
+        self.storedAt = storedAt
+        self.memoryExpiry = memoryExpiry
+        self.localExpiry = localExpiry
+        self.remoteExpiry = remoteExpiry
+    }
 }

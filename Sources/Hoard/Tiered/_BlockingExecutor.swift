@@ -10,6 +10,7 @@ import Synchronization
 /// work runs even while every cooperative thread is busy or blocked. As a
 /// `TaskExecutor`, the same queues run tasks that must not need the cooperative
 /// pool (the writer's remote-store writes).
+@usableFromInline
 final class _BlockingExecutor: TaskExecutor, Sendable {
     private let queues: [DispatchQueue]
     private let next = _RoundRobin()
@@ -22,6 +23,7 @@ final class _BlockingExecutor: TaskExecutor, Sendable {
     }
 
     /// Runs `body` on one of the executor's threads and returns its result.
+    @usableFromInline
     func run<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
         let queue = queues[next.advance(modulo: queues.count)]
         return await withUnsafeContinuation { continuation in
@@ -29,6 +31,7 @@ final class _BlockingExecutor: TaskExecutor, Sendable {
         }
     }
 
+    @usableFromInline
     func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
         let queue = queues[next.advance(modulo: queues.count)]

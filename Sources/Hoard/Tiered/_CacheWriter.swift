@@ -21,7 +21,9 @@ import Synchronization
 @usableFromInline
 final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
     /// One change, in the order it was made.
+    @usableFromInline
     struct Operation: Sendable {
+        @usableFromInline
         enum Kind: Sendable {
             /// A caller's value, for every store.
             case set(Key, Value, storedAt: Date, localExpiry: Date?, remoteExpiry: Date?)
@@ -36,15 +38,27 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
             case removeAll(local: Bool, remote: Bool)
         }
 
-        var sequence: UInt64
-        var kind: Kind
+        @usableFromInline var sequence: UInt64
+        @usableFromInline var kind: Kind
         /// Called once every store has applied the operation (only the local stores
         /// when `completesLocally`), with the first error.
-        var completion: (@Sendable ((any Error)?) -> Void)?
-        var completesLocally = false
+        @usableFromInline var completion: (@Sendable ((any Error)?) -> Void)?
+        @usableFromInline var completesLocally: Bool
+
+        @inlinable
+        init(
+            sequence: UInt64, kind: Kind, completion: (@Sendable ((any Error)?) -> Void)?,
+            completesLocally: Bool = false
+        ) {
+            self.sequence = sequence
+            self.kind = kind
+            self.completion = completion
+            self.completesLocally = completesLocally
+        }
     }
 
     /// What a read must see for a key while its write is queued.
+    @usableFromInline
     enum Pending: Sendable {
         case value(Value, storedAt: Date, expiresAt: Date?)
         /// Removed from the local stores, and from the remote ones when `remote`
@@ -54,34 +68,46 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
     }
 
     /// The newest queued write of a key, and its place in the queue.
-    private struct Queued {
-        var sequence: UInt64
-        var value: Pending
+    @usableFromInline
+    struct Queued {
+        @usableFromInline var sequence: UInt64
+        @usableFromInline var value: Pending
+
+        @inlinable
+        init(sequence: UInt64, value: Pending) {
+            self.sequence = sequence
+            self.value = value
+        }
     }
 
-    private struct State {
-        var queue: [Operation] = []
-        var pending: [Key: Queued] = [:]
+    @usableFromInline
+    struct State {
+        @usableFromInline var queue: [Operation] = []
+        @usableFromInline var pending: [Key: Queued] = [:]
         /// The newest queued clear of the local stores, if any, and whether it
         /// clears the remote stores too.
-        var pendingClear: (sequence: UInt64, remote: Bool)?
-        var nextSequence: UInt64 = 1
-        var completed: UInt64 = 0
-        var running = false
-        var flushWaiters: [(UInt64, CheckedContinuation<Void, Never>)] = []
+        @usableFromInline var pendingClear: (sequence: UInt64, remote: Bool)?
+        @usableFromInline var nextSequence: UInt64 = 1
+        @usableFromInline var completed: UInt64 = 0
+        @usableFromInline var running = false
+        @usableFromInline var flushWaiters: [(UInt64, CheckedContinuation<Void, Never>)] = []
         /// The tickets of the reads in flight, with how many reads hold each.
-        var reads: [UInt64: Int] = [:]
+        @usableFromInline var reads: [UInt64: Int] = [:]
         /// The last sequence that changed each key, kept only while reads are in
         /// flight (and pruned to what the oldest of them needs).
-        var changed: [Key: UInt64] = [:]
-        var pruneAt = 1_024
+        @usableFromInline var changed: [Key: UInt64] = [:]
+        @usableFromInline var pruneAt = 1_024
         /// The last sequence that changed every key at once (a clear, or an
         /// invalidation of a key this instance cannot name).
-        var barrier: UInt64 = 0
+        @usableFromInline var barrier: UInt64 = 0
+
+        @inlinable
+        init() {}
 
         /// Notes what `kind`, at `sequence`, changes: the pending value reads must see
         /// (when it is `queued` for the stores) and, while reads are in flight, the
         /// change that drops their promotions.
+        @inlinable
         mutating func record(_ kind: Operation.Kind, sequence: UInt64, queued: Bool) {
             switch kind {
             case .set(let key, let value, let storedAt, let localExpiry, _):
@@ -106,6 +132,7 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
         }
 
         /// Whether `key` was changed (or every key, by a clear) at or after `ticket`.
+        @inlinable
         func hasChanged(_ key: Key, since ticket: UInt64) -> Bool {
             if barrier >= ticket { return true }
             if let changed = changed[key], changed >= ticket { return true }
@@ -113,6 +140,7 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
         }
 
         /// Whether the key `kind` writes changed at or after `ticket`.
+        @inlinable
         func hasChanged(_ kind: Operation.Kind, since ticket: UInt64) -> Bool {
             switch kind {
             case .set(let key, _, _, _, _), .promote(let key, _, _, _, _), .remove(let key, _):
@@ -122,7 +150,8 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
             }
         }
 
-        private mutating func noteChange(of key: Key, at sequence: UInt64) {
+        @inlinable
+        mutating func noteChange(of key: Key, at sequence: UInt64) {
             guard !reads.isEmpty else { return }
             changed[key] = sequence
             guard changed.count > pruneAt, let oldest = reads.keys.min() else { return }
@@ -132,21 +161,22 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
         }
     }
 
-    private let state = Mutex(State())
+    @usableFromInline let state = Mutex(State())
     /// How many reads hold a ticket: lets memory-only writes skip the lock when
     /// nobody reads below memory.
     @usableFromInline let readsInFlight = Atomic<Int>(0)
-    private let namespace: String
-    private let localStores: [any CacheStore]
-    private let remoteStores: [any RemoteCacheStore]
-    private let codec: ValueCodec<Value>?
-    private let report: @Sendable (CacheFailure) -> Void
-    private let executor: _BlockingExecutor
+    @usableFromInline let namespace: String
+    @usableFromInline let localStores: [any CacheStore]
+    @usableFromInline let remoteStores: [any RemoteCacheStore]
+    @usableFromInline let codec: ValueCodec<Value>?
+    @usableFromInline let report: @Sendable (CacheFailure) -> Void
+    @usableFromInline let executor: _BlockingExecutor
     /// The serial queue batches are applied on, one at a time.
-    private let queue = DispatchQueue(label: "Hoard.Cache.writer", qos: .utility)
+    @usableFromInline let queue = DispatchQueue(label: "Hoard.Cache.writer", qos: .utility)
     /// The most operations applied in one store transaction: large enough that the
     /// commit is a small part of a batch, small enough that readers of the store
     /// are not held off for long.
+    @inlinable
     static var batchLimit: Int { 4_096 }
 
     init(
@@ -162,6 +192,7 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
         self.report = report
     }
 
+    @inlinable
     var hasStores: Bool { !localStores.isEmpty || !remoteStores.isEmpty }
 
     /// Whether no read holds a ticket, so a memory-only write needs no sequence
@@ -179,6 +210,7 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
     /// - Parameter ticket: When given, the write is made only if the key has not
     ///   changed since this read ticket (a fetched value).
     /// - Returns: Whether the write was made.
+    @inlinable
     @discardableResult
     func write(
         _ kind: Operation.Kind,
@@ -225,6 +257,7 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
 
     /// Like ``write(_:memory:completion:)``, and returns once every store has
     /// applied the write, with the first error a store threw.
+    @inlinable
     func apply(_ kind: Operation.Kind, memory: () -> Void) async throws {
         let result = await withUnsafeContinuation { (continuation: UnsafeContinuation<(any Error)?, Never>) in
             write(kind, memory: memory) { continuation.resume(returning: $0) }
@@ -236,6 +269,7 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
     /// the local stores have applied the write (the subscript setter in
     /// write-through mode; the remote stores follow in the background). The writer
     /// never needs the calling thread or the cooperative pool to get there.
+    @inlinable
     func applyBlocking(_ kind: Operation.Kind, memory: () -> Void) throws {
         let done = DispatchSemaphore(value: 0)
         let result = Mutex<(any Error)?>(nil)
@@ -253,6 +287,7 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
     /// (`nil` when nothing is queued for it; `.removed` for keys with no newer
     /// write while a clear of the local stores is queued). Every ticket must be
     /// given back with ``endRead(_:)``.
+    @inlinable
     func beginRead(_ key: Key) -> (ticket: UInt64, pending: Pending?) {
         readsInFlight.add(1, ordering: .sequentiallyConsistent)
         return state.withLock { state in
@@ -265,12 +300,14 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
 
     /// Holds `ticket` for one more read (a fetch that outlives the caller that
     /// started it); give it back with ``endRead(_:)``.
+    @inlinable
     func retainRead(_ ticket: UInt64) {
         readsInFlight.add(1, ordering: .sequentiallyConsistent)
         state.withLock { $0.reads[ticket, default: 0] += 1 }
     }
 
     /// Ends a read started with ``beginRead(_:)``.
+    @inlinable
     func endRead(_ ticket: UInt64) {
         state.withLock { state in
             if let count = state.reads[ticket], count > 1 {
@@ -288,6 +325,7 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
     ///
     /// - Returns: Whether the promotion was made; `false` when it was dropped
     ///   because a newer write, removal, clear or invalidation came first.
+    @inlinable
     func promote(_ key: Key, ticket: UInt64, memory: () -> Void, stores: Operation.Kind?) -> Bool {
         let (made, start) = state.withLock { state -> (Bool, Bool) in
             if state.hasChanged(key, since: ticket) { return (false, false) }
@@ -307,6 +345,7 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
     }
 
     /// Waits until every operation queued before this call has been applied.
+    @inlinable
     func flush() async {
         await withCheckedContinuation { continuation in
             let done = state.withLock { state -> Bool in
@@ -325,7 +364,8 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
     /// an earlier pass took but has not applied yet. Returns when the queue is
     /// empty, or hands over to a task while remote stores write a batch (that task
     /// calls `drain` again on ``queue`` once they have answered).
-    private func drain(_ carried: ArraySlice<Operation>) {
+    @inlinable
+    func drain(_ carried: ArraySlice<Operation>) {
         var taken = carried
         while true {
             if taken.isEmpty {
@@ -364,7 +404,8 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
     }
 
     /// Marks a batch applied, then resumes its waiters and the flushes it satisfies.
-    private func complete(_ batch: ArraySlice<Operation>, failures: [(any Error)?]) {
+    @inlinable
+    func complete(_ batch: ArraySlice<Operation>, failures: [(any Error)?]) {
         guard let last = batch.last else { return }
         let waiters = state.withLock { state in
             state.completed = last.sequence
@@ -396,7 +437,8 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
     ///
     /// - Returns: The first error per operation and the encoded values, by position
     ///   in the batch.
-    private func encodeAndWriteLocally(_ batch: ArraySlice<Operation>) -> ([(any Error)?], [Data?]) {
+    @inlinable
+    func encodeAndWriteLocally(_ batch: ArraySlice<Operation>) -> ([(any Error)?], [Data?]) {
         var failures = [(any Error)?](repeating: nil, count: batch.count)
         var encoded = [Data?](repeating: nil, count: batch.count)
         for position in 0..<batch.count {
@@ -428,7 +470,8 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
     }
 
     /// Hands the batch to every remote store in one ``RemoteCacheStore/write(_:)``.
-    private func writeRemotely(
+    @inlinable
+    func writeRemotely(
         _ batch: ArraySlice<Operation>, encoded: [Data?], failures: [(any Error)?]
     ) async -> [(any Error)?] {
         var failures = failures
@@ -449,7 +492,8 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
 
     /// The writes one store applies for a batch, and the batch position each came
     /// from.
-    private func storeWrites(
+    @inlinable
+    func storeWrites(
         _ batch: ArraySlice<Operation>, encoded: [Data?], tier: CacheTier
     ) -> (writes: [CacheStoreWrite], positions: [Int]) {
         var writes: [CacheStoreWrite] = []
@@ -487,7 +531,8 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
         return (writes, positions)
     }
 
-    private static func key(of write: CacheStoreWrite) -> String? {
+    @inlinable
+    static func key(of write: CacheStoreWrite) -> String? {
         switch write {
         case .set(_, let key, _, _, _), .removeValue(let key, _): key
         case .removeAll: nil
@@ -495,7 +540,8 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
     }
 
     /// Whether a failed batch only removed entries (reported as a removal).
-    private static func isRemoval(_ writes: [CacheStoreWrite]) -> Bool {
+    @inlinable
+    static func isRemoval(_ writes: [CacheStoreWrite]) -> Bool {
         writes.allSatisfy { if case .set = $0 { false } else { true } }
     }
 }
