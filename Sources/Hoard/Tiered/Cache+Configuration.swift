@@ -152,7 +152,11 @@ extension Cache {
         /// waits for them.
         case writeBehind
         /// `cache[key] = value` writes the local stores before it returns; remote
-        /// stores are still written in the background.
+        /// stores are still written in the background. The assignment blocks the
+        /// calling thread until the writer has applied it locally, after every
+        /// write queued before it (a batch whose remote stores are still
+        /// answering included), so call it from a thread that may block, or use
+        /// the awaited ``Cache/set(_:for:expires:)`` from `async` code.
         case writeThrough
     }
 }
