@@ -123,10 +123,18 @@ let package = Package(
             path: "Tests/Support/HoardRemoteTestSupport",
             swiftSettings: strict
         ),
+        // Not a product: a log handler that keeps what it is given, for the tests of
+        // every module that logs.
+        .target(
+            name: "HoardLoggingTestSupport",
+            dependencies: [.product(name: "Logging", package: "swift-log")],
+            path: "Tests/Support/HoardLoggingTestSupport",
+            swiftSettings: strict
+        ),
         .testTarget(
             name: "HoardTests",
             dependencies: [
-                "Hoard", "HoardCrashWriter", "HoardPoolProbe", "hoard",
+                "Hoard", "HoardCrashWriter", "HoardPoolProbe", "HoardLoggingTestSupport", "hoard",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
@@ -148,6 +156,8 @@ let package = Package(
             name: "HoardPostgresTests",
             dependencies: [
                 "HoardPostgres",
+                "HoardLoggingTestSupport",
+                .product(name: "Logging", package: "swift-log"),
                 "HoardRemoteWriter",
                 "HoardRemoteTestSupport",
                 "Hoard",

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import PostgresNIO
 
 extension PostgresStore {
@@ -125,6 +126,11 @@ extension PostgresStore {
         /// Defaults to 1,000.
         public var maintenanceInterval: Int
 
+        /// The logger postgres-nio writes to (its connection pool's background
+        /// messages, and each statement's at `debug` and below). `nil` (the
+        /// default) logs nothing.
+        public var logger: Logger?
+
         /// Creates a configuration; every parameter defaults as its property says.
         public init(
             host: String = "127.0.0.1",
@@ -147,7 +153,8 @@ extension PostgresStore {
             maximumReconnectDelay: Duration = .seconds(10),
             maximumRows: Int? = nil,
             maximumBytes: Int? = nil,
-            maintenanceInterval: Int = 1_000
+            maintenanceInterval: Int = 1_000,
+            logger: Logger? = nil
         ) {
             self.host = host
             self.port = port
@@ -170,6 +177,7 @@ extension PostgresStore {
             self.maximumRows = maximumRows
             self.maximumBytes = maximumBytes
             self.maintenanceInterval = maintenanceInterval
+            self.logger = logger
         }
 
         /// Creates a configuration from a URL of the form

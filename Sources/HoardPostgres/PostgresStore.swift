@@ -1,6 +1,7 @@
 import Foundation
 import Hoard
 import HoardNIOSupport
+import Logging
 import PostgresNIO
 import Synchronization
 
@@ -117,6 +118,13 @@ public final class PostgresStore: RemoteCacheStore {
     ///     postgres-nio's default group.
     /// - Throws: ``PostgresStoreError/Code/invalidConfiguration`` when a setting is out of
     ///   range or a name is not allowed.
+    /// Where postgres-nio logs when the configuration gives no logger: nowhere.
+    static let silentLogger = Logger(label: "hoard.postgres", factory: { _ in SwiftLogNoOpLogHandler() })
+
+    /// The configuration's logger (or a silent one), given to postgres-nio for
+    /// every statement.
+    var logger: Logger { pool.logger }
+
     public init(
         configuration: Configuration,
         clock: any CacheClock = SystemClock(),
@@ -138,12 +146,13 @@ public final class PostgresStore: RemoteCacheStore {
                 connectionWaitTimeout: configuration.connectionWaitTimeout,
                 commandTimeout: configuration.commandTimeout + .seconds(1),
                 initialReconnectDelay: configuration.initialReconnectDelay,
-                maximumReconnectDelay: configuration.maximumReconnectDelay))
+                maximumReconnectDelay: configuration.maximumReconnectDelay,
+                logger: configuration.logger ?? Self.silentLogger))
         hub = _PostgresNotifications(instanceID: instanceID.uuidString)
         listener = _PostgresListener(
             client: PostgresClient(
                 configuration: configuration.clientConfiguration(connections: 1, keepsConnectionsOpen: false),
-                eventLoopGroup: eventLoopGroup),
+                eventLoopGroup: eventLoopGroup, backgroundLogger: configuration.logger ?? Self.silentLogger),
             hub: hub, channel: channel, initialDelay: configuration.initialReconnectDelay,
             maximumDelay: configuration.maximumReconnectDelay)
     }
@@ -177,7 +186,7 @@ public final class PostgresStore: RemoteCacheStore {
         let statement = statements.get
         let bindings = binds
         return try await run("get", key: key) { connection in
-            let rows = try await _PostgresPreparedStatement.execute(statement, bindings, on: connection)
+            let rows = try await _PostgresPreparedStatement.execute(statement, bindings, on: connection, logger: self.logger)
             var entry: StoredEntry?
             for try await row in rows {
                 let (value, storedAt, expiresAt) = try row.decode((ByteBuffer, _PostgresTimestamp, _PostgresTimestamp?).self)
@@ -202,7 +211,7 @@ public final class PostgresStore: RemoteCacheStore {
         let bindings = binds
         let capacity = keys.count
         return try await run("multi-get", key: nil) { connection in
-            let rows = try await _PostgresPreparedStatement.execute(statement, bindings, on: connection)
+            let rows = try await _PostgresPreparedStatement.execute(statement, bindings, on: connection, logger: self.logger)
             var entries: [String: StoredEntry] = [:]
             entries.reserveCapacity(capacity)
             for try await row in rows {
@@ -267,7 +276,7 @@ public final class PostgresStore: RemoteCacheStore {
         _ operation: String, key: String?, _ statement: _PostgresPreparedStatement.Text, _ binds: PostgresBindings
     ) async throws(PostgresStoreError) {
         try await run(operation, key: key) { connection in
-            let rows = try await _PostgresPreparedStatement.execute(statement, binds, on: connection)
+            let rows = try await _PostgresPreparedStatement.execute(statement, binds, on: connection, logger: self.logger)
             for try await _ in rows {}
         }
     }
@@ -277,7 +286,7 @@ public final class PostgresStore: RemoteCacheStore {
         _ operation: String, _ statement: _PostgresPreparedStatement.Text, _ binds: PostgresBindings
     ) async throws(PostgresStoreError) -> Int {
         try await run(operation, key: nil) { connection in
-            let rows = try await _PostgresPreparedStatement.execute(statement, binds, on: connection)
+            let rows = try await _PostgresPreparedStatement.execute(statement, binds, on: connection, logger: self.logger)
             var count = 0
             for try await row in rows { count = Int(try row.decode(Int64.self)) }
             return count
@@ -288,12 +297,12 @@ public final class PostgresStore: RemoteCacheStore {
         let statements = self.statements
         let lockName = "hoard:" + statements.qualifiedTable
         try await pool.run("create table", key: nil) { connection in
-            try await connection.withTransaction(logger: _PostgresPool.logger) { connection in
-                try await connection.query("SELECT pg_advisory_xact_lock(hashtext(\(lockName)))", logger: _PostgresPool.logger)
+            try await connection.withTransaction(logger: self.logger) { connection in
+                try await connection.query("SELECT pg_advisory_xact_lock(hashtext(\(lockName)))", logger: self.logger)
                 for sql in [statements.createSchema, statements.createTable, statements.createStoredAtIndex,
                     statements.createExpiresAtIndex].compactMap({ $0 })
                 {
-                    try await connection.query(PostgresQuery(unsafeSQL: sql), logger: _PostgresPool.logger)
+                    try await connection.query(PostgresQuery(unsafeSQL: sql), logger: self.logger)
                 }
             }
         }

@@ -36,9 +36,10 @@ final class _ConnectFailureLog: Sendable {
         if Self.isRefusedLogin(reason) { onRefusedLogin() }
     }
 
-    /// A logger whose connection-failure messages land here; every other message is dropped.
-    var logger: Logger {
-        Logger(label: "hoard.postgres.pool") { _ in Handler(log: self) }
+    /// A logger whose connection-failure messages land here; every message also
+    /// goes to `caller`.
+    func logger(forwardingTo caller: Logger) -> Logger {
+        Logger(label: caller.label) { _ in MultiplexLogHandler([Handler(log: self), caller.handler]) }
     }
 
     private struct Handler: LogHandler {

@@ -33,6 +33,9 @@ final class _PostgresPool: Sendable {
         var commandTimeout: Duration
         var initialReconnectDelay: Duration
         var maximumReconnectDelay: Duration
+        /// The caller's logger: postgres-nio's background messages and every
+        /// statement's.
+        var logger: Logger
     }
 
     private struct State {
@@ -45,7 +48,8 @@ final class _PostgresPool: Sendable {
         var nextDelay: Duration
     }
 
-    static let logger = Logger(label: "hoard.postgres", factory: { _ in SwiftLogNoOpLogHandler() })
+    /// The caller's logger, for the statements run on the pool's connections.
+    let logger: Logger
 
     let client: PostgresClient
     /// Runs tasks on the loop of the client's connections.
@@ -68,7 +72,9 @@ final class _PostgresPool: Sendable {
         self.connectFailures = connectFailures
         // An event loop is a group of one: every connection of the client runs on it.
         let client = PostgresClient(
-            configuration: configuration, eventLoopGroup: eventLoop, backgroundLogger: connectFailures.logger)
+            configuration: configuration, eventLoopGroup: eventLoop,
+            backgroundLogger: connectFailures.logger(forwardingTo: settings.logger))
+        logger = settings.logger
         self.client = client
         executor = EventLoopTaskExecutor(eventLoop: eventLoop)
         deadlines = _PostgresDeadlines(

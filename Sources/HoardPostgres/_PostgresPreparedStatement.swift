@@ -48,14 +48,14 @@ struct _PostgresPreparedStatement: PostgresPreparedStatement {
     /// statement to its closed channel with a write whose failure nobody hears, and
     /// wait for an answer forever (the pool ends the operation, but not that wait).
     static func execute(
-        _ text: Text, _ bindings: PostgresBindings, on connection: PostgresConnection
+        _ text: Text, _ bindings: PostgresBindings, on connection: PostgresConnection, logger: Logger
     ) async throws -> AsyncThrowingMapSequence<PostgresRowSequence, PostgresRow> {
         if connection.isClosed {
             throw PostgresStoreError(
                 .connectionClosed, "The connection to the PostgreSQL server closed before the statement was sent.")
         }
         return try await $current.withValue(text) {
-            try await connection.execute(Self(bindings: bindings), logger: _PostgresPool.logger)
+            try await connection.execute(Self(bindings: bindings), logger: logger)
         }
     }
 

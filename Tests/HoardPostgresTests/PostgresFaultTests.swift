@@ -1,5 +1,6 @@
 import Foundation
 import Hoard
+import HoardLoggingTestSupport
 import HoardRemoteTestSupport
 import PostgresNIO
 import Synchronization
@@ -52,6 +53,26 @@ struct PostgresUnreachableTests {
             #expect(error.message.contains("reconnect delay"), "failed at once: \(error)")
             #expect(ContinuousClock.now - quick < .seconds(5))
         }
+        await store.shutdown()
+    }
+
+    @Test("The configuration's logger receives postgres-nio's messages; a failed connection is still explained")
+    func loggerReceivesPostgresMessages() async throws {
+        let handler = RecordingLogHandler()
+        var configuration = unreachable(port: try await freePort())
+        configuration.logger = handler.logger()
+        let store = try PostgresStore(configuration: configuration)
+        let first = await outcome { () async throws(PostgresStoreError) in try await store.entry(for: "k", in: "ns") }
+        guard case .failure(let error) = first else {
+            Issue.record("nothing listens: the read must fail")
+            return
+        }
+        #expect(error.code == .connectionFailed)
+        #expect(error.message.contains("refused") || error.message.contains("onnect"), "\(error)")
+        // Returns once postgres-nio has logged the failed connection to the
+        // caller's logger (the suite's time limit fails the test otherwise).
+        let record = await handler.record { $0.message == "Connection creation failed" }
+        #expect(record.metadata["psql_error"] != nil || record.metadata.isEmpty == false)
         await store.shutdown()
     }
 
@@ -129,7 +150,7 @@ struct PostgresFaultTests {
         let started = ContinuousClock.now
         let slow = await outcome { () async throws(PostgresStoreError) in
             try await store.run("slow", key: nil) { connection in
-                try await connection.query("SELECT pg_sleep(60)", logger: _PostgresPool.logger).collect()
+                try await connection.query("SELECT pg_sleep(60)", logger: PostgresStore.silentLogger).collect()
             }
         }
         #expect(ContinuousClock.now - started < .seconds(30), "not the statement's minute")
@@ -186,7 +207,7 @@ struct PostgresFaultTests {
                 binds.append(ByteBuffer(string: "ns"))
                 binds.append(ByteBuffer(string: "k"))
                 binds.append(_PostgresTimestamp(.now))
-                for try await _ in try await _PostgresPreparedStatement.execute(statement, binds, on: connection) {}
+                for try await _ in try await _PostgresPreparedStatement.execute(statement, binds, on: connection, logger: PostgresStore.silentLogger) {}
             }
         }
         #expect(ContinuousClock.now - started < .seconds(20), "ended by the close, not by the 40 s commandTimeout")

@@ -154,7 +154,11 @@ struct PostgresInvalidationTests {
         #expect(await waitUntilListening(firstStore))
         #expect(await waitUntilListening(secondStore))
 
+        // The second hears of the first write before reading: an invalidation that
+        // arrived while its read was in flight would (rightly) drop the promotion.
+        let earlyEvents = second.events
         try await first.set("v1", for: "k")
+        #expect(await firstEvent(in: earlyEvents) { if case .invalidated("k") = $0 { true } else { false } } != nil)
         #expect(try await second.value(for: "k") == "v1", "read from PostgreSQL, now in the second's memory")
         #expect(second["k"] == "v1")
 

@@ -27,7 +27,7 @@ struct PostgresStoreTaskExecutorTests {
         // that loop, and so is its work once the server has answered.
         #expect(store.eventLoop === loops[1])
         let (connectionLoop, bodyOnLoop) = try await store.run("probe", key: nil) { connection in
-            _ = try await connection.query("SELECT 1", logger: _PostgresPool.logger).collect()
+            _ = try await connection.query("SELECT 1", logger: PostgresStore.silentLogger).collect()
             return (connection.eventLoop, loops[1].inEventLoop)
         }
         #expect(connectionLoop === loops[1])

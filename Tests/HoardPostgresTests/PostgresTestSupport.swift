@@ -47,11 +47,11 @@ enum PostgresTestServer {
             configuration: .init(
                 host: configuration.host, port: configuration.port, username: configuration.username,
                 password: configuration.password, database: configuration.database, tls: .disable),
-            id: 1, logger: _PostgresPool.logger
+            id: 1, logger: PostgresStore.silentLogger
         ).get()
         defer { Task { try? await connection.close() } }
         var values: [String?] = []
-        let rows = try await connection.query(PostgresQuery(unsafeSQL: statement), logger: _PostgresPool.logger)
+        let rows = try await connection.query(PostgresQuery(unsafeSQL: statement), logger: PostgresStore.silentLogger)
         for try await row in rows {
             let cell = row.makeRandomAccess()[0]
             values.append(cell.bytes.map { String(buffer: $0) })

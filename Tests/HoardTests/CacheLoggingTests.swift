@@ -1,47 +1,9 @@
 import Foundation
 import Hoard
+import HoardLoggingTestSupport
 import Logging
 import Synchronization
 import Testing
-
-/// A log handler that keeps every record, for tests.
-final class RecordingLogHandler: LogHandler, Sendable {
-    struct Record: Sendable {
-        var level: Logger.Level
-        var message: String
-        var metadata: [String: String]
-    }
-
-    private let stored = Mutex<[Record]>([])
-    private let settings = Mutex<(level: Logger.Level, metadata: Logger.Metadata)>((.trace, [:]))
-
-    var records: [Record] { stored.withLock { $0 } }
-
-    var logLevel: Logger.Level {
-        get { settings.withLock { $0.level } }
-        set { settings.withLock { $0.level = newValue } }
-    }
-    var metadata: Logger.Metadata {
-        get { settings.withLock { $0.metadata } }
-        set { settings.withLock { $0.metadata = newValue } }
-    }
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
-        set { metadata[key] = newValue }
-    }
-
-    func log(event: LogEvent) {
-        let merged = metadata.merging(event.metadata ?? [:]) { $1 }
-        stored.withLock {
-            $0.append(Record(level: event.level, message: "\(event.message)", metadata: merged.mapValues { "\($0)" }))
-        }
-    }
-
-    /// A logger that writes to this handler.
-    func logger() -> Logger {
-        Logger(label: "test") { _ in self }
-    }
-}
 
 @Suite("Cache logging", .timeLimit(.minutes(3)))
 struct CacheLoggingTests {
