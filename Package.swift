@@ -54,6 +54,7 @@ let package = Package(
                 "HoardNIOSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict
         ),
@@ -143,6 +144,7 @@ let package = Package(
             name: "HoardRedisTests",
             dependencies: [
                 "HoardRedis",
+                "HoardLoggingTestSupport",
                 "HoardNIOSupport",
                 "HoardRemoteWriter",
                 "HoardRemoteTestSupport",

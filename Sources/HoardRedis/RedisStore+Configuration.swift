@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 
 extension RedisStore {
     /// Where a ``RedisStore`` finds its server, how it names its keys, and how long
@@ -10,7 +11,7 @@ extension RedisStore {
     /// configuration.commandTimeout = .milliseconds(250)
     /// let store = try RedisStore(configuration: configuration)
     /// ```
-    public struct Configuration: Sendable, Hashable {
+    public struct Configuration: Sendable {
         /// The server's host name or IP address. Defaults to `"127.0.0.1"`.
         public var host: String
 
@@ -72,6 +73,13 @@ extension RedisStore {
         /// a reply. Defaults to 32.
         public var maximumReplyDepth: Int
 
+        /// Where connection failures, lost connections and resubscriptions (after
+        /// which every watcher hears "everything may have changed") are logged,
+        /// once each, with `hoard.store` (the server's address), `hoard.tier`
+        /// (`remote`), `hoard.operation` and `hoard.error` metadata; commands
+        /// themselves are never logged. `nil` (the default) logs nothing.
+        public var logger: Logger?
+
         /// Creates a configuration; every parameter defaults as its property says.
         public init(
             host: String = "127.0.0.1",
@@ -88,7 +96,8 @@ extension RedisStore {
             initialReconnectDelay: Duration = .milliseconds(100),
             maximumReconnectDelay: Duration = .seconds(10),
             maximumReplyBulkLength: Int = 512 << 20,
-            maximumReplyDepth: Int = 32
+            maximumReplyDepth: Int = 32,
+            logger: Logger? = nil
         ) {
             self.host = host
             self.port = port
@@ -105,6 +114,7 @@ extension RedisStore {
             self.maximumReconnectDelay = maximumReconnectDelay
             self.maximumReplyBulkLength = maximumReplyBulkLength
             self.maximumReplyDepth = maximumReplyDepth
+            self.logger = logger
         }
 
         /// Creates a configuration from a URL of the form

@@ -120,6 +120,7 @@ public final class RedisStore: RemoteCacheStore {
         eventLoop = eventLoopGroup.next()
         executor = EventLoopTaskExecutor(eventLoop: eventLoop)
         let connectionSettings = configuration.connectionSettings
+        let log = _RedisLog(logger: configuration.logger, endpoint: connectionSettings.endpoint)
         pool = _RedisConnectionPool(
             settings: .init(
                 connection: connectionSettings,
@@ -127,13 +128,14 @@ public final class RedisStore: RemoteCacheStore {
                 pipeliningLimit: configuration.pipeliningLimit,
                 connectionWaitTimeout: configuration.connectionWaitTimeout,
                 initialReconnectDelay: configuration.initialReconnectDelay,
-                maximumReconnectDelay: configuration.maximumReconnectDelay),
+                maximumReconnectDelay: configuration.maximumReconnectDelay,
+                log: log),
             group: eventLoop)
         hub = _InvalidationHub(instanceID: instanceID.uuidString)
         subscriber = _RedisSubscriber(
             settings: connectionSettings, group: eventLoopGroup, hub: hub,
             initialReconnectDelay: configuration.initialReconnectDelay,
-            maximumReconnectDelay: configuration.maximumReconnectDelay)
+            maximumReconnectDelay: configuration.maximumReconnectDelay, log: log)
     }
 
     deinit {

@@ -28,6 +28,7 @@ final class _RedisConnectionPool: Sendable {
         var connectionWaitTimeout: Duration
         var initialReconnectDelay: Duration
         var maximumReconnectDelay: Duration
+        var log: _RedisLog
     }
 
     /// What an operation asking for a connection gets.
@@ -195,6 +196,7 @@ final class _RedisConnectionPool: Sendable {
                 defer { state.waiters.removeAll() }
                 return state.waiters
             }
+            settings.log.log(.warning, "could not connect to Redis", operation: "connect", error: error)
             for waiter in failed {
                 waiter.timeout.cancel()
                 waiter.continuation.resume(throwing: error)
@@ -219,9 +221,12 @@ final class _RedisConnectionPool: Sendable {
     }
 
     private func connectionClosed(_ connection: _RedisConnection) {
-        let wakeups = state.withLock { state -> Wakeups? in
+        let (wakeups, isShutdown) = state.withLock { state -> (Wakeups?, Bool) in
             state.slots.removeAll { $0.connection === connection }
-            return serveWaiters(&state)
+            return (serveWaiters(&state), state.isShutdown)
+        }
+        if !isShutdown {
+            settings.log.log(.warning, "a connection to Redis closed; the pool opens another", operation: "connect")
         }
         if let wakeups { perform(wakeups) }
     }

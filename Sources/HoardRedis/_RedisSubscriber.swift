@@ -18,6 +18,7 @@ actor _RedisSubscriber {
     private let hub: _InvalidationHub
     private let initialReconnectDelay: Duration
     private let maximumReconnectDelay: Duration
+    private let log: _RedisLog
     private var connection: _RedisConnection?
     private var subscribed: Set<ByteBuffer> = []
     private var connectTask: Task<Void, Never>?
@@ -29,8 +30,9 @@ actor _RedisSubscriber {
 
     init(
         settings: _RedisConnection.Settings, group: any EventLoopGroup, hub: _InvalidationHub,
-        initialReconnectDelay: Duration, maximumReconnectDelay: Duration
+        initialReconnectDelay: Duration, maximumReconnectDelay: Duration, log: _RedisLog
     ) {
+        self.log = log
         self.settings = settings
         self.group = group
         self.hub = hub
@@ -57,6 +59,9 @@ actor _RedisSubscriber {
             // Marked before SUBSCRIBE goes out, so that its confirmation finds the mark.
             hub.markResubscribing(toSubscribe)
             resubscribing = false
+            log.log(
+                .notice, "resubscribed to invalidations: changes made while away are reported as 'everything changed'",
+                operation: "subscribe")
         }
         var commands: [_RedisCommand] = []
         if !toSubscribe.isEmpty {
@@ -102,6 +107,7 @@ actor _RedisSubscriber {
                 return
             } catch {
                 failures += 1
+                log.log(.warning, "could not connect to Redis for invalidations", operation: "subscribe", error: error)
                 try? await Task.sleep(for: reconnectDelay(afterFailures: failures))
             }
         }
@@ -110,6 +116,9 @@ actor _RedisSubscriber {
 
     private func connectionClosed(_ closed: _RedisConnection) {
         guard connection === closed else { return }
+        if !isShutdown {
+            log.log(.warning, "the invalidation connection to Redis closed; reconnecting", operation: "subscribe")
+        }
         connection = nil
         subscribed = []
         if !isShutdown, connectTask == nil, !hub.wantedChannels.isEmpty {

@@ -1,5 +1,6 @@
 import Foundation
 import Hoard
+import HoardLoggingTestSupport
 import HoardRemoteTestSupport
 import Testing
 
@@ -22,7 +23,10 @@ struct RedisServerRestartTests {
         configuration.initialReconnectDelay = .milliseconds(50)
         configuration.maximumReconnectDelay = .milliseconds(400)
         configuration.commandTimeout = .seconds(30)
+        let log = RecordingLogHandler()
+        configuration.logger = log.logger()
         let store = try RedisStore(configuration: configuration)
+        configuration.logger = nil
         let other = try RedisStore(configuration: configuration)
         let seen = InvalidationRecorder(store.invalidations(in: "ns"))
         defer { Task { seen.cancel(); await store.shutdown(); await other.shutdown() } }
@@ -65,6 +69,16 @@ struct RedisServerRestartTests {
         #expect(await eventually { seen.all.contains(.all) })
         try await other.set(Data([4]), for: "after", in: "ns", storedAt: .now, expiresAt: nil)
         #expect(await eventually { seen.all.last == .key("after") })
+
+        // The logger heard of the lost connections and of the gap, once each,
+        // with the store and the operation; nothing at info or above otherwise.
+        let resubscribed = await log.record { $0.message.hasPrefix("resubscribed") }
+        #expect(resubscribed.level == .notice)
+        #expect(resubscribed.metadata["hoard.operation"] == "subscribe")
+        #expect(resubscribed.metadata["hoard.store"] == "redis \(configuration.host):\(configuration.port)")
+        #expect(log.records.filter { $0.message.hasPrefix("resubscribed") }.count == 1)
+        #expect(log.records.contains { $0.message.contains("invalidation connection to Redis closed") })
+        #expect(log.records.allSatisfy { $0.level >= .notice }, "no routine messages")
     }
 
     @Test("AUTH with a password, with a username and password, SELECT; wrong ones are authenticationFailed")
