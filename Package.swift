@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "Hoard", targets: ["Hoard"]),
         .library(name: "HoardRedis", targets: ["HoardRedis"]),
         .library(name: "HoardPostgres", targets: ["HoardPostgres"]),
+        .library(name: "HoardServiceLifecycle", targets: ["HoardServiceLifecycle"]),
         .executable(name: "hoard", targets: ["hoard"]),
     ],
     dependencies: [
@@ -21,6 +22,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         .systemLibrary(
@@ -35,6 +37,16 @@ let package = Package(
                 // one package the core depends on, so an application's own
                 // Logger receives Hoard's background failures.
                 .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+        // A Cache's writer as a swift-service-lifecycle Service (flushes on graceful
+        // shutdown); apart from the core so that the core's users never build it.
+        .target(
+            name: "HoardServiceLifecycle",
+            dependencies: [
+                "Hoard",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strict
         ),
@@ -135,8 +147,9 @@ let package = Package(
         .testTarget(
             name: "HoardTests",
             dependencies: [
-                "Hoard", "HoardCrashWriter", "HoardPoolProbe", "HoardLoggingTestSupport", "hoard",
+                "Hoard", "HoardCrashWriter", "HoardPoolProbe", "HoardLoggingTestSupport", "HoardServiceLifecycle", "hoard",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strict
         ),
