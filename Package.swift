@@ -67,6 +67,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strict
         ),
@@ -78,6 +79,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strict
         ),
@@ -130,6 +132,9 @@ let package = Package(
             name: "HoardRemoteTestSupport",
             dependencies: [
                 "Hoard",
+                "HoardServiceLifecycle",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
@@ -158,6 +163,8 @@ let package = Package(
             dependencies: [
                 "HoardRedis",
                 "HoardLoggingTestSupport",
+                "HoardServiceLifecycle",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 "HoardNIOSupport",
                 "HoardRemoteWriter",
                 "HoardRemoteTestSupport",
@@ -172,6 +179,8 @@ let package = Package(
             dependencies: [
                 "HoardPostgres",
                 "HoardLoggingTestSupport",
+                "HoardServiceLifecycle",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
                 "HoardRemoteWriter",
                 "HoardRemoteTestSupport",

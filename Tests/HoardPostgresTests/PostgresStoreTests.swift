@@ -301,4 +301,16 @@ struct PostgresStoreTests {
         _ = try await PostgresTestServer.sql("DROP SCHEMA \(_PostgresStatements.quote(schema)) CASCADE")
         _ = try await PostgresTestServer.sql("DROP TABLE \(victim)")
     }
+
+    @Test("In a ServiceGroup with a Cache, every write acknowledged before graceful shutdown is in PostgreSQL afterwards")
+    func gracefulShutdown() async throws {
+        let configuration = try PostgresTestServer.configuration()
+        let store = try PostgresStore(configuration: configuration)
+        let reopened = try PostgresStore(configuration: configuration)
+        let lost = try await writesLostAcrossGracefulShutdown(of: store, reopened: reopened)
+        #expect(lost.isEmpty, "\(lost.count) lost, first \(lost.prefix(5))")
+        await #expect(throws: PostgresStoreError.self) { _ = try await store.entry(for: "k0", in: "lifecycle") }
+        await reopened.shutdown()
+        await PostgresTestServer.drop(configuration)
+    }
 }

@@ -252,4 +252,15 @@ struct RedisStoreTests {
         #expect(await store.pool.load.connections == 1)
         try await store.removeAll(in: "p")
     }
+
+    @Test("In a ServiceGroup with a Cache, every write acknowledged before graceful shutdown is in Redis afterwards")
+    func gracefulShutdown() async throws {
+        let configuration = try RedisTestServer.configuration()
+        let store = try RedisStore(configuration: configuration)
+        let reopened = try RedisStore(configuration: configuration)
+        let lost = try await writesLostAcrossGracefulShutdown(of: store, reopened: reopened)
+        #expect(lost.isEmpty, "\(lost.count) lost, first \(lost.prefix(5))")
+        await #expect(throws: RedisError.self) { _ = try await store.entry(for: "k0", in: "lifecycle") }
+        await reopened.shutdown()
+    }
 }
