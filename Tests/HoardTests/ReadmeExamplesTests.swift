@@ -3,6 +3,9 @@ import Testing
 
 // Testable: the settings examples run in a settings domain of the test's own.
 @testable import Hoard
+import ServiceLifecycle
+import Logging
+import HoardServiceLifecycle
 
 /// One test per README example, doing what the example does, so the README cannot rot.
 @Suite("README examples", .timeLimit(.minutes(3)))
@@ -235,25 +238,50 @@ struct ReadmeCacheExamplesTests {
         #expect(users[8]?.name == "Bo")
     }
 
-    @Test("Configuring freshness, negative caching and jitter")
+    @Test("Configuring freshness, negative caching and jitter, and logging; the README's block verbatim")
     func configuredCache() async throws {
+        let logger = Logger(label: "feeds")
+        /// Stands in for your HTTP client: `nil` for a feed that does not exist.
+        let download: @Sendable (String) async throws -> Data? = { url in url == "missing" ? nil : Data(url.utf8) }
+
         var configuration = Cache<String, Data>.Configuration(name: "feeds")
-        configuration.localStores = .none
         configuration.memory = .init(countLimit: 500, policy: .tinyLFU)
         configuration.defaultExpiry = .minutes(5)
-        configuration.staleWhileRevalidate = 60
-        configuration.negativeCaching = 30
-        configuration.expiryJitter = 0.1
-        let failures = FailureLog()
-        configuration.onError = { failures.append($0) }
-        let feeds = try Cache<String, Data>(configuration: configuration) { url in
-            url == "missing" ? nil : Data(url.utf8)
-        }
+        configuration.staleWhileRevalidate = 60   // serve an expired value for up to 60 s while refreshing once
+        configuration.negativeCaching = 30        // remember "not found" for 30 s
+        configuration.expiryJitter = 0.1          // lifetimes spread ±10%
+        configuration.onError = { failure in print(failure) }   // write-behind and other background failures
+        configuration.logger = logger             // the same failures, logged with hoard.* metadata
+        let feeds = try Cache(configuration: configuration) { url in try await download(url) }
+
+        print(feeds.statistics)   // memory (hits 0, misses 0, promotions 0), local (hits 0, ...), ..., misses 0, ...
+
+        try await feeds.clear()  // the default disk store outlives the test
         #expect(try await feeds.value(for: "a") == Data("a".utf8))
         #expect(try await feeds.value(for: "missing") == nil)
-        #expect(try await feeds.value(for: "missing") == nil)
+        #expect(try await feeds.value(for: "missing") == nil, "remembered as not found")
         #expect(feeds.statistics.fetches == 2)
-        #expect(failures.all.isEmpty)
+        #expect(feeds.statistics.negativeHits == 1)
+        #expect(feeds.statistics.errors == 0)
+        try await feeds.clear()
+    }
+
+    @Test("In a server: the README's block compiles and its group flushes the cache on graceful shutdown")
+    func inAServer() async throws {
+        let logger = Logger(label: "app")
+        var configuration = Cache<Int, String>.Configuration(name: "profiles")
+        configuration.logger = logger
+        let profiles = try Cache<Int, String>(configuration: configuration)
+        let group = ServiceGroup(
+            services: [CacheService(profiles)], gracefulShutdownSignals: [.sigterm], logger: logger)
+        // try await group.run()   // serves until SIGTERM, then flushes what the cache still queues
+
+        let running = Task { try await group.run() }
+        profiles[1] = "Ada"
+        await group.triggerGracefulShutdown()
+        try await running.value
+        #expect(try await profiles.entry(for: 1)?.value == "Ada")
+        try await profiles.clear()
     }
 
     @Test("Settings")
