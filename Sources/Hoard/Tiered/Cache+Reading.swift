@@ -33,7 +33,7 @@ extension Cache {
     ///   - maxAge: The oldest, in seconds since it was stored, an entry may be.
     ///   - newerThan: A date the entry must have been stored after.
     /// - Complexity: O(1) for a memory hit.
-    @inlinable
+    @inlinable @inline(__always)
     public func cachedValue(for key: Key, maxAge: TimeInterval? = nil, newerThan: Date? = nil) -> Value? {
         if grace == 0, let slot = memory.value(for: key, maxAge: maxAge, newerThan: newerThan) {
             if case .value(let value) = slot { return value }
