@@ -1,12 +1,10 @@
 // swift-tools-version: 6.2
 import PackageDescription
 
-/// Settings every Hoard target shares: Swift 6 language mode is the package default;
-/// warnings fail the build of our own targets (never of dependencies).
-let strict: [SwiftSetting] = [
-    .treatAllWarnings(as: .error),
-]
-
+// Swift 6 language mode (complete strict concurrency) is the package default. Warnings
+// are not made errors here: that setting would travel into every package that depends
+// on Hoard, so a newer compiler's new warning would break their builds. scripts/test
+// builds with `-Xswiftc -warnings-as-errors` instead.
 let package = Package(
     name: "Hoard",
     platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
@@ -21,6 +19,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        // Only for `swift package generate-documentation`; no target depends on it.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         .systemLibrary(
@@ -32,7 +32,6 @@ let package = Package(
             dependencies: [
                 .target(name: "CSQLite", condition: .when(platforms: [.linux, .android, .windows])),
             ],
-            swiftSettings: strict
         ),
         // Not a product: what the Redis and PostgreSQL stores share on SwiftNIO (the
         // task executor that runs a caller on a store's event loop).
@@ -41,7 +40,6 @@ let package = Package(
             dependencies: [
                 .product(name: "NIOCore", package: "swift-nio"),
             ],
-            swiftSettings: strict
         ),
         .target(
             name: "HoardRedis",
@@ -51,7 +49,6 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
-            swiftSettings: strict
         ),
         .target(
             name: "HoardPostgres",
@@ -62,7 +59,6 @@ let package = Package(
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            swiftSettings: strict
         ),
         .executableTarget(
             name: "hoard",
@@ -70,7 +66,6 @@ let package = Package(
                 "Hoard",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
-            swiftSettings: strict
         ),
         // Not a product: the child process the disk store's crash-safety and fault
         // tests start, kill and inspect. The test target depends on it (and on the
@@ -80,7 +75,6 @@ let package = Package(
             name: "HoardCrashWriter",
             dependencies: ["Hoard"],
             path: "Tests/Support/HoardCrashWriter",
-            swiftSettings: strict
         ),
         // Not a product: the child process of the two-process invalidation tests, a
         // Cache on a Redis or PostgreSQL store. Separate from HoardCrashWriter so that
@@ -89,7 +83,6 @@ let package = Package(
             name: "HoardRemoteWriter",
             dependencies: ["Hoard", "HoardRedis", "HoardPostgres"],
             path: "Tests/Support/HoardRemoteWriter",
-            swiftSettings: strict
         ),
         // Not a product: what the Redis and PostgreSQL tests share: driving
         // HoardRemoteWriter, silent servers, polling, recording invalidations.
@@ -101,12 +94,10 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
             path: "Tests/Support/HoardRemoteTestSupport",
-            swiftSettings: strict
         ),
         .testTarget(
             name: "HoardTests",
             dependencies: ["Hoard", "HoardCrashWriter", "hoard"],
-            swiftSettings: strict
         ),
         .testTarget(
             name: "HoardRedisTests",
@@ -119,7 +110,6 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
-            swiftSettings: strict
         ),
         .testTarget(
             name: "HoardPostgresTests",
@@ -133,7 +123,6 @@ let package = Package(
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
-            swiftSettings: strict
         ),
     ],
     swiftLanguageModes: [.v6]
