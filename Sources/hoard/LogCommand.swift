@@ -56,13 +56,71 @@ struct LogCommand: AsyncParsableCommand {
     /// `hoard log verify FILE`.
     struct Verify: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Check every record; print an integrity report. Exits with 1 when the log is not intact.")
+            abstract: "Check every record; print an integrity report. Exits with 1 when the log is not intact.",
+            discussion: """
+                With --json, one object: {"file": path, "intact": Bool, "headerIntact": Bool, \
+                "maximumBytes": Int, "overwritesOldMessages": Bool, "headerMessageCount": Int or \
+                null, "intactMessageCount": Int, "intactBytes": Int, "damagedRanges": \
+                [{"start": Int, "end": Int}], "tornAppendRanges": [{"start": Int, "end": Int}]}; \
+                byte ranges are half-open. The exit status is the same as without it.
+                """)
 
         @Argument(help: "The message log file.")
         var file: String
 
+        @Flag(help: "Print one JSON object (schema above) instead of text.")
+        var json = false
+
+        struct Output: Encodable {
+            struct ByteRange: Encodable {
+                var start: Int
+                var end: Int
+            }
+            var file: String
+            var intact: Bool
+            var headerIntact: Bool
+            var maximumBytes: Int
+            var overwritesOldMessages: Bool
+            var headerMessageCount: Int?
+            var intactMessageCount: Int
+            var intactBytes: Int
+            var damagedRanges: [ByteRange]
+            var tornAppendRanges: [ByteRange]
+
+            func encode(to encoder: any Encoder) throws {
+                enum Keys: String, CodingKey {
+                    case file, intact, headerIntact, maximumBytes, overwritesOldMessages, headerMessageCount
+                    case intactMessageCount, intactBytes, damagedRanges, tornAppendRanges
+                }
+                var container = encoder.container(keyedBy: Keys.self)
+                try container.encode(file, forKey: .file)
+                try container.encode(intact, forKey: .intact)
+                try container.encode(headerIntact, forKey: .headerIntact)
+                try container.encode(maximumBytes, forKey: .maximumBytes)
+                try container.encode(overwritesOldMessages, forKey: .overwritesOldMessages)
+                try container.encode(headerMessageCount, forKey: .headerMessageCount)  // null: header unreadable
+                try container.encode(intactMessageCount, forKey: .intactMessageCount)
+                try container.encode(intactBytes, forKey: .intactBytes)
+                try container.encode(damagedRanges, forKey: .damagedRanges)
+                try container.encode(tornAppendRanges, forKey: .tornAppendRanges)
+            }
+        }
+
         func run() async throws {
             let report = try LogFile.open(file).verify()
+            if json {
+                try JSONOutput.print(Output(
+                    file: URL(fileURLWithPath: file).standardizedFileURL.path, intact: report.isIntact,
+                    headerIntact: report.isHeaderIntact, maximumBytes: report.maximumBytes,
+                    overwritesOldMessages: report.overwritesOldMessages, headerMessageCount: report.headerMessageCount,
+                    intactMessageCount: report.intactMessageCount, intactBytes: report.intactBytes,
+                    damagedRanges: report.damagedRanges.map { Output.ByteRange(start: $0.lowerBound, end: $0.upperBound) },
+                    tornAppendRanges: report.tornAppendRanges.map {
+                        Output.ByteRange(start: $0.lowerBound, end: $0.upperBound)
+                    }))
+                if !report.isIntact { throw ExitCode(1) }
+                return
+            }
             print(report)
             if !report.isIntact {
                 if report.isHeaderIntact && report.damagedRanges.isEmpty && !report.tornAppendRanges.isEmpty {
