@@ -1,7 +1,7 @@
 import Foundation
 
 extension LocalStorage {
-    /// What ``LocalStorage/deleteAll()`` deleted and what it left.
+    /// What ``LocalStorage/deleteAll(namePrefix:)`` deleted and what it left.
     public struct DeletionReport: Sendable, CustomStringConvertible {
         /// The stores deleted, by directory name.
         public var deletedStores: [String] = []
