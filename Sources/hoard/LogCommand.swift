@@ -20,7 +20,7 @@ struct LogCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Print every message, oldest first, as JSON lines.")
 
-        @Argument(help: "The message log file.")
+        @Argument(help: LogFile.argumentHelp)
         var file: String
 
         func run() async throws {
@@ -36,7 +36,7 @@ struct LogCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Print the newest messages, oldest of them first, as JSON lines.")
 
-        @Argument(help: "The message log file.")
+        @Argument(help: LogFile.argumentHelp)
         var file: String
 
         @Option(name: .short, help: "How many of the newest messages to print.")
@@ -65,7 +65,7 @@ struct LogCommand: AsyncParsableCommand {
                 byte ranges are half-open. The exit status is the same as without it.
                 """)
 
-        @Argument(help: "The message log file.")
+        @Argument(help: LogFile.argumentHelp)
         var file: String
 
         @Flag(help: "Print one JSON object (schema above) instead of text.")
@@ -107,10 +107,11 @@ struct LogCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            let report = try LogFile.open(file).verify()
+            let url = try LogFile.resolve(file)
+            let report = try LogFile.open(url).verify()
             if json {
                 try JSONOutput.print(Output(
-                    file: URL(fileURLWithPath: file).standardizedFileURL.path, intact: report.isIntact,
+                    file: url.standardizedFileURL.path, intact: report.isIntact,
                     headerIntact: report.isHeaderIntact, maximumBytes: report.maximumBytes,
                     overwritesOldMessages: report.overwritesOldMessages, headerMessageCount: report.headerMessageCount,
                     intactMessageCount: report.intactMessageCount, intactBytes: report.intactBytes,
@@ -136,9 +137,34 @@ struct LogCommand: AsyncParsableCommand {
 
 /// What the `hoard log` subcommands share.
 enum LogFile {
+    /// The help of every `FILE` argument.
+    static let argumentHelp = ArgumentHelp(
+        "The message log: its file, or the name of a log in the default location (hoard-logs in the user's cache directory).",
+        discussion: "An argument with a '/', or naming something that exists, is a path; any other is a name, with or without .log.",
+        valueName: "log")
+
+    /// The log's file: `argument` as a path when it contains a `/` or names something
+    /// that exists, otherwise `<name>.log` in the default logs folder (which is then
+    /// said on standard error).
+    static func resolve(_ argument: String) throws -> URL {
+        let expanded = (argument as NSString).expandingTildeInPath
+        if argument.contains("/") || FileManager.default.fileExists(atPath: expanded) {
+            return URL(fileURLWithPath: expanded)
+        }
+        let file = argument.hasSuffix(".log") ? argument : argument + ".log"
+        let url = try LocalStorage().logsDirectory.appendingPathComponent(file)
+        FileHandle.standardError.write(Data("log \(StoreFormat.quoted(argument)): \(url.path)\n".utf8))
+        return url
+    }
+
     /// Opens a log of raw messages for reading only.
-    static func open(_ path: String) throws -> MessageLog<Data> {
-        try MessageLog<Data>(forReadingFrom: URL(fileURLWithPath: path), codec: .cacheValue)
+    static func open(_ argument: String) throws -> MessageLog<Data> {
+        try open(resolve(argument))
+    }
+
+    /// Opens the log at `url` for reading only.
+    static func open(_ url: URL) throws -> MessageLog<Data> {
+        try MessageLog<Data>(forReadingFrom: url, codec: .cacheValue)
     }
 
     /// One message as one line of JSON: the message itself when it is JSON, a JSON string

@@ -156,4 +156,33 @@ struct MessageLogCLITests {
             #expect((ranges.first?["end"] ?? 0) > third)
         }
     }
+
+    @Test("A log can be named instead of given by path: <name>.log in the default logs folder")
+    func logByName() async throws {
+        try await withTemporaryDirectory { directory in
+            // Given a log in the default location of a cache folder
+            let logs = directory.appendingPathComponent("caches/hoard-logs", isDirectory: true)
+            try FileManager.default.createDirectory(at: logs, withIntermediateDirectories: true)
+            try Self.makeLog(logs.appendingPathComponent("events.log"))
+            let environment = ["XDG_CACHE_HOME": directory.appendingPathComponent("caches").path]
+            let hoard = try DiskTest.executable(named: "hoard")
+
+            // When it is named, with and without the extension
+            let dump = try await DiskTest.onThread { try DiskTest.run(hoard, ["log", "dump", "events"], environment: environment) }
+            let verify = try await DiskTest.onThread {
+                try DiskTest.run(hoard, ["log", "verify", "events.log", "--json"], environment: environment)
+            }
+            let missing = try await DiskTest.onThread { try DiskTest.run(hoard, ["log", "dump", "other"], environment: environment) }
+
+            // Then the name resolves to that file, and stderr says so
+            #expect(dump.status == 0, "\(dump.errors)")
+            #expect(dump.output.split(separator: "\n").count == 6)
+            #expect(dump.errors.contains("log \"events\": \(logs.path)/events.log"))
+            #expect(verify.status == 0, "\(verify.errors)")
+            let report = try DiskStoreSuites.DiskStoreCLITests.object(verify.output)
+            #expect(report["file"] as? String == logs.appendingPathComponent("events.log").standardizedFileURL.path)
+            #expect(missing.status != 0)
+            #expect(missing.errors.contains("there is no log file at this path"))
+        }
+    }
 }
