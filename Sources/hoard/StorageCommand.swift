@@ -175,7 +175,9 @@ struct StorageCommand: ParsableCommand {
             commandName: "clear-disk",
             abstract: "Remove every entry of every store (or of the stores --name selects); the stores stay, empty. Asks first unless --yes.")
 
-        @Option(help: "Only the stores whose names start with this prefix (say, one application's com.example.).")
+        @Option(help: ArgumentHelp(
+            "Only the stores whose names start with this prefix (say, one application's com.example.).",
+            valueName: "prefix"))
         var name: String?
 
         @Flag(name: .shortAndLong, help: "Do not ask for confirmation.")
@@ -201,7 +203,8 @@ struct StorageCommand: ParsableCommand {
             commandName: "delete-all",
             abstract: "Delete every store, every log and every settings suite Hoard made (or those --name selects). Asks first unless --yes.")
 
-        @Option(help: "Only the stores, logs and settings namespaces whose names start with this prefix.")
+        @Option(help: ArgumentHelp(
+            "Only the stores, logs and settings namespaces whose names start with this prefix.", valueName: "prefix"))
         var name: String?
 
         @Flag(name: .shortAndLong, help: "Do not ask for confirmation.")
