@@ -1,12 +1,10 @@
 // swift-tools-version: 6.2
 import PackageDescription
 
-/// Settings every Hoard target shares: Swift 6 language mode is the package default;
-/// warnings fail the build of our own targets (never of dependencies).
-let strict: [SwiftSetting] = [
-    .treatAllWarnings(as: .error),
-]
-
+// Swift 6 language mode (complete strict concurrency) is the package default. Warnings
+// are not made errors here: that setting would travel into every package that depends
+// on Hoard, so a newer compiler's new warning would break their builds. scripts/test
+// builds with `-Xswiftc -warnings-as-errors` instead.
 let package = Package(
     name: "Hoard",
     platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
@@ -23,6 +21,8 @@ let package = Package(
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        // Only for `swift package generate-documentation`; no target depends on it.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         .systemLibrary(
@@ -37,8 +37,7 @@ let package = Package(
                 // one package the core depends on, so an application's own
                 // Logger receives Hoard's background failures.
                 .product(name: "Logging", package: "swift-log"),
-            ],
-            swiftSettings: strict
+            ]
         ),
         // A Cache's writer as a swift-service-lifecycle Service (flushes on graceful
         // shutdown); apart from the core so that the core's users never build it.
@@ -48,7 +47,6 @@ let package = Package(
                 "Hoard",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
-            swiftSettings: strict
         ),
         // Not a product: what the Redis and PostgreSQL stores share on SwiftNIO (the
         // task executor that runs a caller on a store's event loop).
@@ -57,7 +55,6 @@ let package = Package(
             dependencies: [
                 .product(name: "NIOCore", package: "swift-nio"),
             ],
-            swiftSettings: strict
         ),
         .target(
             name: "HoardRedis",
@@ -69,7 +66,6 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
-            swiftSettings: strict
         ),
         .target(
             name: "HoardPostgres",
@@ -81,7 +77,6 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
-            swiftSettings: strict
         ),
         .executableTarget(
             name: "hoard",
@@ -89,15 +84,13 @@ let package = Package(
                 "Hoard",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
-            swiftSettings: strict
         ),
         // Not a product: the README's first example, verbatim; scripts/test runs it
         // and checks what it prints.
         .executableTarget(
             name: "ReadmeFirstExample",
             dependencies: ["Hoard"],
-            path: "Examples/ReadmeFirstExample",
-            swiftSettings: strict
+            path: "Examples/ReadmeFirstExample"
         ),
         // Not a product: the child process the disk store's crash-safety and fault
         // tests start, kill and inspect. The test target depends on it (and on the
@@ -107,15 +100,13 @@ let package = Package(
             name: "HoardCrashWriter",
             dependencies: ["Hoard"],
             path: "Tests/Support/HoardCrashWriter",
-            swiftSettings: strict
         ),
         // Not a product: the child process that parks Swift's cooperative pool and
         // checks that a Cache's disk reads and writes complete without it.
         .executableTarget(
             name: "HoardPoolProbe",
             dependencies: ["Hoard"],
-            path: "Tests/Support/HoardPoolProbe",
-            swiftSettings: strict
+            path: "Tests/Support/HoardPoolProbe"
         ),
         // Not a product: the child process of the two-process invalidation tests, a
         // Cache on a Redis or PostgreSQL store. Separate from HoardCrashWriter so that
@@ -124,7 +115,6 @@ let package = Package(
             name: "HoardRemoteWriter",
             dependencies: ["Hoard", "HoardRedis", "HoardPostgres"],
             path: "Tests/Support/HoardRemoteWriter",
-            swiftSettings: strict
         ),
         // Not a product: what the Redis and PostgreSQL tests share: driving
         // HoardRemoteWriter, silent servers, polling, recording invalidations.
@@ -139,15 +129,13 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
             path: "Tests/Support/HoardRemoteTestSupport",
-            swiftSettings: strict
         ),
         // Not a product: a log handler that keeps what it is given, for the tests of
         // every module that logs.
         .target(
             name: "HoardLoggingTestSupport",
             dependencies: [.product(name: "Logging", package: "swift-log")],
-            path: "Tests/Support/HoardLoggingTestSupport",
-            swiftSettings: strict
+            path: "Tests/Support/HoardLoggingTestSupport"
         ),
         .testTarget(
             name: "HoardTests",
@@ -155,8 +143,7 @@ let package = Package(
                 "Hoard", "HoardCrashWriter", "HoardPoolProbe", "HoardLoggingTestSupport", "HoardServiceLifecycle", "hoard",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ],
-            swiftSettings: strict
+            ]
         ),
         .testTarget(
             name: "HoardRedisTests",
@@ -172,7 +159,6 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
-            swiftSettings: strict
         ),
         .testTarget(
             name: "HoardPostgresTests",
@@ -190,7 +176,6 @@ let package = Package(
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
-            swiftSettings: strict
         ),
     ],
     swiftLanguageModes: [.v6]

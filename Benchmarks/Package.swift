@@ -1,11 +1,8 @@
 // swift-tools-version: 6.2
 import PackageDescription
 
-/// Warnings fail the build of our own targets (never of dependencies).
-let strict: [SwiftSetting] = [
-    .treatAllWarnings(as: .error),
-]
-
+// Warnings are made errors by scripts/test (`swift build -Xswiftc -warnings-as-errors`),
+// as for the Hoard package itself.
 let package = Package(
     name: "HoardBenchmarks",
     platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
@@ -30,10 +27,9 @@ let package = Package(
                 .product(name: "Benchmark", package: "benchmark"),
             ],
             path: "Benchmarks/MemoryCacheBenchmarks",
-            swiftSettings: strict,
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
-        // Hit ratios on the shared traces against libCacheSim's reference figures.
+        // Hit ratios on the repository's traces (Tests/Traces) against libCacheSim's reference figures.
         .executableTarget(
             name: "HitRatioBenchmarks",
             dependencies: [
@@ -41,7 +37,6 @@ let package = Package(
                 .product(name: "Benchmark", package: "benchmark"),
             ],
             path: "Benchmarks/HitRatioBenchmarks",
-            swiftSettings: strict,
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
         // DiskStore against raw SQLite and one-file-per-value baselines.
@@ -58,7 +53,6 @@ let package = Package(
                 "BenchSQLite",
             ],
             path: "Benchmarks/DiskStoreBenchmarks",
-            swiftSettings: strict,
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
         // The tiered Cache: memory hits, stampedes, disk hits, write-behind.
@@ -69,7 +63,6 @@ let package = Package(
                 .product(name: "Benchmark", package: "benchmark"),
             ],
             path: "Benchmarks/CacheBenchmarks",
-            swiftSettings: strict,
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
         // MessageLog appends and full reads against plain file I/O.
@@ -80,7 +73,6 @@ let package = Package(
                 .product(name: "Benchmark", package: "benchmark"),
             ],
             path: "Benchmarks/MessageLogBenchmarks",
-            swiftSettings: strict,
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
         // RedisStore get, set (1 connection; 16 pipelined) and MGET of 100 keys against a
@@ -96,7 +88,6 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
             path: "Benchmarks/RedisStoreBenchmarks",
-            swiftSettings: strict,
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
         // PostgresStore against postgres-nio prepared statements on the same table
@@ -114,7 +105,6 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Benchmarks/PostgresStoreBenchmarks",
-            swiftSettings: strict,
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
     ],

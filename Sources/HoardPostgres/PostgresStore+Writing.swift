@@ -46,7 +46,7 @@ extension PostgresStore {
     }
 
     /// Removes every entry of `namespace` and no other with one `DELETE`, which also
-    /// notifies ``Hoard/RemoteInvalidation/all``; it is atomic, as every statement is.
+    /// notifies `RemoteInvalidation.all`; it is atomic, as every statement is.
     ///
     /// - Throws: ``PostgresStoreError`` when the server cannot answer; then nothing was removed.
     public func removeAll(in namespace: String) async throws(PostgresStoreError) {
@@ -60,7 +60,7 @@ extension PostgresStore {
     /// Applies many changes in order, up to ``batchLimit`` of them (and at most about
     /// ``batchByteLimit`` bytes of values) in one statement: one round trip and one
     /// transaction, so each such round is applied whole or not at all. A
-    /// ``Hoard/CacheStoreWrite/removeAll(in:)`` waits for the changes before it and
+    /// `CacheStoreWrite.removeAll(in:)` waits for the changes before it and
     /// runs as ``removeAll(in:)`` does.
     ///
     /// Within a round only the last change to each key is sent: a set followed by a

@@ -112,7 +112,7 @@ public final class PostgresStore: RemoteCacheStore {
     /// - Parameters:
     ///   - configuration: The server, credentials, table, budgets and timeouts.
     ///   - clock: Where the store reads the time, to tell live entries from expired
-    ///     ones. Defaults to ``Hoard/SystemClock``.
+    ///     ones. Defaults to `SystemClock`.
     ///   - eventLoopGroup: Where its connections run: the pool's on one loop of the
     ///     group (``eventLoop``), the `LISTEN` connection on any. Defaults to
     ///     postgres-nio's default group.
@@ -232,13 +232,13 @@ public final class PostgresStore: RemoteCacheStore {
     /// The first stream makes the store `LISTEN` on its channel over a connection of
     /// its own, opened on first use and reopened, with backoff, whenever it is lost;
     /// the last stream to end stops it. After a lost connection is reopened every
-    /// stream receives ``Hoard/RemoteInvalidation/all``, since changes made meanwhile
+    /// stream receives `RemoteInvalidation.all`, since changes made meanwhile
     /// were missed. Changes made before the server confirmed the first `LISTEN` are not
     /// reported. The stream buffers without limit and ends when the consumer stops
     /// iterating or the store shuts down.
     ///
     /// - Parameter namespace: The namespace to watch.
-    /// - Returns: A stream of ``Hoard/RemoteInvalidation``s.
+    /// - Returns: A stream of `RemoteInvalidation`s.
     public func invalidations(in namespace: String) -> AsyncStream<RemoteInvalidation> {
         let (stream, continuation) = AsyncStream.makeStream(of: RemoteInvalidation.self)
         guard let id = hub.add(continuation, namespace: namespace) else { return stream }

@@ -147,7 +147,7 @@ final class _PostgresNotifications: Sendable {
     var isListening: Bool { state.withLock { $0.isListening } }
 
     /// The server confirmed `LISTEN`. After a lost connection (`resumed`), every
-    /// stream receives ``Hoard/RemoteInvalidation/all``: changes may have been missed.
+    /// stream receives `RemoteInvalidation.all`: changes may have been missed.
     func listening(resumed: Bool) {
         let streams = state.withLock { state in
             state.isListening = true

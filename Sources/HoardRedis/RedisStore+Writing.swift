@@ -28,7 +28,7 @@ extension RedisStore {
     /// Applies many changes in order, pipelined: the `SET … PX`/`UNLINK` commands of
     /// up to ``pipelineLimit`` changes, then one `PUBLISH` per namespace they touch,
     /// go out in one write on one connection, and their replies are awaited together.
-    /// A ``Hoard/CacheStoreWrite/removeAll(in:)`` waits for the changes before it and
+    /// A `CacheStoreWrite.removeAll(in:)` waits for the changes before it and
     /// runs as ``removeAll(in:)`` does.
     ///
     /// Each change is the one ``set(_:for:in:storedAt:expiresAt:)`` or
@@ -143,7 +143,7 @@ extension RedisStore {
     }
 
     /// Removes every entry of `namespace` and no other, then publishes
-    /// ``Hoard/RemoteInvalidation/all``.
+    /// `RemoteInvalidation.all`.
     ///
     /// It walks the keyspace with `SCAN … MATCH <prefix>:<n>:<namespace>:*` (glob
     /// characters escaped) and removes each page of keys with `UNLINK`, which frees

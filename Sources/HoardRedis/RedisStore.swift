@@ -102,7 +102,7 @@ public final class RedisStore: RemoteCacheStore {
     ///   - configuration: The server, credentials, key prefix, pool size and timeouts.
     ///   - clock: Where the store reads the time, to turn an expiry date into a `PX`
     ///     lifetime and to check the expiry of what it reads. Defaults to
-    ///     ``Hoard/SystemClock``.
+    ///     `SystemClock`.
     ///   - eventLoopGroup: Where its connections run: the pool's on one loop of the
     ///     group (``eventLoop``), the pub/sub connection on any. Defaults to SwiftNIO's
     ///     shared `MultiThreadedEventLoopGroup.singleton`.
@@ -208,13 +208,13 @@ public final class RedisStore: RemoteCacheStore {
     /// The first stream of a namespace subscribes to its channel on the store's
     /// dedicated pub/sub connection, which is opened on first use and reopened, with
     /// backoff, whenever it is lost. After a resubscription every stream of the
-    /// namespace receives ``Hoard/RemoteInvalidation/all``, since changes made while
+    /// namespace receives `RemoteInvalidation.all`, since changes made while
     /// the connection was down were missed. Changes made before the server confirmed
     /// the first subscription are not reported. The stream buffers without limit
     /// and ends when the consumer stops iterating or the store shuts down.
     ///
     /// - Parameter namespace: The namespace to watch.
-    /// - Returns: A stream of ``Hoard/RemoteInvalidation``s.
+    /// - Returns: A stream of `RemoteInvalidation`s.
     public func invalidations(in namespace: String) -> AsyncStream<RemoteInvalidation> {
         let (stream, continuation) = AsyncStream.makeStream(of: RemoteInvalidation.self)
         let channel = keyspace.channel(for: namespace)

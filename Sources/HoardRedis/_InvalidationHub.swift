@@ -113,7 +113,7 @@ final class _InvalidationHub: Sendable {
     }
 
     /// Marks `channels` as subscribed again on a new connection; when the server
-    /// confirms one, its streams receive ``Hoard/RemoteInvalidation/all``.
+    /// confirms one, its streams receive `RemoteInvalidation.all`.
     func markResubscribing(_ channels: Set<ByteBuffer>) {
         state.withLock { state in
             for channel in channels { state.subscriptions[channel]?.resubscribing = true }

@@ -8,7 +8,7 @@ import NIOCore
 /// reconnects at once, then after `initialReconnectDelay`, doubling up to
 /// `maximumReconnectDelay`, for as long as some stream is watching. Once the server
 /// confirms a subscription made on a reconnected connection, every stream of that
-/// namespace receives ``Hoard/RemoteInvalidation/all``, since changes made while it was
+/// namespace receives `RemoteInvalidation.all`, since changes made while it was
 /// away were missed. (The mark is set by the subscriber, not inferred from counting
 /// confirmations: a late confirmation of an earlier subscription must not look like
 /// a resubscription.)

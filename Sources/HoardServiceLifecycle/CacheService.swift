@@ -1,7 +1,7 @@
 import Hoard
 import ServiceLifecycle
 
-/// A ``Hoard/Cache``'s writer as a swift-service-lifecycle `Service`: hand it to a
+/// A `Cache`'s writer as a swift-service-lifecycle `Service`: hand it to a
 /// `ServiceGroup` and every write the cache acknowledged before a graceful
 /// shutdown is in its stores when `run()` returns.
 ///

@@ -21,7 +21,7 @@ struct DiskDemo {
 
         let previous = try store.value(for: "visits", as: Visits.self, in: namespace)
         if let previous {
-            output("found visits = \(previous.count), stored by an earlier run at \(previous.lastRun.formatted(date: .abbreviated, time: .standard))")
+            output("found visits = \(previous.count), stored by an earlier run at \(StoreFormat.date(previous.lastRun))")
         } else {
             output("found nothing: this is the first run (run the demo again to see the disk tier remember)")
         }

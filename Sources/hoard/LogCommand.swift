@@ -20,7 +20,7 @@ struct LogCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Print every message, oldest first, as JSON lines.")
 
-        @Argument(help: "The message log file.")
+        @Argument(help: LogFile.argumentHelp)
         var file: String
 
         func run() async throws {
@@ -36,7 +36,7 @@ struct LogCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Print the newest messages, oldest of them first, as JSON lines.")
 
-        @Argument(help: "The message log file.")
+        @Argument(help: LogFile.argumentHelp)
         var file: String
 
         @Option(name: .short, help: "How many of the newest messages to print.")
@@ -56,13 +56,72 @@ struct LogCommand: AsyncParsableCommand {
     /// `hoard log verify FILE`.
     struct Verify: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Check every record; print an integrity report. Exits with 1 when the log is not intact.")
+            abstract: "Check every record; print an integrity report. Exits with 1 when the log is not intact.",
+            discussion: """
+                With --json, one object: {"file": path, "intact": Bool, "headerIntact": Bool, \
+                "maximumBytes": Int, "overwritesOldMessages": Bool, "headerMessageCount": Int or \
+                null, "intactMessageCount": Int, "intactBytes": Int, "damagedRanges": \
+                [{"start": Int, "end": Int}], "tornAppendRanges": [{"start": Int, "end": Int}]}; \
+                byte ranges are half-open. The exit status is the same as without it.
+                """)
 
-        @Argument(help: "The message log file.")
+        @Argument(help: LogFile.argumentHelp)
         var file: String
 
+        @Flag(help: "Print one JSON object (schema above) instead of text.")
+        var json = false
+
+        struct Output: Encodable {
+            struct ByteRange: Encodable {
+                var start: Int
+                var end: Int
+            }
+            var file: String
+            var intact: Bool
+            var headerIntact: Bool
+            var maximumBytes: Int
+            var overwritesOldMessages: Bool
+            var headerMessageCount: Int?
+            var intactMessageCount: Int
+            var intactBytes: Int
+            var damagedRanges: [ByteRange]
+            var tornAppendRanges: [ByteRange]
+
+            func encode(to encoder: any Encoder) throws {
+                enum Keys: String, CodingKey {
+                    case file, intact, headerIntact, maximumBytes, overwritesOldMessages, headerMessageCount
+                    case intactMessageCount, intactBytes, damagedRanges, tornAppendRanges
+                }
+                var container = encoder.container(keyedBy: Keys.self)
+                try container.encode(file, forKey: .file)
+                try container.encode(intact, forKey: .intact)
+                try container.encode(headerIntact, forKey: .headerIntact)
+                try container.encode(maximumBytes, forKey: .maximumBytes)
+                try container.encode(overwritesOldMessages, forKey: .overwritesOldMessages)
+                try container.encode(headerMessageCount, forKey: .headerMessageCount)  // null: header unreadable
+                try container.encode(intactMessageCount, forKey: .intactMessageCount)
+                try container.encode(intactBytes, forKey: .intactBytes)
+                try container.encode(damagedRanges, forKey: .damagedRanges)
+                try container.encode(tornAppendRanges, forKey: .tornAppendRanges)
+            }
+        }
+
         func run() async throws {
-            let report = try LogFile.open(file).verify()
+            let url = try LogFile.resolve(file)
+            let report = try LogFile.open(url).verify()
+            if json {
+                try JSONOutput.print(Output(
+                    file: url.standardizedFileURL.path, intact: report.isIntact,
+                    headerIntact: report.isHeaderIntact, maximumBytes: report.maximumBytes,
+                    overwritesOldMessages: report.overwritesOldMessages, headerMessageCount: report.headerMessageCount,
+                    intactMessageCount: report.intactMessageCount, intactBytes: report.intactBytes,
+                    damagedRanges: report.damagedRanges.map { Output.ByteRange(start: $0.lowerBound, end: $0.upperBound) },
+                    tornAppendRanges: report.tornAppendRanges.map {
+                        Output.ByteRange(start: $0.lowerBound, end: $0.upperBound)
+                    }))
+                if !report.isIntact { throw ExitCode(1) }
+                return
+            }
             print(report)
             if !report.isIntact {
                 if report.isHeaderIntact && report.damagedRanges.isEmpty && !report.tornAppendRanges.isEmpty {
@@ -78,9 +137,34 @@ struct LogCommand: AsyncParsableCommand {
 
 /// What the `hoard log` subcommands share.
 enum LogFile {
+    /// The help of every `FILE` argument.
+    static let argumentHelp = ArgumentHelp(
+        "The message log: its file, or the name of a log in the default location (hoard-logs in the user's cache directory).",
+        discussion: "An argument with a '/', or naming something that exists, is a path; any other is a name, with or without .log.",
+        valueName: "log")
+
+    /// The log's file: `argument` as a path when it contains a `/` or names something
+    /// that exists, otherwise `<name>.log` in the default logs folder (which is then
+    /// said on standard error).
+    static func resolve(_ argument: String) throws -> URL {
+        let expanded = (argument as NSString).expandingTildeInPath
+        if argument.contains("/") || FileManager.default.fileExists(atPath: expanded) {
+            return URL(fileURLWithPath: expanded)
+        }
+        let file = argument.hasSuffix(".log") ? argument : argument + ".log"
+        let url = try LocalStorage().logsDirectory.appendingPathComponent(file)
+        FileHandle.standardError.write(Data("log \(StoreFormat.quoted(argument)): \(url.path)\n".utf8))
+        return url
+    }
+
     /// Opens a log of raw messages for reading only.
-    static func open(_ path: String) throws -> MessageLog<Data> {
-        try MessageLog<Data>(forReadingFrom: URL(fileURLWithPath: path), codec: .cacheValue)
+    static func open(_ argument: String) throws -> MessageLog<Data> {
+        try open(resolve(argument))
+    }
+
+    /// Opens the log at `url` for reading only.
+    static func open(_ url: URL) throws -> MessageLog<Data> {
+        try MessageLog<Data>(forReadingFrom: url, codec: .cacheValue)
     }
 
     /// One message as one line of JSON: the message itself when it is JSON, a JSON string

@@ -16,16 +16,40 @@ struct SettingsCommand: ParsableCommand {
 
     /// `hoard settings keys NAMESPACE`.
     struct Keys: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List a namespace's keys with their encoded sizes.")
+        static let configuration = CommandConfiguration(
+            abstract: "List a namespace's keys with their encoded sizes.",
+            discussion: """
+                With --json, one object per key and line (JSON lines): {"key": String, \
+                "size": Int or null}; size is null when the value is unreadable.
+                """)
 
         @Argument(help: "The settings namespace.")
         var namespace: String
+
+        @Flag(help: "Print one JSON object per key and line (schema above) instead of text.")
+        var json = false
+
+        struct Output: Encodable {
+            var key: String
+            var size: Int?
+
+            func encode(to encoder: any Encoder) throws {
+                enum Keys: String, CodingKey { case key, size }
+                var container = encoder.container(keyedBy: Keys.self)
+                try container.encode(key, forKey: .key)
+                try container.encode(size, forKey: .size)  // null when unreadable
+            }
+        }
 
         func run() throws {
             let settings = try SettingsCommand.open(namespace)
             for key in settings.keys {
                 let size = settings.value(for: key)?.count
-                print("\(StoreFormat.quoted(key))  \(size.map { StoreFormat.bytes($0) } ?? "unreadable")")
+                if json {
+                    try JSONOutput.print(Output(key: key, size: size))
+                } else {
+                    print("\(StoreFormat.quoted(key))  \(size.map { StoreFormat.bytes($0) } ?? "unreadable")")
+                }
             }
         }
     }

@@ -18,31 +18,118 @@ struct StorageCommand: ParsableCommand {
     /// `hoard storage list`.
     struct List: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "List every store with its namespaces, every log and every settings namespace, with counts and sizes.")
+            abstract: "List every store with its namespaces, every log and every settings namespace, with counts and sizes.",
+            discussion: """
+                With --json, one object: {"cachesDirectory": path, "logsDirectory": path, \
+                "stores": [{"name": String, "directory": path, "entries": Int, "bytesOnDisk": Int, \
+                "problem": String or null, "namespaces": [{"name": String, "entries": Int, \
+                "valueBytes": Int}]}], "logs": [{"name": String, "file": path, "messages": Int, \
+                "bytesOnDisk": Int, "problem": String or null}], "settings": [{"namespace": \
+                String, "items": Int, "bytes": Int}]}.
+                """)
+
+        @Flag(help: "Print one JSON object (schema above) instead of text.")
+        var json = false
+
+        struct Output: Encodable {
+            struct Namespace: Encodable {
+                var name: String
+                var entries: Int
+                var valueBytes: Int
+            }
+            struct Store: Encodable {
+                var name: String
+                var directory: String
+                var entries: Int
+                var bytesOnDisk: Int
+                var problem: String?
+                var namespaces: [Namespace]
+
+                func encode(to encoder: any Encoder) throws {
+                    enum Keys: String, CodingKey { case name, directory, entries, bytesOnDisk, problem, namespaces }
+                    var container = encoder.container(keyedBy: Keys.self)
+                    try container.encode(name, forKey: .name)
+                    try container.encode(directory, forKey: .directory)
+                    try container.encode(entries, forKey: .entries)
+                    try container.encode(bytesOnDisk, forKey: .bytesOnDisk)
+                    try container.encode(problem, forKey: .problem)  // null when readable
+                    try container.encode(namespaces, forKey: .namespaces)
+                }
+            }
+            struct Log: Encodable {
+                var name: String
+                var file: String
+                var messages: Int
+                var bytesOnDisk: Int
+                var problem: String?
+
+                func encode(to encoder: any Encoder) throws {
+                    enum Keys: String, CodingKey { case name, file, messages, bytesOnDisk, problem }
+                    var container = encoder.container(keyedBy: Keys.self)
+                    try container.encode(name, forKey: .name)
+                    try container.encode(file, forKey: .file)
+                    try container.encode(messages, forKey: .messages)
+                    try container.encode(bytesOnDisk, forKey: .bytesOnDisk)
+                    try container.encode(problem, forKey: .problem)  // null when readable
+                }
+            }
+            struct Settings: Encodable {
+                var namespace: String
+                var items: Int
+                var bytes: Int
+            }
+            var cachesDirectory: String
+            var logsDirectory: String
+            var stores: [Store]
+            var logs: [Log]
+            var settings: [Settings]
+        }
 
         func run() throws {
             let storage = try LocalStorage()
             let inventory = try storage.inventory()
+            if json {
+                try JSONOutput.print(Output(
+                    cachesDirectory: storage.cachesDirectory.path, logsDirectory: storage.logsDirectory.path,
+                    stores: inventory.stores.map { store in
+                        Output.Store(
+                            name: store.name, directory: store.directory.path, entries: store.entryCount,
+                            bytesOnDisk: store.bytesOnDisk, problem: store.problem.map { "\($0)" },
+                            namespaces: store.namespaces.sorted(by: { $0.key < $1.key }).map {
+                                Output.Namespace(name: $0.key, entries: $0.value.count, valueBytes: $0.value.bytes)
+                            })
+                    },
+                    logs: inventory.logs.map { log in
+                        Output.Log(
+                            name: log.name, file: log.file.path, messages: log.messageCount, bytesOnDisk: log.bytesOnDisk,
+                            problem: log.problem.map { "\($0)" })
+                    },
+                    settings: inventory.settings.map {
+                        Output.Settings(namespace: $0.namespace, items: $0.itemCount, bytes: $0.bytes)
+                    }))
+                return
+            }
             print("stores in \(storage.cachesDirectory.path): \(inventory.stores.count)")
             for store in inventory.stores {
-                var line = "  \(StoreFormat.quoted(store.name, limit: 60))  \(store.entryCount) entries, "
+                var line = "  \(StoreFormat.quoted(store.name, limit: 60))  \(StoreFormat.count(store.entryCount, "entry", "entries")), "
                     + "\(StoreFormat.bytes(store.bytesOnDisk)) on disk"
                 if let problem = store.problem { line += "  (unreadable: \(problem))" }
                 print(line)
                 for (namespace, usage) in store.namespaces.sorted(by: { $0.key < $1.key }) {
-                    print("    namespace \(StoreFormat.quoted(namespace, limit: 40))  \(usage.count) entries, \(StoreFormat.bytes(usage.bytes))")
+                    print("    namespace \(StoreFormat.quoted(namespace, limit: 40))  \(StoreFormat.count(usage.count, "entry", "entries")), \(StoreFormat.bytes(usage.bytes))")
                 }
             }
             print("logs in \(storage.logsDirectory.path): \(inventory.logs.count)")
             for log in inventory.logs {
-                var line = "  \(StoreFormat.quoted(log.name, limit: 60))  \(log.messageCount) messages, "
+                var line = "  \(StoreFormat.quoted(log.name, limit: 60))  \(StoreFormat.count(log.messageCount, "message", "messages")), "
                     + "\(StoreFormat.bytes(log.bytesOnDisk)) on disk"
                 if let problem = log.problem { line += "  (unreadable: \(problem))" }
                 print(line)
             }
-            print("settings namespaces: \(inventory.settings.count), \(inventory.settings.reduce(0) { $0 + $1.itemCount }) items")
+            let items = inventory.settings.reduce(0) { $0 + $1.itemCount }
+            print("settings namespaces: \(inventory.settings.count), \(StoreFormat.count(items, "item", "items"))")
             for settings in inventory.settings {
-                print("  \(StoreFormat.quoted(settings.namespace, limit: 60))  \(settings.itemCount) items, \(StoreFormat.bytes(settings.bytes))")
+                print("  \(StoreFormat.quoted(settings.namespace, limit: 60))  \(StoreFormat.count(settings.itemCount, "item", "items")), \(StoreFormat.bytes(settings.bytes))")
             }
         }
     }
@@ -71,10 +158,10 @@ struct StorageCommand: ParsableCommand {
             do {
                 if let store {
                     let removed = try storage.clearNamespace(namespace, inStore: store)
-                    print("removed \(removed) entries from namespace \(StoreFormat.quoted(namespace)) of store \(StoreFormat.quoted(store))")
+                    print("removed \(StoreFormat.count(removed, "entry", "entries")) from namespace \(StoreFormat.quoted(namespace)) of store \(StoreFormat.quoted(store))")
                 } else {
                     let removed = try storage.clearSettings(namespace: namespace)
-                    print("removed \(removed) values from settings namespace \(StoreFormat.quoted(namespace))")
+                    print("removed \(StoreFormat.count(removed, "value", "values")) from settings namespace \(StoreFormat.quoted(namespace))")
                 }
             } catch {
                 throw StoreCommandError("nothing was cleared: \(error)")
@@ -82,33 +169,43 @@ struct StorageCommand: ParsableCommand {
         }
     }
 
-    /// `hoard storage clear-disk [--yes]`.
+    /// `hoard storage clear-disk [--name PREFIX] [--yes]`.
     struct ClearDisk: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "clear-disk",
-            abstract: "Remove every entry of every store; the stores stay, empty. Asks first unless --yes.")
+            abstract: "Remove every entry of every store (or of the stores --name selects); the stores stay, empty. Asks first unless --yes.")
+
+        @Option(help: ArgumentHelp(
+            "Only the stores whose names start with this prefix (say, one application's com.example.).",
+            valueName: "prefix"))
+        var name: String?
 
         @Flag(name: .shortAndLong, help: "Do not ask for confirmation.")
         var yes = false
 
         func run() throws {
             let storage = try LocalStorage()
-            let stores = try storage.inventory().stores
+            let stores = try storage.inventory().stores.filter { store in name.map { store.name.hasPrefix($0) } ?? true }
             let entries = stores.reduce(0) { $0 + $1.entryCount }
+            let which = name.map { " named \(StoreFormat.quoted($0))…" } ?? ""
             guard yes || Confirmation.ask(
-                "Remove all \(entries) entries of \(stores.count) stores in \(storage.cachesDirectory.path)?")
+                "Remove all \(StoreFormat.count(entries, "entry", "entries")) of \(StoreFormat.count(stores.count, "store", "stores"))\(which) in \(storage.cachesDirectory.path)?")
             else { throw Confirmation.declined }
-            for (store, removed) in try storage.clearDiskStores() {
-                print("cleared \(StoreFormat.quoted(store)): \(removed) entries removed")
+            for (store, removed) in try storage.clearDiskStores(namePrefix: name) {
+                print("cleared \(StoreFormat.quoted(store)): \(StoreFormat.count(removed, "entry", "entries")) removed")
             }
         }
     }
 
-    /// `hoard storage delete-all [--yes]`.
+    /// `hoard storage delete-all [--name PREFIX] [--yes]`.
     struct DeleteAll: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "delete-all",
-            abstract: "Delete every store, every log and every settings suite Hoard made. Asks first unless --yes.")
+            abstract: "Delete every store, every log and every settings suite Hoard made (or those --name selects). Asks first unless --yes.")
+
+        @Option(help: ArgumentHelp(
+            "Only the stores, logs and settings namespaces whose names start with this prefix.", valueName: "prefix"))
+        var name: String?
 
         @Flag(name: .shortAndLong, help: "Do not ask for confirmation.")
         var yes = false
@@ -116,10 +213,15 @@ struct StorageCommand: ParsableCommand {
         func run() throws {
             let storage = try LocalStorage()
             let inventory = try storage.inventory()
+            let matches = { (text: String) in name.map { text.hasPrefix($0) } ?? true }
+            let stores = inventory.stores.filter { matches($0.name) }.count
+            let logs = inventory.logs.filter { matches($0.name) }.count
+            let settings = inventory.settings.filter { matches($0.namespace) }.count
+            let which = name.map { " named \(StoreFormat.quoted($0))…" } ?? ""
             guard yes || Confirmation.ask(
-                "Delete \(inventory.stores.count) stores, \(inventory.logs.count) logs and \(inventory.settings.count) settings namespaces?")
+                "Delete \(StoreFormat.count(stores, "store", "stores")), \(StoreFormat.count(logs, "log", "logs")) and \(StoreFormat.count(settings, "settings namespace", "settings namespaces"))\(which)?")
             else { throw Confirmation.declined }
-            let report = try storage.deleteAll()
+            let report = try storage.deleteAll(namePrefix: name)
             print(report)
             if !report.isComplete { throw ExitCode(1) }
         }

@@ -2,15 +2,37 @@ import ArgumentParser
 import Foundation
 import Hoard
 
-/// What every store command takes: the store's directory.
+/// What every store command takes: a store's directory, or the name of a store in the
+/// default location.
 struct StoreLocation: ParsableArguments {
-    @Argument(help: "The store's directory (the one holding index.sqlite).")
+    @Argument(help: ArgumentHelp(
+        "The store: its directory (the one holding index.sqlite), or the name of a store in the user's cache directory.",
+        discussion: "An argument with a '/', or naming something that exists, is a path; any other is a name.",
+        valueName: "store"))
     var path: String
+
+    /// The store's directory: `path` as a path when it contains a `/` or names
+    /// something that exists, otherwise the default directory of a store of that name
+    /// (which is then said on standard error).
+    func resolve() throws -> URL {
+        let expanded = (path as NSString).expandingTildeInPath
+        if path.contains("/") || FileManager.default.fileExists(atPath: expanded) {
+            return URL(fileURLWithPath: expanded)
+        }
+        let url: URL
+        do {
+            url = try DiskStore.defaultDirectory(named: path)
+        } catch {
+            throw StoreCommandError("\(StoreFormat.quoted(path)) is neither a path nor a store name: \(error.message)")
+        }
+        FileHandle.standardError.write(Data("store \(StoreFormat.quoted(path)): \(url.path)\n".utf8))
+        return url
+    }
 
     /// Opens the store without creating one and without collecting orphaned files
     /// (so that `verify` can report them).
     func open() throws -> DiskStore {
-        let url = URL(fileURLWithPath: (path as NSString).expandingTildeInPath)
+        let url = try resolve()
         do {
             return try DiskStore(
                 directory: url, configuration: .init(createsStore: false, collectsOrphansAtOpen: false))
@@ -41,9 +63,21 @@ enum StoreFormat {
         return unit == 0 ? "\(count) B" : String(format: "%.1f %@", value, units[unit])
     }
 
+    /// `date` in ISO 8601 with the local time zone's offset
+    /// (`2026-11-24T19:30:05+01:00`, `Z` for UTC), or "never".
     static func date(_ date: Date?) -> String {
         guard let date else { return "never" }
-        return date.formatted(.iso8601.year().month().day().dateSeparator(.dash).time(includingFractionalSeconds: false).timeSeparator(.colon))
+        return isoDate(date)
+    }
+
+    /// `date` in ISO 8601 with the local time zone's offset, for text and JSON.
+    static func isoDate(_ date: Date) -> String {
+        date.formatted(Date.ISO8601FormatStyle(timeZone: .current))
+    }
+
+    /// `count` and the noun, singular for one: "1 entry", "2 entries".
+    static func count(_ count: Int, _ singular: String, _ plural: String) -> String {
+        "\(count) \(count == 1 ? singular : plural)"
     }
 
     /// A key or namespace as a quoted, escaped, shortened string: control
@@ -88,12 +122,35 @@ enum StoreFormat {
     }
 }
 
-/// `hoard stats PATH`: totals per namespace and on disk.
+/// `hoard stats STORE`: totals per namespace and on disk.
 struct StatsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "stats", abstract: "Show a store's entries and bytes per namespace, and its size on disk.")
+        commandName: "stats",
+        abstract: "Show a store's entries and bytes per namespace, and its size on disk.",
+        discussion: """
+            With --json, one object: {"store": directory, "entries": Int, "valueBytes": Int, \
+            "bytesOnDisk": Int, "valueFiles": Int, "namespaces": [{"name": String, \
+            "entries": Int, "valueBytes": Int}]}, namespaces sorted by name.
+            """)
 
     @OptionGroup var location: StoreLocation
+
+    @Flag(help: "Print one JSON object (schema above) instead of text.")
+    var json = false
+
+    struct Output: Encodable {
+        struct Namespace: Encodable {
+            var name: String
+            var entries: Int
+            var valueBytes: Int
+        }
+        var store: String
+        var entries: Int
+        var valueBytes: Int
+        var bytesOnDisk: Int
+        var valueFiles: Int
+        var namespaces: [Namespace]
+    }
 
     func run() throws {
         let store = try location.open()
@@ -109,21 +166,35 @@ struct StatsCommand: ParsableCommand {
                 if name.hasPrefix("blobs/") { files += 1 }
             }
         }
+        let sorted = namespaces.sorted(by: { $0.key < $1.key })
+        if json {
+            try JSONOutput.print(Output(
+                store: directory.path, entries: total.count, valueBytes: total.bytes, bytesOnDisk: onDisk,
+                valueFiles: files,
+                namespaces: sorted.map { Output.Namespace(name: $0.key, entries: $0.value.count, valueBytes: $0.value.bytes) }))
+            return
+        }
         print("store      \(directory.path)")
         print("entries    \(total.count)")
         print("values     \(StoreFormat.bytes(total.bytes))")
-        print("on disk    \(StoreFormat.bytes(onDisk)) (index and \(files) value files)")
+        print("on disk    \(StoreFormat.bytes(onDisk)) (index and \(StoreFormat.count(files, "value file", "value files")))")
         print("namespaces \(namespaces.count)")
-        for (name, usage) in namespaces.sorted(by: { $0.key < $1.key }) {
-            print("  \(StoreFormat.quoted(name, limit: 40))  \(usage.count) entries, \(StoreFormat.bytes(usage.bytes))")
+        for (name, usage) in sorted {
+            print("  \(StoreFormat.quoted(name, limit: 40))  \(StoreFormat.count(usage.count, "entry", "entries")), \(StoreFormat.bytes(usage.bytes))")
         }
     }
 }
 
-/// `hoard ls PATH`: the entries, with their metadata.
+/// `hoard ls STORE`: the entries, with their metadata.
 struct ListCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "ls", abstract: "List a store's entries: namespace, key, size, where the value is, dates.")
+        commandName: "ls",
+        abstract: "List a store's entries: namespace, key, size, where the value is, dates.",
+        discussion: """
+            With --json, one object per line (JSON lines): {"namespace": String, "key": String, \
+            "size": Int, "inFile": Bool, "storedAt": date, "expiresAt": date or null, \
+            "accessedAt": date, "expired": Bool}. Dates are ISO 8601 with their offset.
+            """)
 
     @OptionGroup var location: StoreLocation
 
@@ -133,12 +204,46 @@ struct ListCommand: ParsableCommand {
     @Option(name: .shortAndLong, help: "At most this many entries.")
     var limit: Int = 1_000
 
+    @Flag(help: "Print one JSON object per entry and line (schema above) instead of text.")
+    var json = false
+
+    struct Output: Encodable {
+        var namespace: String
+        var key: String
+        var size: Int
+        var inFile: Bool
+        var storedAt: String
+        var expiresAt: String?
+        var accessedAt: String
+        var expired: Bool
+
+        func encode(to encoder: any Encoder) throws {
+            enum Keys: String, CodingKey { case namespace, key, size, inFile, storedAt, expiresAt, accessedAt, expired }
+            var container = encoder.container(keyedBy: Keys.self)
+            try container.encode(namespace, forKey: .namespace)
+            try container.encode(key, forKey: .key)
+            try container.encode(size, forKey: .size)
+            try container.encode(inFile, forKey: .inFile)
+            try container.encode(storedAt, forKey: .storedAt)
+            try container.encode(expiresAt, forKey: .expiresAt)  // null when it never expires
+            try container.encode(accessedAt, forKey: .accessedAt)
+            try container.encode(expired, forKey: .expired)
+        }
+    }
+
     func run() throws {
         let store = try location.open()
         let entries = try store.entries(in: namespace, limit: limit)
         let now = Date()
         for entry in entries {
             let expired = entry.expiresAt.map { $0 <= now } ?? false
+            if json {
+                try JSONOutput.print(Output(
+                    namespace: entry.namespace, key: entry.key, size: entry.size, inFile: entry.isInFile,
+                    storedAt: StoreFormat.isoDate(entry.storedAt), expiresAt: entry.expiresAt.map(StoreFormat.isoDate),
+                    accessedAt: StoreFormat.isoDate(entry.accessedAt), expired: expired))
+                continue
+            }
             print([
                 StoreFormat.quoted(entry.namespace, limit: 30),
                 StoreFormat.quoted(entry.key),
@@ -149,18 +254,24 @@ struct ListCommand: ParsableCommand {
                 "accessed " + StoreFormat.date(entry.accessedAt),
             ].joined(separator: "  "))
         }
-        let total = try store.totalUsage().count
+        let total = try namespace.map { try store.usage(in: $0).count } ?? store.totalUsage().count
         if entries.count < total {
-            FileHandle.standardError.write(Data("(\(entries.count) of \(total) entries; --limit to see more)\n".utf8))
+            FileHandle.standardError.write(Data(
+                "(\(entries.count) of \(StoreFormat.count(total, "entry", "entries")); --limit to see more)\n".utf8))
         }
     }
 }
 
-/// `hoard get PATH KEY`: one value.
+/// `hoard get STORE KEY`: one value.
 struct GetCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "get",
-        abstract: "Print one value: as text when it is UTF-8, as a hex dump otherwise, or raw with --raw.")
+        abstract: "Print one value: as text when it is UTF-8, as a hex dump otherwise, or raw with --raw.",
+        discussion: """
+            With --json, the entry's metadata instead of its value, as one object: \
+            {"namespace": String, "key": String, "size": Int, "storedAt": date, \
+            "expiresAt": date or null}. Dates are ISO 8601 with their offset.
+            """)
 
     @OptionGroup var location: StoreLocation
 
@@ -173,11 +284,42 @@ struct GetCommand: ParsableCommand {
     @Flag(help: "Write the value's bytes to standard output as they are.")
     var raw = false
 
+    @Flag(help: "Print the entry's metadata as one JSON object (schema above) instead of its value.")
+    var json = false
+
+    struct Output: Encodable {
+        var namespace: String
+        var key: String
+        var size: Int
+        var storedAt: String
+        var expiresAt: String?
+
+        func encode(to encoder: any Encoder) throws {
+            enum Keys: String, CodingKey { case namespace, key, size, storedAt, expiresAt }
+            var container = encoder.container(keyedBy: Keys.self)
+            try container.encode(namespace, forKey: .namespace)
+            try container.encode(key, forKey: .key)
+            try container.encode(size, forKey: .size)
+            try container.encode(storedAt, forKey: .storedAt)
+            try container.encode(expiresAt, forKey: .expiresAt)  // null when it never expires
+        }
+    }
+
+    func validate() throws {
+        if raw && json { throw ValidationError("give --raw or --json, not both") }
+    }
+
     func run() throws {
         let store = try location.open()
         guard let entry = try store.entry(for: key, in: namespace) else {
             throw StoreCommandError(
                 "no live entry for key \(StoreFormat.quoted(key)) in namespace \(StoreFormat.quoted(namespace))")
+        }
+        if json {
+            try JSONOutput.print(Output(
+                namespace: namespace, key: key, size: entry.data.count, storedAt: StoreFormat.isoDate(entry.storedAt),
+                expiresAt: entry.expiresAt.map(StoreFormat.isoDate)))
+            return
         }
         if raw {
             FileHandle.standardOutput.write(entry.data)
@@ -208,7 +350,7 @@ struct GetCommand: ParsableCommand {
     }
 }
 
-/// `hoard rm PATH KEY…`: remove entries.
+/// `hoard rm STORE KEY…`: remove entries.
 struct RemoveCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "rm", abstract: "Remove entries by key, or every entry of a namespace with --all.")
@@ -232,7 +374,7 @@ struct RemoveCommand: ParsableCommand {
         let store = try location.open()
         if all {
             let count = try store.removeAll(in: namespace)
-            print("removed \(count) entries from namespace \(StoreFormat.quoted(namespace))")
+            print("removed \(StoreFormat.count(count, "entry", "entries")) from namespace \(StoreFormat.quoted(namespace))")
             return
         }
         var missing = 0
@@ -248,7 +390,7 @@ struct RemoveCommand: ParsableCommand {
     }
 }
 
-/// `hoard trim PATH --bytes N`: remove expired entries, then evict.
+/// `hoard trim STORE --bytes N`: remove expired entries, then evict.
 struct TrimCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "trim",
@@ -277,33 +419,75 @@ struct TrimCommand: ParsableCommand {
         let evicted = try store.trim(toBytes: bytes, count: count, progress: { bar.update($0.completed, of: $0.total) })
         bar.finish()
         let usage = try store.totalUsage()
-        print("removed \(expired) expired entries, evicted \(evicted); now \(usage.count) entries, \(StoreFormat.bytes(usage.bytes))")
+        print("removed \(StoreFormat.count(expired, "expired entry", "expired entries")), evicted \(evicted); "
+            + "now \(StoreFormat.count(usage.count, "entry", "entries")), \(StoreFormat.bytes(usage.bytes))")
     }
 }
 
-/// `hoard verify PATH`: check every entry.
+/// `hoard verify STORE`: check every entry.
 struct VerifyCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "verify",
-        abstract: "Check every entry, value file and the index; list what is damaged. Exits 1 when something is.")
+        abstract: "Check every entry, value file and the index; list what is damaged. Exits 1 when something is.",
+        discussion: """
+            With --json, one object: {"store": directory, "entriesChecked": Int, \
+            "repaired": Bool, "healthy": Bool, "damage": [{"reason": String, \
+            "namespace": String or null, "key": String or null, "detail": String}]}. \
+            The exit status is the same as without it.
+            """)
 
     @OptionGroup var location: StoreLocation
 
     @Flag(help: "Also remove damaged entries and old orphaned files, and fix the totals.")
     var repair = false
 
+    @Flag(help: "Print one JSON object (schema above) instead of text.")
+    var json = false
+
+    struct Output: Encodable {
+        struct Damage: Encodable {
+            var reason: String
+            var namespace: String?
+            var key: String?
+            var detail: String
+
+            func encode(to encoder: any Encoder) throws {
+                enum Keys: String, CodingKey { case reason, namespace, key, detail }
+                var container = encoder.container(keyedBy: Keys.self)
+                try container.encode(reason, forKey: .reason)
+                try container.encode(namespace, forKey: .namespace)  // null for store-wide damage
+                try container.encode(key, forKey: .key)
+                try container.encode(detail, forKey: .detail)
+            }
+        }
+        var store: String
+        var entriesChecked: Int
+        var repaired: Bool
+        var healthy: Bool
+        var damage: [Damage]
+    }
+
     func run() throws {
         let store = try location.open()
         let bar = ProgressBar(label: "verifying")
         let report = try store.verify(repairing: repair, progress: { bar.update($0.completed, of: $0.total) })
         bar.finish()
-        for damage in report.damage {
-            var line = "\(damage.reason)"
-            if let namespace = damage.namespace { line += "  namespace \(StoreFormat.quoted(namespace, limit: 30))" }
-            if let key = damage.key { line += "  key \(StoreFormat.quoted(key))" }
-            print(line + "  " + damage.detail)
+        if json {
+            try JSONOutput.print(Output(
+                store: store.directory.standardizedFileURL.path, entriesChecked: report.entriesChecked,
+                repaired: report.repaired, healthy: report.isHealthy,
+                damage: report.damage.map {
+                    Output.Damage(reason: $0.reason.rawValue, namespace: $0.namespace, key: $0.key, detail: $0.detail)
+                }))
+        } else {
+            for damage in report.damage {
+                var line = "\(damage.reason)"
+                if let namespace = damage.namespace { line += "  namespace \(StoreFormat.quoted(namespace, limit: 30))" }
+                if let key = damage.key { line += "  key \(StoreFormat.quoted(key))" }
+                print(line + "  " + damage.detail)
+            }
+            print(report)
         }
-        print(report)
         let unrepaired = report.damage.contains { damage in
             !repair || damage.reason == .damagedIndex || (damage.reason == .orphanedFile && !damage.detail.hasSuffix("deleted"))
         }

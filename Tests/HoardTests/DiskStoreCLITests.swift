@@ -28,13 +28,15 @@ extension DiskStoreSuites {
                 #expect(stats.status == 0, "\(stats.errors)")
                 #expect(stats.output.contains("entries    22"))
                 #expect(stats.output.contains("\"bytes\"  21 entries"))
-                #expect(stats.output.contains("\"default\"  1 entries"))
+                #expect(stats.output.contains("\"default\"  1 entry,"))
 
                 let list = try Self.hoard("ls", path, "--namespace", "bytes", "--limit", "3")
                 #expect(list.status == 0)
                 #expect(list.output.split(separator: "\n").count == 3)
                 #expect(list.output.contains("\"big/0\"  2.0 KiB  file"))
-                #expect(list.errors.contains("(3 of 22 entries"))
+                #expect(list.errors.contains("(3 of 21 entries"))
+                // Dates are ISO 8601 with their offset (Z for UTC).
+                #expect(list.output.contains(#/stored \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(Z|[+-]\d\d:\d\d)  /#))
 
                 let text = try Self.hoard("get", path, "greeting")
                 #expect(text.status == 0)
@@ -94,7 +96,8 @@ extension DiskStoreSuites {
                 #expect(first.output.contains("get   token -> miss"))
                 let second = try DiskTest.run(DiskTest.executable(named: "hoard"), ["demo"], environment: environment)
                 #expect(second.status == 0)
-                #expect(second.output.contains("found visits = 1, stored by an earlier run"))
+                #expect(second.output.contains(
+                    #/found visits = 1, stored by an earlier run at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(Z|[+-]\d\d:\d\d)/#))
                 #expect(second.output.contains("set   visits = 2"))
                 #expect(FileManager.default.fileExists(atPath: url.appendingPathComponent("hoard-demo/index.sqlite").path))
             }
@@ -117,6 +120,127 @@ extension DiskStoreSuites {
                 }
                 #expect(DiskTest.tree(url) == ["README"])
             }
+        }
+    
+
+        /// Decodes one line of JSON as a dictionary.
+        static func object(_ line: some StringProtocol) throws -> [String: Any] {
+            let value = try JSONSerialization.jsonObject(with: Data(line.utf8), options: [.fragmentsAllowed])
+            return try #require(value as? [String: Any], "not a JSON object: \(line)")
+        }
+
+        /// Whether `text` is an ISO 8601 date and time with an offset.
+        static func isISODate(_ value: Any?) -> Bool {
+            guard let text = value as? String else { return false }
+            return text.wholeMatch(of: /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(Z|[+-]\d\d:\d\d)/) != nil
+        }
+
+        @Test("stats, ls, get and verify --json print the documented objects")
+        func json() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                // Given a store with an inline value that never expires and a spilled one that does
+                do {
+                    let store = try DiskStore(directory: url, configuration: .init(spillThreshold: 1_000))
+                    try store.set(Data("hello".utf8), for: "greeting", in: "texts", storedAt: Date(), expiresAt: nil)
+                    try store.set(
+                        DiskTest.bytes(2_000), for: "big", in: "bytes", storedAt: Date(),
+                        expiresAt: Date().addingTimeInterval(3_600))
+                }
+                let path = url.standardizedFileURL.path
+
+                let stats = try Self.hoard("stats", path, "--json")
+                #expect(stats.status == 0, "\(stats.errors)")
+                #expect(stats.output.split(separator: "\n").count == 1)
+                let totals = try Self.object(stats.output)
+                #expect(totals["store"] as? String == path)
+                #expect(totals["entries"] as? Int == 2)
+                #expect(totals["valueBytes"] as? Int == 2_005)
+                #expect(totals["valueFiles"] as? Int == 1)
+                #expect((totals["bytesOnDisk"] as? Int ?? 0) > 2_000)
+                let namespaces = try #require(totals["namespaces"] as? [[String: Any]])
+                #expect(namespaces.map { $0["name"] as? String } == ["bytes", "texts"])
+                #expect(namespaces.map { $0["entries"] as? Int } == [1, 1])
+                #expect(namespaces.map { $0["valueBytes"] as? Int } == [2_000, 5])
+
+                let list = try Self.hoard("ls", path, "--json")
+                #expect(list.status == 0, "\(list.errors)")
+                let lines = try list.output.split(separator: "\n").map(Self.object)
+                #expect(lines.count == 2)
+                #expect(lines.map { $0["key"] as? String } == ["big", "greeting"])
+                #expect(lines.map { $0["inFile"] as? Bool } == [true, false])
+                #expect(lines.map { $0["size"] as? Int } == [2_000, 5])
+                #expect(lines.map { $0["expired"] as? Bool } == [false, false])
+                #expect(lines.allSatisfy { Self.isISODate($0["storedAt"]) && Self.isISODate($0["accessedAt"]) })
+                #expect(Self.isISODate(lines[0]["expiresAt"]))
+                #expect(lines[1]["expiresAt"] is NSNull)
+
+                let get = try Self.hoard("get", path, "greeting", "-n", "texts", "--json")
+                #expect(get.status == 0, "\(get.errors)")
+                let entry = try Self.object(get.output)
+                #expect(entry["namespace"] as? String == "texts")
+                #expect(entry["key"] as? String == "greeting")
+                #expect(entry["size"] as? Int == 5)
+                #expect(Self.isISODate(entry["storedAt"]))
+                #expect(entry["expiresAt"] is NSNull)
+                #expect(try Self.hoard("get", path, "greeting", "--json", "--raw").status != 0)
+
+                let healthy = try Self.hoard("verify", path, "--json")
+                #expect(healthy.status == 0, "\(healthy.errors)")
+                let report = try Self.object(healthy.output)
+                #expect(report["healthy"] as? Bool == true)
+                #expect(report["entriesChecked"] as? Int == 2)
+                #expect((report["damage"] as? [Any])?.isEmpty == true)
+
+                // When the spilled value's file is lost, verify --json names it and exits 1
+                for name in DiskTest.blobFiles(url) {
+                    try FileManager.default.removeItem(at: url.appendingPathComponent("blobs/\(name)"))
+                }
+                let damaged = try Self.hoard("verify", path, "--json")
+                #expect(damaged.status == 1)
+                let damage = try #require(try Self.object(damaged.output)["damage"] as? [[String: Any]])
+                #expect(damage.count == 1)
+                #expect(damage.first?["reason"] as? String == "missingFile")
+                #expect(damage.first?["namespace"] as? String == "bytes")
+                #expect(damage.first?["key"] as? String == "big")
+            }
+        }
+
+        @Test("A store can be named instead of given by path; the tool says which directory it used")
+        func storeByName() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                // Given a store in the default location of a cache folder
+                let caches = url.appendingPathComponent("caches", isDirectory: true)
+                do {
+                    let store = try DiskStore(directory: caches.appendingPathComponent("com.example.catalog"))
+                    try store.set("one", for: "only")
+                }
+                let environment = ["XDG_CACHE_HOME": caches.path]
+                let hoard = try DiskTest.executable(named: "hoard")
+                let directory = caches.appendingPathComponent("com.example.catalog").path
+
+                // When it is named
+                let stats = try DiskTest.run(hoard, ["stats", "com.example.catalog"], environment: environment)
+                let value = try DiskTest.run(hoard, ["get", "com.example.catalog", "only"], environment: environment)
+
+                // Then the name resolves to the default directory, and stderr says so
+                #expect(stats.status == 0, "\(stats.errors)")
+                #expect(stats.output.contains("entries    1\n"))
+                #expect(stats.errors.contains("store \"com.example.catalog\": "))
+                #expect(stats.errors.contains("/com.example.catalog"))
+                #expect(value.output == "one\n")
+                let missing = try DiskTest.run(hoard, ["stats", "com.example.other"], environment: environment)
+                #expect(missing.status != 0)
+                #expect(missing.errors.contains("is not a Hoard store"))
+                #expect(!FileManager.default.fileExists(atPath: caches.appendingPathComponent("com.example.other").path))
+                #expect(FileManager.default.fileExists(atPath: directory))
+            }
+        }
+
+        @Test("hoard --version prints the version and exits 0")
+        func version() throws {
+            let result = try Self.hoard("--version")
+            #expect(result.status == 0, "\(result.errors)")
+            #expect(result.output.wholeMatch(of: /\d+\.\d+\.\d+\n/) != nil, "\(result.output)")
         }
     }
 }

@@ -145,11 +145,78 @@ extension DiskStoreSuites {
                 let deleted = try Self.hoard(folders, "storage", "delete-all", "--yes")
 
                 #expect(deleted.status == 0, "\(deleted.output) \(deleted.errors)")
-                #expect(deleted.output == "deleted 1 stores, 1 logs, 1 settings namespaces\n")
+                #expect(deleted.output == "deleted 1 store, 1 log, 1 settings namespace\n")
                 #expect(DiskTest.tree(folders.caches) == ["another-app", "another-app/data"])
                 #expect(try FileManager.default.contentsOfDirectory(atPath: folders.config.path) == ["unrelated.plist"])
                 let list = try Self.hoard(folders, "storage", "list")
                 #expect(list.output.contains("stores in \(folders.caches.path): 0"))
+                #expect(list.output.contains("settings namespaces: 0, 0 items"))
+            }
+        }
+    
+
+        @Test("storage list --json and settings keys --json print the documented objects")
+        func json() throws {
+            try Self.withFolders { folders in
+                try Self.populate(folders)
+
+                let list = try Self.hoard(folders, "storage", "list", "--json")
+                #expect(list.status == 0, "\(list.errors)")
+                #expect(list.output.split(separator: "\n").count == 1)
+                let inventory = try DiskStoreSuites.DiskStoreCLITests.object(list.output)
+                #expect(inventory["cachesDirectory"] as? String == folders.caches.path)
+                let stores = try #require(inventory["stores"] as? [[String: Any]])
+                #expect(stores.map { $0["name"] as? String } == ["app"])
+                #expect(stores.first?["entries"] as? Int == 3)
+                #expect(stores.first?["problem"] is NSNull)
+                let namespaces = try #require(stores.first?["namespaces"] as? [[String: Any]])
+                #expect(namespaces.map { $0["name"] as? String } == ["default", "texts"])
+                #expect(namespaces.map { $0["entries"] as? Int } == [1, 2])
+                let logs = try #require(inventory["logs"] as? [[String: Any]])
+                #expect(logs.map { $0["name"] as? String } == ["events.log"])
+                #expect(logs.first?["messages"] as? Int == 3)
+                let settings = try #require(inventory["settings"] as? [[String: Any]])
+                #expect(settings.map { $0["namespace"] as? String } == ["com.example.prefs"])
+                #expect(settings.first?["items"] as? Int == 2)
+                #expect(settings.first?["bytes"] as? Int == 14)
+
+                let keys = try Self.hoard(folders, "settings", "keys", "com.example.prefs", "--json")
+                #expect(keys.status == 0, "\(keys.errors)")
+                let lines = try keys.output.split(separator: "\n").map(DiskStoreSuites.DiskStoreCLITests.object)
+                #expect(lines.map { $0["key"] as? String } == ["key-0", "key-1"])
+                #expect(lines.map { $0["size"] as? Int } == [7, 7])
+            }
+        }
+
+        @Test("clear-disk --name and delete-all --name touch only the stores, logs and settings of that prefix")
+        func byName() throws {
+            try Self.withFolders { folders in
+                // Given the usual population and a second store, com.example.catalog
+                try Self.populate(folders)
+                do {
+                    let store = try DiskStore(directory: folders.caches.appendingPathComponent("com.example.catalog"))
+                    try store.set("x", for: "one")
+                    try store.set("y", for: "two")
+                }
+
+                // When only com.example.* is cleared
+                let cleared = try Self.hoard(folders, "storage", "clear-disk", "--name", "com.example.", "--yes")
+
+                // Then that store is empty and "app" keeps its three entries
+                #expect(cleared.status == 0, "\(cleared.errors)")
+                #expect(cleared.output == "cleared \"com.example.catalog\": 2 entries removed\n")
+                #expect(try DiskStore(directory: folders.caches.appendingPathComponent("app")).totalUsage().count == 3)
+
+                // When com.example.* is deleted
+                let deleted = try Self.hoard(folders, "storage", "delete-all", "--name", "com.example.", "--yes")
+
+                // Then the store and the com.example.prefs settings are gone; "app" and the log stay
+                #expect(deleted.status == 0, "\(deleted.output) \(deleted.errors)")
+                #expect(deleted.output == "deleted 1 store, 0 logs, 1 settings namespace\n")
+                #expect(!FileManager.default.fileExists(atPath: folders.caches.appendingPathComponent("com.example.catalog").path))
+                let list = try Self.hoard(folders, "storage", "list")
+                #expect(list.output.contains("  \"app\"  3 entries, "))
+                #expect(list.output.contains("  \"events.log\"  3 messages, "))
                 #expect(list.output.contains("settings namespaces: 0, 0 items"))
             }
         }

@@ -126,6 +126,34 @@ extension DiskStoreSuites {
             }
         }
 
+        @Test("clearDiskStores and deleteAll with a name prefix touch only the stores, logs and settings it names")
+        func byNamePrefix() throws {
+            try Self.withLayout { caches, outside, domain in
+                // Given two stores, a log and the com.example.prefs settings
+                try Self.populate(caches, outside, domain)
+                let storage = LocalStorage(cachesDirectory: caches, settingsDomain: domain)
+
+                // When only com.example.* is cleared, then deleted
+                let cleared = try storage.clearDiskStores(namePrefix: "com.example.")
+                let afterClear = try storage.inventory()
+                let report = try storage.deleteAll(namePrefix: "com.example.")
+
+                // Then the other store, the log and the logs folder were never touched
+                #expect(cleared.map(\.store) == ["com.example.app"])
+                #expect(cleared.map(\.removed) == [3])
+                #expect(afterClear.stores.map(\.entryCount) == [0, 1])
+                #expect(report.deletedStores == ["com.example.app"])
+                #expect(report.deletedLogs.isEmpty)
+                #expect(report.deletedSettings.map(\.namespace) == ["com.example.prefs"])
+                let inventory = try storage.inventory()
+                #expect(inventory.stores.map(\.name) == ["other store"])
+                #expect(inventory.stores.first?.entryCount == 1)
+                #expect(inventory.logs.map(\.name) == ["events.log"])
+                #expect(inventory.settings.isEmpty)
+                #expect(FileManager.default.fileExists(atPath: caches.appendingPathComponent("hoard-logs/notes.txt").path))
+            }
+        }
+
         @Test("deleteAll deletes Hoard's files only: foreign files, links and their targets survive")
         func deleteAll() throws {
             try Self.withLayout { caches, outside, domain in

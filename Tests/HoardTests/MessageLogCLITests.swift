@@ -122,4 +122,67 @@ struct MessageLogCLITests {
             #expect(missing.errors.contains("there is no log file at this path"))
         }
     }
+
+    @Test("verify --json: the documented object, intact, then with the damaged range after a flipped byte")
+    func verifyJSON() async throws {
+        try await withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("events.log")
+            try Self.makeLog(url)
+
+            let clean = try await Self.hoard("log", "verify", url.path, "--json")
+            #expect(clean.status == 0, "\(clean.errors)")
+            let intact = try DiskStoreSuites.DiskStoreCLITests.object(clean.output)
+            #expect(intact["file"] as? String == url.standardizedFileURL.path)
+            #expect(intact["intact"] as? Bool == true)
+            #expect(intact["headerIntact"] as? Bool == true)
+            #expect(intact["maximumBytes"] as? Int == 64 << 10)
+            #expect(intact["overwritesOldMessages"] as? Bool == true)
+            #expect(intact["headerMessageCount"] as? Int == 6)
+            #expect(intact["intactMessageCount"] as? Int == 6)
+            #expect((intact["damagedRanges"] as? [Any])?.isEmpty == true)
+
+            var file = try bytes(of: url)
+            let third = Self.recordOffsets(file, count: 6)[2]
+            file[third + 10] ^= 0x20
+            try write(file, to: url)
+
+            let damaged = try await Self.hoard("log", "verify", url.path, "--json")
+            #expect(damaged.status == 1)
+            let report = try DiskStoreSuites.DiskStoreCLITests.object(damaged.output)
+            #expect(report["intact"] as? Bool == false)
+            #expect(report["intactMessageCount"] as? Int == 5)
+            let ranges = try #require(report["damagedRanges"] as? [[String: Int]])
+            #expect(ranges.first?["start"] == third)
+            #expect((ranges.first?["end"] ?? 0) > third)
+        }
+    }
+
+    @Test("A log can be named instead of given by path: <name>.log in the default logs folder")
+    func logByName() async throws {
+        try await withTemporaryDirectory { directory in
+            // Given a log in the default location of a cache folder
+            let logs = directory.appendingPathComponent("caches/hoard-logs", isDirectory: true)
+            try FileManager.default.createDirectory(at: logs, withIntermediateDirectories: true)
+            try Self.makeLog(logs.appendingPathComponent("events.log"))
+            let environment = ["XDG_CACHE_HOME": directory.appendingPathComponent("caches").path]
+            let hoard = try DiskTest.executable(named: "hoard")
+
+            // When it is named, with and without the extension
+            let dump = try await DiskTest.onThread { try DiskTest.run(hoard, ["log", "dump", "events"], environment: environment) }
+            let verify = try await DiskTest.onThread {
+                try DiskTest.run(hoard, ["log", "verify", "events.log", "--json"], environment: environment)
+            }
+            let missing = try await DiskTest.onThread { try DiskTest.run(hoard, ["log", "dump", "other"], environment: environment) }
+
+            // Then the name resolves to that file, and stderr says so
+            #expect(dump.status == 0, "\(dump.errors)")
+            #expect(dump.output.split(separator: "\n").count == 6)
+            #expect(dump.errors.contains("log \"events\": \(logs.path)/events.log"))
+            #expect(verify.status == 0, "\(verify.errors)")
+            let report = try DiskStoreSuites.DiskStoreCLITests.object(verify.output)
+            #expect(report["file"] as? String == logs.appendingPathComponent("events.log").standardizedFileURL.path)
+            #expect(missing.status != 0)
+            #expect(missing.errors.contains("there is no log file at this path"))
+        }
+    }
 }

@@ -46,24 +46,54 @@ struct TinyLFUTests {
     }
 }
 
-/// Replays the shared hit-ratio traces through both policies and checks them
-/// against the reference figures in ../shared/traces/README.md.
+/// Replays the hit-ratio traces committed in `Tests/Traces` through both policies and
+/// checks them against the reference figures in `Tests/Traces/README.md`. A missing
+/// or damaged trace fails the test.
 @Suite("Hit ratios on the reference traces", .serialized, .timeLimit(.minutes(10)))
 struct HitRatioTraceTests {
     static let traces = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent("shared/traces")
+        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Traces")
 
-    /// (trace, N, LRU, W-TinyLFU) from ../shared/traces/README.md (libCacheSim 0.3.5).
+    /// (trace, N, LRU, W-TinyLFU) from `Tests/Traces/README.md` (libCacheSim 0.3.5).
     static let reference: [(String, Int, Double, Double)] = [
         ("zipf1.0", 1_000, 0.5060, 0.6033), ("zipf1.0", 5_000, 0.6648, 0.7297), ("zipf1.0", 10_000, 0.7353, 0.7800),
         ("scan", 1_000, 0.4021, 0.4804), ("scan", 5_000, 0.5120, 0.5780), ("scan", 10_000, 0.5419, 0.6175),
         ("loop", 1_000, 0, 0.0082), ("loop", 5_000, 0, 0.0419), ("loop", 10_000, 0, 0.0838),
     ]
 
-    static func load(_ name: String) throws -> [UInt32]? {
-        let url = traces.appendingPathComponent("\(name).u32")
-        guard let data = FileManager.default.contents(atPath: url.path) else { return nil }
+    /// Requests in every trace.
+    static let requests = 1_000_000
+
+    struct TraceError: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// The keys of trace `name`: `loop` is generated; the others are expanded from
+    /// `Tests/Traces/<name>.u32.gz` with `gzip -dc`.
+    /// - Throws: `TraceError` when the file is missing, gzip fails, or the trace is
+    ///   not 1,000,000 keys.
+    static func load(_ name: String) throws -> [UInt32] {
+        if name == "loop" {
+            return (0..<requests).map { UInt32($0 % 100_000) }
+        }
+        let url = traces.appendingPathComponent("\(name).u32.gz")
+        guard FileManager.default.fileExists(atPath: url.path) else {
+            throw TraceError(description: "trace \(name) is missing: no file at \(url.path)")
+        }
+        let gzip = Process()
+        gzip.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        gzip.arguments = ["gzip", "-dc", url.path]
+        let output = Pipe()
+        gzip.standardOutput = output
+        try gzip.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        gzip.waitUntilExit()
+        guard gzip.terminationStatus == 0 else {
+            throw TraceError(description: "gzip -dc \(url.path) exited with status \(gzip.terminationStatus)")
+        }
+        guard data.count == requests * 4 else {
+            throw TraceError(description: "\(url.path) expands to \(data.count) bytes, not \(requests * 4)")
+        }
         return data.withUnsafeBytes { raw in
             (0..<(raw.count / 4)).map { UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: $0 * 4, as: UInt32.self)) }
         }
@@ -85,13 +115,15 @@ struct HitRatioTraceTests {
         return Double(hits) / Double(keys.count)
     }
 
+    @Test("A trace that is not in the repository fails the load instead of being skipped")
+    func missingTraceThrows() {
+        #expect(throws: TraceError.self) { try Self.load("absent") }
+    }
+
     @Test("LRU matches the reference exactly; W-TinyLFU is within 0.01 and beats LRU",
           arguments: ["zipf1.0", "scan", "loop"])
     func trace(name: String) async throws {
-        guard let keys = try Self.load(name) else {
-            print("skipping \(name): no trace at \(Self.traces.path)")
-            return
-        }
+        let keys = try Self.load(name)
         for (trace, size, lru, tinyLFU) in Self.reference where trace == name {
             // Replayed on a thread of its own: a minute of CPU work must not hold a
             // thread of the concurrency pool that other suites' tests need.

@@ -2,8 +2,8 @@ import Benchmark
 import Hoard
 
 /// Hit ratio of `MemoryCache` (`.lru` and `.tinyLFU`, countLimit N = 1,000 /
-/// 5,000 / 10,000, lowWaterMark 1.0, one shard) on the shared traces, printed
-/// next to the reference figures from `shared/traces/README.md` (libCacheSim's
+/// 5,000 / 10,000, lowWaterMark 1.0, one shard) on the repository's traces, printed
+/// next to the reference figures from `Tests/Traces/README.md` (libCacheSim's
 /// LRU and W-TinyLFU columns). `.lru` must match its reference to the fourth
 /// decimal: that validates the replay harness itself.
 ///
@@ -11,7 +11,7 @@ import Hoard
 /// replays all six configurations (wall clock = all six replays). The trace is read
 /// in the benchmark's setup, outside the measurement; the table is printed in its
 /// teardown (the runner hides what a benchmark prints while it is measured). A
-/// missing trace file is reported and its benchmark does nothing.
+/// missing or damaged trace fails its benchmark.
 let benchmarks: @Sendable () -> Void = {
     for trace in ["zipf1.0", "scan", "loop"] {
         let report = Report()
@@ -23,8 +23,14 @@ let benchmarks: @Sendable () -> Void = {
                 maxDuration: .seconds(60),
                 maxIterations: 1
             ),
-            closure: { benchmark, keys in
-                guard let keys else { return }
+            closure: { benchmark, loaded in
+                let keys: [UInt32]
+                switch loaded {
+                case .success(let trace): keys = trace
+                case .failure(let error):
+                    benchmark.error("hit-ratio \(trace): \(error)")
+                    return
+                }
                 do {
                     var results: [ReplayResult] = []
                     for size in Reference.sizes {
@@ -37,13 +43,8 @@ let benchmarks: @Sendable () -> Void = {
                     benchmark.error("hit-ratio \(trace): \(error)")
                 }
             },
-            setup: { () -> [UInt32]? in
-                do {
-                    return try Traces.load(trace)
-                } catch {
-                    print("Skipping hit-ratio \(trace): \(error)")
-                    return nil
-                }
+            setup: { () -> Result<[UInt32], TraceError> in
+                Result { () throws(TraceError) in try Traces.load(trace) }
             },
             teardown: {
                 guard !report.results.isEmpty else { return }

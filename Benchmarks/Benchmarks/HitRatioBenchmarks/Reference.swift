@@ -1,7 +1,7 @@
 import Hoard
 
 /// Reference hit ratios for the traces, copied from the table in
-/// `shared/traces/README.md` (libCacheSim 0.3.5 on exactly these sequences): its
+/// `Tests/Traces/README.md` (libCacheSim 0.3.5 on exactly these sequences): its
 /// LRU column for `.lru` and its W-TinyLFU column (1% window LRU, segmented-LRU
 /// main space, count-min sketch, no adaptive window) for `.tinyLFU`.
 enum Reference {

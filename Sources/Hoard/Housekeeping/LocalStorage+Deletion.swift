@@ -1,7 +1,7 @@
 import Foundation
 
 extension LocalStorage {
-    /// What ``LocalStorage/deleteAll()`` deleted and what it left.
+    /// What ``LocalStorage/deleteAll(namePrefix:)`` deleted and what it left.
     public struct DeletionReport: Sendable, CustomStringConvertible {
         /// The stores deleted, by directory name.
         public var deletedStores: [String] = []
@@ -18,8 +18,11 @@ extension LocalStorage {
 
         /// One line of totals, then one line per path kept, with its reason.
         public var description: String {
-            var text = "deleted \(deletedStores.count) stores, \(deletedLogs.count) logs, "
-                + "\(deletedSettings.count) settings namespaces"
+            func count(_ count: Int, _ singular: String, _ plural: String) -> String {
+                "\(count) \(count == 1 ? singular : plural)"
+            }
+            var text = "deleted \(count(deletedStores.count, "store", "stores")), \(count(deletedLogs.count, "log", "logs")), "
+                + count(deletedSettings.count, "settings namespace", "settings namespaces")
             for (path, reason) in kept { text += "\nkept \(path): \(reason)" }
             return text
         }
@@ -40,13 +43,20 @@ extension LocalStorage {
     /// the moment it is deleted may get a ``HoardError/Code/notAStore`` error or a new,
     /// empty store: delete while the programs that use Hoard are not running.
     ///
+    /// With a `namePrefix`, only the stores, log files and settings namespaces whose
+    /// names start with it are deleted (say, one application's `com.example.`), and
+    /// the logs folder stays.
+    ///
+    /// - Parameter namePrefix: Delete only what is named with this prefix; `nil` (the
+    ///   default) deletes everything.
     /// - Returns: What was deleted and what was kept.
     /// - Throws: ``HoardError`` when a folder cannot be listed or a file cannot be
     ///   removed; what was deleted before that stays deleted.
     @discardableResult
-    public func deleteAll() throws(HoardError) -> DeletionReport {
+    public func deleteAll(namePrefix: String? = nil) throws(HoardError) -> DeletionReport {
         var report = DeletionReport()
-        for name in try storeNames() {
+        let matches = { (name: String) in namePrefix.map { name.hasPrefix($0) } ?? true }
+        for name in try storeNames() where matches(name) {
             let path = cachesDirectory.path + "/" + name
             if let reason = try _StoreRemoval.delete(path) {
                 report.kept.append((path, reason))
@@ -54,9 +64,15 @@ extension LocalStorage {
                 report.deletedStores.append(name)
             }
         }
-        for name in try logNames() {
+        for name in try logNames() where matches(name) {
             try _FileSystem.removeFile(logsDirectory.path + "/" + name)
             report.deletedLogs.append(name)
+        }
+        if let namePrefix {
+            for namespace in settings.namespaces() where namespace.name.hasPrefix(namePrefix) {
+                report.deletedSettings.append((namespace.name, try settings.removeAll(in: namespace.name)))
+            }
+            return report
         }
         if _FileSystem.kind(at: logsDirectory.path) == .directory, rmdir(logsDirectory.path) != 0, errno != ENOENT {
             let left = ((try? _FileSystem.contents(of: logsDirectory.path)) ?? []).sorted().prefix(5)

@@ -112,16 +112,20 @@ public struct LocalStorage: Sendable {
         return try settings.removeAll(in: namespace)
     }
 
-    /// Removes every entry of every store in ``cachesDirectory``; the stores stay,
-    /// empty. Logs and settings are not touched.
+    /// Removes every entry of every store in ``cachesDirectory`` (or of those whose
+    /// names start with `namePrefix`); the stores stay, empty. Logs and settings are
+    /// not touched.
     ///
+    /// - Parameter namePrefix: Clear only the stores whose names start with this
+    ///   prefix (say, one application's `com.example.`); `nil` (the default) clears
+    ///   every store.
     /// - Returns: Each store's name with the number of entries removed, sorted by
     ///   name.
     /// - Throws: The first error a store throws; the stores before it are cleared.
     @discardableResult
-    public func clearDiskStores() throws(HoardError) -> [(store: String, removed: Int)] {
+    public func clearDiskStores(namePrefix: String? = nil) throws(HoardError) -> [(store: String, removed: Int)] {
         var cleared: [(store: String, removed: Int)] = []
-        for name in try storeNames() {
+        for name in try storeNames() where namePrefix.map({ name.hasPrefix($0) }) ?? true {
             cleared.append((name, try openStore(named: name).removeAll()))
         }
         return cleared

@@ -30,8 +30,8 @@ import Synchronization
 ///   instances, in one process or in several, may open the same file: they take turns
 ///   through a `flock(2)` lock on the file (exclusive to append, shared to read), so each
 ///   sees the others' appends and no two records ever interleave. An instance that
-///   appends keeps the lock for up to a millisecond (the *append lease*, below), so
-///   another instance or process waits at most about that long.
+///   appends keeps the lock for up to a millisecond (the *append lease*), so another
+///   instance or process waits at most about that long.
 /// - **Damage is found, never returned.** Every record carries a CRC-32C. A crash in
 ///   the middle of an append leaves a torn record that opening the log drops; any other
 ///   damage makes reads throw ``HoardError/Code/fileCorrupted`` with the byte offset,
@@ -43,86 +43,8 @@ import Synchronization
 ///   unknown format version, and a log created with another budget or overwrite setting
 ///   are never written to: the last one stays readable, and ``isWritable`` is `false`.
 ///
-/// ## The file
-///
-/// A 64-byte header (magic, format version, budget, overwrite flag, the offsets of the
-/// oldest record and of the next write, the record count, where the latest append
-/// began, and the lap), then records: a `UInt32` little-endian payload length, a
-/// `UInt32` little-endian CRC-32C check, the payload. Sizes and byte order are the same
-/// on every platform. A log that overwrites is a ring: a record that does not fit
-/// before the budget goes to offset 64, after a wrap marker.
-///
-/// Two deliberate departures from the format DESIGN.md sketches (a CRC-32C of the
-/// payload, a header of magic, version, budget, flag and two offsets):
-/// - **The check is `CRC-32C(offset ‖ length ‖ payload) XOR lap`, not `CRC-32C(payload)`.**
-///   A payload-only CRC accepts bytes that were never a record: 8 zero bytes are a valid
-///   empty record (the CRC-32C of nothing is 0), so a zero-filled region, which is what
-///   a file system shows after a crash, reads as a run of empty messages; and a record
-///   left from an earlier pass of the ring, whose slot the newest append never reached,
-///   passes as the new one. Binding the check to the record's offset rejects records
-///   written or copied to the wrong place, and the lap (how many times writing
-///   restarted at offset 64) rejects records from an earlier pass. The field is still a
-///   `UInt32` after the length, so the record layout is the one specified.
-/// - **The header also holds the record count, where the latest append began, the
-///   lap, and a CRC-32C of its first 60 bytes**, in its 64 bytes. The count and the
-///   checksum let a damaged header be told from a valid one; the latest append's start
-///   tells a torn tail (dropped on open) from damage (reported); the lap is the check's.
-///
-/// The layouts, byte by byte, are in `_LogHeader.swift` and `_LogRecord.swift`.
-///
-/// ## Why an append costs what it does: the append lease
-///
-/// A single append without fsync is one system call: a `pwritev` of the record's 8-byte
-/// prefix and payload. To get there, an instance that appends takes the exclusive file
-/// lock once and keeps it for up to a millisecond (its *lease*), instead of locking,
-/// reading the header and writing it for every message (five calls). While it holds the
-/// lease no one else can write, so it needs no header read; and it writes the header
-/// only at *checkpoints*:
-/// - Taking the lease rewrites the header with a lease flag set. From then on the
-///   file's header may lag behind the records: records appended since follow its
-///   `next` in ring order, each bound to its offset and lap by its check.
-/// - An append that must evict a record the file's header still counts first writes a
-///   new header (a checkpoint) that also drops 64 KiB more of the oldest records (a
-///   sixteenth of a smaller log), so the appends that overwrite those need no header
-///   write: one header write per 64 KiB of messages.
-/// - Letting the lease go (a timer a millisecond after taking it, any other operation
-///   of the instance, or its deinit) writes the exact header with the flag cleared and
-///   unlocks, so other instances and processes read an exact header.
-///
-/// A crash while holding the lease leaves the flag set. Whoever opens or locks the file
-/// next *settles* it: walks on from the header's `next` to count the records appended
-/// after it (stopping at the first that fails its check: a torn append), finds again
-/// the records the checkpoint dropped ahead that were not overwritten yet (the longest
-/// chain of intact records ending exactly at the header's oldest record), zeroes the
-/// free bytes after the last record, and writes the exact header. The tests copy the
-/// file after every append, as a crash would leave it, and read back exactly the
-/// acknowledged messages. A header is always written before the records it counts, so
-/// a crash never leaves a header that claims an overwritten record.
-///
-/// What was weighed:
-/// - *A file lock per append* (the first design): five calls an append; the lock's two
-///   calls and one write alone ran 2.3 times the time of a bare `pwrite`.
-/// - *Map the header page* (`mmap`): three calls an append, but a mapped page of a file
-///   that another program truncates (log rotation does) kills the process with
-///   `SIGBUS`, and so does writing one on a full copy-on-write file system.
-/// - *No checkpoints, only a header at the end of a lease*: a log that overwrites would
-///   then lose track, after a crash, of which old records the new ones overwrote.
-/// - The lease's cost: another instance or process waits up to a millisecond for the
-///   lock, and `flock` is not fair, so an instance appending without pause can win the
-///   lock back at each release; a crash loses nothing acknowledged.
-///
-/// Figures (`MessageLogBenchmarks`, 2-core Linux VM shared with other work, load
-/// average 2 to 2.5, medians of one run): a single 64-byte append in a wrapping 16 MiB
-/// log took 872 ns (1.15 million a second), against 392 ns for a bare 72-byte `pwrite`
-/// (2.2 times) and 944 ns for `flock` + `pwrite` + unlock (0.92 times) in the same run;
-/// the five-call design's calls alone took 1,781 ns. Before the lease, a single append
-/// ran at 287,000 a second. ``append(contentsOf:)`` writes a batch with one `pwrite` per
-/// contiguous run. For a `Codable` message the codec dominates: ``ValueCodec/json``
-/// alone encodes about 350,000 68-byte values a second here.
-///
-/// - Note: Reads and appends do file I/O while holding the instance's lock, which
-///   serializes the threads that share its file descriptor (the file lock does the same
-///   between descriptors). Codecs run outside it.
+/// The file format, the per-record check and the append lease that makes an append
+/// one system call are described in <doc:TheMessageLogFormat>.
 public final class MessageLog<Message: Sendable>: Sendable {
     /// When an append's bytes are known to be on the storage device.
     public enum Durability: Sendable, Hashable {
@@ -135,7 +57,7 @@ public final class MessageLog<Message: Sendable>: Sendable {
         case none
         /// Each append (each ``MessageLog/append(contentsOf:)`` batch) ends with a sync
         /// (`fdatasync`, `F_FULLFSYNC` on Apple platforms), so it survives power loss.
-        /// An append that writes a checkpoint (see "the append lease" above) syncs once
+        /// An append that writes a checkpoint (see <doc:TheMessageLogFormat>) syncs once
         /// more, after that header and before its records, so that a power loss never
         /// leaves a header that still claims the records being overwritten.
         case fsync

@@ -12,10 +12,9 @@
 ///                              record; written by `recover()` over damaged bytes
 /// ```
 ///
-/// The check covers more than the payload: a departure from DESIGN.md, which asks for
-/// the CRC-32C of the payload alone. That would accept an 8-byte zero prefix (an empty
-/// payload, whose CRC-32C is 0) and a stale record of the right length. The field keeps
-/// the specified place and width, a `UInt32` after the length. What it covers:
+/// The check covers more than the payload: the CRC-32C of the payload alone would
+/// accept an 8-byte zero prefix (an empty payload, whose CRC-32C is 0) and a stale
+/// record of the right length (see <doc:TheMessageLogFormat>). What it covers:
 /// - The length: a damaged length is caught by the record it starts.
 /// - The record's own offset: a record written to the wrong place, or a block of
 ///   records copied elsewhere, fails, so the log never returns a message twice or out of

@@ -30,6 +30,7 @@ extension Cache {
     /// work on Hoard's own threads.
     ///
     /// - Parameters:
+    ///   - key: The key to look up.
     ///   - maxAge: The oldest, in seconds since it was stored, an entry may be.
     ///   - newerThan: A date the entry must have been stored after.
     /// - Complexity: O(1) for a memory hit.

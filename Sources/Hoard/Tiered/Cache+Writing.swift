@@ -10,6 +10,8 @@ extension Cache {
     /// tier. Store work runs on Hoard's own threads.
     ///
     /// - Parameters:
+    ///   - value: The value to store.
+    ///   - key: Its key.
     ///   - expires: The entry's lifetime; `nil` (the default) uses
     ///     ``Configuration/defaultExpiry``.
     /// - Throws: The first error a store threw. Memory keeps the value either way.

@@ -9,7 +9,7 @@ import Foundation
 /// - ``automatic()``, which picks `cacheValue` when the type conforms and `json`
 ///   otherwise.
 ///
-/// A codec never traps on bad bytes: ``decode`` throws
+/// A codec never traps on bad bytes: ``decode(_:)`` throws
 /// ``HoardError/Code/decodingFailed``.
 public struct ValueCodec<Value: Sendable>: Sendable {
     private let _encode: @Sendable (Value) throws -> Data
