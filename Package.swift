@@ -13,6 +13,7 @@ let package = Package(
         .library(name: "HoardRedis", targets: ["HoardRedis"]),
         .library(name: "HoardPostgres", targets: ["HoardPostgres"]),
         .library(name: "HoardServiceLifecycle", targets: ["HoardServiceLifecycle"]),
+        .library(name: "HoardMetrics", targets: ["HoardMetrics"]),
         .executable(name: "hoard", targets: ["hoard"]),
     ],
     dependencies: [
@@ -21,6 +22,7 @@ let package = Package(
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         // Only for `swift package generate-documentation`; no target depends on it.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
@@ -47,6 +49,15 @@ let package = Package(
                 "Hoard",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
+        ),
+        // A Cache's statistics and timings through swift-metrics; apart from the core
+        // so that the core's users never build it.
+        .target(
+            name: "HoardMetrics",
+            dependencies: [
+                "Hoard",
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+            ]
         ),
         // Not a product: what the Redis and PostgreSQL stores share on SwiftNIO (the
         // task executor that runs a caller on a store's event loop).
@@ -140,7 +151,9 @@ let package = Package(
         .testTarget(
             name: "HoardTests",
             dependencies: [
-                "Hoard", "HoardCrashWriter", "HoardPoolProbe", "HoardLoggingTestSupport", "HoardServiceLifecycle", "hoard",
+                "Hoard", "HoardCrashWriter", "HoardPoolProbe", "HoardLoggingTestSupport", "HoardServiceLifecycle",
+                "HoardMetrics", "hoard",
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]

@@ -5,6 +5,7 @@ import Testing
 @testable import Hoard
 import ServiceLifecycle
 import Logging
+import HoardMetrics
 import HoardServiceLifecycle
 
 /// One test per README example, doing what the example does, so the README cannot rot.
@@ -264,6 +265,21 @@ struct ReadmeCacheExamplesTests {
         #expect(feeds.statistics.negativeHits == 1)
         #expect(feeds.statistics.errors == 0)
         try await feeds.clear()
+    }
+
+    @Test("Metrics: the README's block compiles and reports to the bootstrapped metrics system")
+    func metricsExample() async throws {
+        var metered = Cache<Int, String>.Configuration(name: "users")
+        metered.timings = CacheMetrics.timings(cache: "users")   // fetch and store durations
+        let users = try Cache<Int, String>(configuration: metered)
+        let metrics = CacheMetrics(users)
+        metrics.update()          // or: await metrics.run(every: .seconds(10))
+
+        users[1] = "Ada"
+        #expect(users[1] == "Ada")
+        metrics.update()
+        await users.flush()
+        try await users.clear()
     }
 
     @Test("In a server: the README's block compiles and its group flushes the cache on graceful shutdown")

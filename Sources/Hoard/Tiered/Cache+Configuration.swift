@@ -82,6 +82,12 @@ extension Cache {
         /// default) logs nothing.
         public var logger: Logger?
 
+        /// Called with the duration of every fetch, store read and store write
+        /// (one per batch and store), for metrics (the `HoardMetrics` product turns
+        /// them into swift-metrics timers). Called on the thread that did the work:
+        /// keep it short. `nil` (the default) times nothing and costs nothing.
+        public var timings: (@Sendable (CacheTiming) -> Void)?
+
         /// Creates a configuration whose values are stored with `codec`; every other
         /// setting starts at its documented default (memory over the default
         /// ``DiskStore``). For value types that are neither `Codable` nor
@@ -113,6 +119,7 @@ extension Cache {
             self.codec = codec
             onError = nil
             logger = nil
+            timings = nil
         }
 
         func validate() throws(HoardError) {

@@ -122,7 +122,9 @@ extension Cache {
         for (index, store) in remoteStores.enumerated() {
             let stored: StoredEntry?
             do {
-                stored = try await store.entry(for: keyString, in: namespace)
+                stored = try await _timed(configuration.timings, .read, .remote(index)) {
+                    try await store.entry(for: keyString, in: namespace)
+                }
             } catch {
                 report(CacheFailure(key: keyString, tier: .remote(index), operation: .read, error: error))
                 continue
@@ -158,7 +160,7 @@ extension Cache {
             self.counters.fetches.add(1, ordering: .relaxed)
             let value: Value?
             do {
-                value = try await fetch(key)
+                value = try await _timed(self.configuration.timings, .fetch, .fetch) { try await fetch(key) }
             } catch {
                 self.counters.fetchFailures.add(1, ordering: .relaxed)
                 throw error

@@ -57,6 +57,9 @@ extension Cache {
     /// The number of entries in the memory tier.
     public var memoryCount: Int { memory.count }
 
+    /// The total cost of the entries in the memory tier (0 when values have no cost).
+    public var memoryCost: Int { memory.totalCost }
+
     // MARK: Cross-instance invalidation
 
     func startListeningForInvalidations() {

@@ -157,7 +157,9 @@ extension Cache {
         for (index, store) in localStores.enumerated() {
             let stored: StoredEntry?
             do {
-                stored = try store.entry(for: keyString, in: namespace)
+                stored = try _timed(configuration.timings, .read, .local(index)) {
+                    try store.entry(for: keyString, in: namespace)
+                }
             } catch {
                 report(CacheFailure(key: keyString, tier: .local(index), operation: .read, error: error))
                 continue

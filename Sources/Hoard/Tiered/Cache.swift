@@ -138,7 +138,7 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
         }
         writer = _CacheWriter(
             namespace: configuration.name, localStores: localStores, remoteStores: remoteStores,
-            codec: codec, executor: _BlockingExecutor.shared, report: report)
+            codec: codec, executor: _BlockingExecutor.shared, timings: configuration.timings, report: report)
         startListeningForInvalidations()
     }
 

@@ -33,6 +33,11 @@ public struct CacheStatistics: Sendable, Hashable, CustomStringConvertible {
     public var local = Tier()
     /// The remote stores together; consulted by asynchronous reads only.
     public var remote = Tier()
+    /// Entries the memory tier evicted to stay within its limits (the stores
+    /// still hold them).
+    public var evictions = 0
+    /// Entries the memory tier dropped because they had expired.
+    public var expirations = 0
     /// Reads that no tier could answer: one per read that then returned `nil`
     /// without a fetch closure, and one per fetch (however many callers waited
     /// for it).
@@ -69,7 +74,8 @@ public struct CacheStatistics: Sendable, Hashable, CustomStringConvertible {
     public init() {}
 
     public var description: String {
-        "memory (\(memory)), local (\(local)), remote (\(remote)), misses \(misses), "
+        "memory (\(memory)), local (\(local)), remote (\(remote)), evictions \(evictions), "
+            + "expirations \(expirations), misses \(misses), "
             + "negative hits \(negativeHits), stale hits \(staleHits), dropped promotions \(droppedPromotions), "
             + "fetches \(fetches), fetch failures \(fetchFailures), coalesced waits \(coalescedWaits), "
             + "read failures \(readFailures), write failures \(writeFailures), decode failures \(decodeFailures)"

@@ -33,6 +33,8 @@ final class _CacheCounters: Sendable {
         statistics.memory.hits = max(0, memoryTier.hits - negative) + pending
         statistics.memory.misses = max(0, memoryTier.misses - pending)
         statistics.memory.promotions = memoryPromotions.load(ordering: .relaxed)
+        statistics.evictions = memoryTier.evictions
+        statistics.expirations = memoryTier.expirations
         statistics.local.hits = localHits.load(ordering: .relaxed)
         statistics.local.misses = localMisses.load(ordering: .relaxed)
         statistics.local.promotions = localPromotions.load(ordering: .relaxed)

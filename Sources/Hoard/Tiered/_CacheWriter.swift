@@ -171,6 +171,7 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
     @usableFromInline let codec: ValueCodec<Value>?
     @usableFromInline let report: @Sendable (CacheFailure) -> Void
     @usableFromInline let executor: _BlockingExecutor
+    @usableFromInline let timings: (@Sendable (CacheTiming) -> Void)?
     /// The serial queue batches are applied on, one at a time.
     @usableFromInline let queue = DispatchQueue(label: "Hoard.Cache.writer", qos: .utility)
     /// The most operations applied in one store transaction: large enough that the
@@ -182,8 +183,10 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
     init(
         namespace: String, localStores: [any CacheStore], remoteStores: [any RemoteCacheStore],
         codec: ValueCodec<Value>?, executor: _BlockingExecutor,
+        timings: (@Sendable (CacheTiming) -> Void)? = nil,
         report: @escaping @Sendable (CacheFailure) -> Void
     ) {
+        self.timings = timings
         self.namespace = namespace
         self.localStores = localStores
         self.remoteStores = remoteStores
@@ -458,7 +461,7 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
             let (writes, positions) = storeWrites(batch, encoded: encoded, tier: .local(index))
             guard !writes.isEmpty else { continue }
             do {
-                try store.write(writes)
+                try _timed(timings, .write, .local(index)) { try store.write(writes) }
             } catch {
                 for position in positions where failures[position] == nil { failures[position] = error }
                 report(CacheFailure(
@@ -479,7 +482,7 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
             let (writes, positions) = storeWrites(batch, encoded: encoded, tier: .remote(index))
             guard !writes.isEmpty else { continue }
             do {
-                try await store.write(writes)
+                try await _timed(timings, .write, .remote(index)) { try await store.write(writes) }
             } catch {
                 for position in positions where failures[position] == nil { failures[position] = error }
                 report(CacheFailure(
