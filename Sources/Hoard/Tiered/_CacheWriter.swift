@@ -173,7 +173,7 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
     @usableFromInline let executor: _BlockingExecutor
     @usableFromInline let timings: (@Sendable (CacheTiming) -> Void)?
     /// The serial queue batches are applied on, one at a time.
-    @usableFromInline let queue = DispatchQueue(label: "Hoard.Cache.writer", qos: .utility)
+    @usableFromInline let queue = DispatchQueue(label: "Hoard.Cache.writer", qos: .userInitiated)
     /// The most operations applied in one store transaction: large enough that the
     /// commit is a small part of a batch, small enough that readers of the store
     /// are not held off for long.
