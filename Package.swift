@@ -5,6 +5,15 @@ import PackageDescription
 // are not made errors here: that setting would travel into every package that depends
 // on Hoard, so a newer compiler's new warning would break their builds. scripts/test
 // builds with `-Xswiftc -warnings-as-errors` instead.
+//
+// Everything beyond the core is behind a package trait, off by default: an app that
+// depends on the product `Hoard` alone fetches and builds swift-log and
+// swift-argument-parser, never SwiftNIO, postgres-nio, swift-crypto or
+// swift-service-lifecycle (SwiftPM does not even fetch a dependency that only a
+// disabled trait uses). An app that wants `HoardRedis` enables the trait `Redis`:
+// `.package(url: "…/Hoard", from: "…", traits: ["Redis"])`. The sources of a
+// trait's modules are compiled under `#if TRAIT`, so a build of this package with
+// the trait off gives empty modules, not errors. scripts/test enables every trait.
 let package = Package(
     name: "Hoard",
     platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
@@ -15,6 +24,15 @@ let package = Package(
         .library(name: "HoardServiceLifecycle", targets: ["HoardServiceLifecycle"]),
         .library(name: "HoardMetrics", targets: ["HoardMetrics"]),
         .executable(name: "hoard", targets: ["hoard"]),
+    ],
+    traits: [
+        .trait(name: "Redis", description: "HoardRedis: the RedisStore remote tier, on SwiftNIO."),
+        .trait(name: "Postgres", description: "HoardPostgres: the PostgresStore remote tier, on postgres-nio."),
+        .trait(
+            name: "ServiceLifecycle",
+            description: "HoardServiceLifecycle: a Cache (and the remote stores) as swift-service-lifecycle Services."),
+        .trait(name: "Metrics", description: "HoardMetrics: a Cache's statistics and timings through swift-metrics."),
+        .default(enabledTraits: []),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -47,7 +65,9 @@ let package = Package(
             name: "HoardServiceLifecycle",
             dependencies: [
                 "Hoard",
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(
+                    name: "ServiceLifecycle", package: "swift-service-lifecycle",
+                    condition: .when(traits: ["ServiceLifecycle"])),
             ],
         ),
         // A Cache's statistics and timings through swift-metrics; apart from the core
@@ -56,7 +76,7 @@ let package = Package(
             name: "HoardMetrics",
             dependencies: [
                 "Hoard",
-                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "CoreMetrics", package: "swift-metrics", condition: .when(traits: ["Metrics"])),
             ]
         ),
         // Not a product: what the Redis and PostgreSQL stores share on SwiftNIO (the
@@ -64,7 +84,7 @@ let package = Package(
         .target(
             name: "HoardNIOSupport",
             dependencies: [
-                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["Redis", "Postgres"])),
             ],
         ),
         .target(
@@ -72,10 +92,12 @@ let package = Package(
             dependencies: [
                 "Hoard",
                 "HoardNIOSupport",
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["Redis"])),
+                .product(name: "NIOPosix", package: "swift-nio", condition: .when(traits: ["Redis"])),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(
+                    name: "ServiceLifecycle", package: "swift-service-lifecycle",
+                    condition: .when(traits: ["ServiceLifecycle"])),
             ],
         ),
         .target(
@@ -83,10 +105,12 @@ let package = Package(
             dependencies: [
                 "Hoard",
                 "HoardNIOSupport",
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["Postgres"])),
+                .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["Postgres"])),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(
+                    name: "ServiceLifecycle", package: "swift-service-lifecycle",
+                    condition: .when(traits: ["ServiceLifecycle"])),
             ],
         ),
         .executableTarget(
@@ -134,10 +158,12 @@ let package = Package(
             dependencies: [
                 "Hoard",
                 "HoardServiceLifecycle",
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(
+                    name: "ServiceLifecycle", package: "swift-service-lifecycle",
+                    condition: .when(traits: ["ServiceLifecycle"])),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["Redis", "Postgres"])),
+                .product(name: "NIOPosix", package: "swift-nio", condition: .when(traits: ["Redis", "Postgres"])),
             ],
             path: "Tests/Support/HoardRemoteTestSupport",
         ),
@@ -153,9 +179,11 @@ let package = Package(
             dependencies: [
                 "Hoard", "HoardCrashWriter", "HoardPoolProbe", "HoardLoggingTestSupport", "HoardServiceLifecycle",
                 "HoardMetrics", "hoard",
-                .product(name: "MetricsTestKit", package: "swift-metrics"),
+                .product(name: "MetricsTestKit", package: "swift-metrics", condition: .when(traits: ["Metrics"])),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(
+                    name: "ServiceLifecycle", package: "swift-service-lifecycle",
+                    condition: .when(traits: ["ServiceLifecycle"])),
             ]
         ),
         .testTarget(
@@ -164,13 +192,15 @@ let package = Package(
                 "HoardRedis",
                 "HoardLoggingTestSupport",
                 "HoardServiceLifecycle",
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(
+                    name: "ServiceLifecycle", package: "swift-service-lifecycle",
+                    condition: .when(traits: ["ServiceLifecycle"])),
                 "HoardNIOSupport",
                 "HoardRemoteWriter",
                 "HoardRemoteTestSupport",
                 "Hoard",
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["Redis"])),
+                .product(name: "NIOPosix", package: "swift-nio", condition: .when(traits: ["Redis"])),
             ],
         ),
         .testTarget(
@@ -179,15 +209,17 @@ let package = Package(
                 "HoardPostgres",
                 "HoardLoggingTestSupport",
                 "HoardServiceLifecycle",
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(
+                    name: "ServiceLifecycle", package: "swift-service-lifecycle",
+                    condition: .when(traits: ["ServiceLifecycle"])),
                 .product(name: "Logging", package: "swift-log"),
                 "HoardRemoteWriter",
                 "HoardRemoteTestSupport",
                 "Hoard",
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOEmbedded", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["Postgres"])),
+                .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["Postgres"])),
+                .product(name: "NIOEmbedded", package: "swift-nio", condition: .when(traits: ["Postgres"])),
+                .product(name: "NIOPosix", package: "swift-nio", condition: .when(traits: ["Postgres"])),
             ],
         ),
     ],

@@ -8,7 +8,7 @@ let package = Package(
     platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
     dependencies: [
         // Named, so targets can say `package: "Hoard"` whatever the checkout's folder is called.
-        .package(name: "Hoard", path: ".."),
+        .package(name: "Hoard", path: "..", traits: ["Redis", "Postgres"]),
         // The explicit trait list is required: a default trait of 1.38.1 pulls a
         // package the local mirror does not have.
         .package(url: "https://github.com/ordo-one/benchmark", exact: "1.38.1", traits: ["MallocInterposer"]),

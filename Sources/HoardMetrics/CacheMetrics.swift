@@ -1,3 +1,4 @@
+#if Metrics
 import CoreMetrics
 import Hoard
 import Synchronization
@@ -97,3 +98,4 @@ extension Duration {
         return whole &+ attoseconds / 1_000_000_000
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Metrics
 import CoreMetrics
 import Hoard
 
@@ -72,3 +73,4 @@ struct _Timers: Sendable {
             factory: factory)
     }
 }
+#endif

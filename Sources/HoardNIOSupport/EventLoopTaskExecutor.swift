@@ -1,3 +1,4 @@
+#if Redis || Postgres
 import NIOCore
 import Synchronization
 
@@ -46,3 +47,4 @@ package final class EventLoopTaskExecutor: TaskExecutor {
         queue.withLock { $0.recycle(&batch) }
     }
 }
+#endif

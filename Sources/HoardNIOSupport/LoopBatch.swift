@@ -1,3 +1,4 @@
+#if Redis || Postgres
 /// Items handed to an event loop in batches: the first item of a batch asks for one
 /// loop task, and that task takes every item queued by the time it runs. A burst of
 /// items from any number of threads so costs one loop task, not one each.
@@ -42,3 +43,4 @@ package struct LoopBatch<Element> {
         swap(&spare, &batch)
     }
 }
+#endif

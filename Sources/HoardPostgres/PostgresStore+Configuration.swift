@@ -1,3 +1,4 @@
+#if Postgres
 import Foundation
 import Logging
 import PostgresNIO
@@ -302,3 +303,4 @@ extension PostgresStore {
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Postgres
 import Foundation
 import Hoard
 import PostgresNIO
@@ -77,3 +78,4 @@ extension PostgresStore {
         return (expired, try await trim(toRows: rows, bytes: bytes))
     }
 }
+#endif

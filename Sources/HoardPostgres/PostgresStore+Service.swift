@@ -1,3 +1,4 @@
+#if Postgres && ServiceLifecycle
 import ServiceLifecycle
 
 extension PostgresStore: Service {
@@ -14,3 +15,4 @@ extension PostgresStore: Service {
         await shutdown()
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Postgres
 import Foundation
 import Hoard
 import PostgresNIO
@@ -196,3 +197,4 @@ private struct _PostgresWriteRound {
         return binds
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Postgres
 import Foundation
 import Hoard
 import HoardNIOSupport
@@ -311,3 +312,4 @@ public final class PostgresStore: RemoteCacheStore {
 
     func clockNow() -> Date { clock.now() }
 }
+#endif

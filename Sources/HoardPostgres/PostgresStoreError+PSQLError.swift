@@ -1,3 +1,4 @@
+#if Postgres
 import PostgresNIO
 
 extension PostgresStoreError {
@@ -74,3 +75,4 @@ extension PostgresStoreError {
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Postgres
 /// The error every `HoardPostgres` API throws.
 ///
 /// (Named so, not `PostgresError`, because postgres-nio, which apps using this
@@ -110,3 +111,4 @@ public struct PostgresStoreError: Error, Sendable, CustomStringConvertible {
             underlying: underlying)
     }
 }
+#endif

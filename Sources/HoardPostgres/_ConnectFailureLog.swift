@@ -1,3 +1,4 @@
+#if Postgres
 import Logging
 import Synchronization
 
@@ -65,3 +66,4 @@ final class _ConnectFailureLog: Sendable {
         }
     }
 }
+#endif

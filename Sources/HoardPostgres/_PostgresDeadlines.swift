@@ -1,3 +1,4 @@
+#if Postgres
 import NIOCore
 import Synchronization
 
@@ -85,3 +86,4 @@ final class _PostgresDeadlines: Sendable {
         for action in due { action() }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Postgres
 import Hoard
 import PostgresNIO
 import Synchronization
@@ -92,3 +93,4 @@ final class _PostgresListener: Sendable {
         }
     }
 }
+#endif

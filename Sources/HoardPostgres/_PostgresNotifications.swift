@@ -1,3 +1,4 @@
+#if Postgres
 import Hoard
 import Synchronization
 
@@ -182,3 +183,4 @@ final class _PostgresNotifications: Sendable {
         for stream in streams { stream.finish() }
     }
 }
+#endif

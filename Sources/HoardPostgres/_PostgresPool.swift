@@ -1,3 +1,4 @@
+#if Postgres
 import HoardNIOSupport
 import Logging
 import PostgresNIO
@@ -473,3 +474,4 @@ final class _Lease<T: Sendable>: Sendable {
         return ended
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Postgres
 import PostgresNIO
 
 /// One of a store's statements, run as a named prepared statement of postgres-nio:
@@ -71,3 +72,4 @@ struct _PostgresPreparedStatement: PostgresPreparedStatement {
         return sqlState.hasPrefix("42") || sqlState.hasPrefix("3F") || sqlState == "0A000"
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Postgres
 /// The SQL a ``PostgresStore`` sends, built once from its schema and table names;
 /// the statements it runs for each operation are named, to be prepared once per
 /// connection (``_PostgresPreparedStatement``).
@@ -154,3 +155,4 @@ struct _PostgresStatements: Sendable {
                 """)
     }
 }
+#endif

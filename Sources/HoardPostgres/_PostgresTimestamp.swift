@@ -1,3 +1,4 @@
+#if Postgres
 import Foundation
 import PostgresNIO
 
@@ -60,3 +61,4 @@ struct _PostgresTimestamp: PostgresNonThrowingEncodable, PostgresArrayEncodable,
         date = Date(timeIntervalSince1970: (Double(microseconds) + Self.epoch) / 1_000_000)
     }
 }
+#endif

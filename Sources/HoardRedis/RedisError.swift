@@ -1,3 +1,4 @@
+#if Redis
 /// The error every `HoardRedis` API throws.
 ///
 /// A `RedisError` carries a ``Code`` a caller can switch on, a message a person can
@@ -99,3 +100,4 @@ public struct RedisError: Error, Sendable, CustomStringConvertible {
             code, message, command: command, key: key, serverMessage: serverMessage, underlying: underlying)
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Redis
 import Foundation
 import Logging
 
@@ -182,3 +183,4 @@ extension RedisStore {
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Redis && ServiceLifecycle
 import ServiceLifecycle
 
 extension RedisStore: Service {
@@ -14,3 +15,4 @@ extension RedisStore: Service {
         await shutdown()
     }
 }
+#endif

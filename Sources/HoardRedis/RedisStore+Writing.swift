@@ -1,3 +1,4 @@
+#if Redis
 import Foundation
 import Hoard
 import NIOCore
@@ -219,3 +220,4 @@ private struct _ChangedKeys {
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Redis
 import Foundation
 import Hoard
 import HoardNIOSupport
@@ -279,3 +280,4 @@ public final class RedisStore: RemoteCacheStore {
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Redis
 import Hoard
 import NIOCore
 import Synchronization
@@ -200,3 +201,4 @@ final class _InvalidationHub: Sendable {
         return invalidations.isEmpty ? nil : invalidations
     }
 }
+#endif

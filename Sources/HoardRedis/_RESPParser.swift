@@ -1,3 +1,4 @@
+#if Redis
 import NIOCore
 
 /// An incremental parser of RESP2 and RESP3 replies.
@@ -306,3 +307,4 @@ struct _RESPParser {
         RedisError(.protocolError, "Invalid reply from the server: \(message).")
     }
 }
+#endif

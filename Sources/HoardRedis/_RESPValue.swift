@@ -1,3 +1,4 @@
+#if Redis
 import NIOCore
 
 /// One reply of the Redis serialization protocol, RESP2 or RESP3.
@@ -155,3 +156,4 @@ extension _RESPValue {
         for element in elements { element.write(to: &buffer) }
     }
 }
+#endif

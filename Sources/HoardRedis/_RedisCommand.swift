@@ -1,3 +1,4 @@
+#if Redis
 import Foundation
 import NIOCore
 
@@ -202,3 +203,4 @@ struct _RESPBulkBytes {
         withUnsafeBytes(of: value.bigEndian) { write($0) }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Redis
 import NIOCore
 
 /// Writes the requests of one connection, parses the bytes that come back into
@@ -256,3 +257,4 @@ final class _RedisCommandHandler: ChannelInboundHandler {
 
 @available(*, unavailable)
 extension _RedisCommandHandler: Sendable {}
+#endif

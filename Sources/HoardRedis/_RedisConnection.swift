@@ -1,3 +1,4 @@
+#if Redis
 import HoardNIOSupport
 import NIOCore
 import NIOPosix
@@ -232,3 +233,4 @@ final class _RedisConnection: Sendable {
             ?? RedisError(.connectionClosed, "\(command) failed.", command: command, underlying: error)
     }
 }
+#endif

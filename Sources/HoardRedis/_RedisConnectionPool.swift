@@ -1,3 +1,4 @@
+#if Redis
 import NIOCore
 import Synchronization
 
@@ -360,3 +361,4 @@ final class _RedisConnectionPool: Sendable {
             underlying: error)
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Redis
 import Foundation
 import Hoard
 import NIOCore
@@ -74,3 +75,4 @@ enum _RedisEntryFormat {
         Date(timeIntervalSince1970: Double(milliseconds) / 1000)
     }
 }
+#endif

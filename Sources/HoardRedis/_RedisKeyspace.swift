@@ -1,3 +1,4 @@
+#if Redis
 import NIOCore
 
 /// How a ``RedisStore`` names its keys and channels on the server.
@@ -123,3 +124,4 @@ struct _RedisKeyspace: Sendable, Hashable {
         return buffer
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Redis
 import Logging
 
 /// What a ``RedisStore`` logs, with the metadata every Hoard log record carries
@@ -20,3 +21,4 @@ struct _RedisLog: Sendable {
         logger.log(level: level, message(), metadata: metadata)
     }
 }
+#endif

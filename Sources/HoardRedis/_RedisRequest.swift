@@ -1,3 +1,4 @@
+#if Redis
 import NIOCore
 
 /// What a ``_RedisConnection`` hands its ``_RedisCommandHandler``: one or more encoded
@@ -35,3 +36,4 @@ enum _RedisReply: Sendable {
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Redis
 import NIOCore
 
 /// The dedicated pub/sub connection of a ``RedisStore``: keeps one `SUBSCRIBE` per
@@ -135,3 +136,4 @@ actor _RedisSubscriber {
         return min(delay, maximumReconnectDelay)
     }
 }
+#endif

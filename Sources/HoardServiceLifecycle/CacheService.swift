@@ -1,3 +1,4 @@
+#if ServiceLifecycle
 import Hoard
 import ServiceLifecycle
 
@@ -37,3 +38,4 @@ public struct CacheService<Key: CacheKey, Value: Sendable>: Service {
         await cache.flush()
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Postgres
 import Foundation
 import Testing
 
@@ -93,3 +94,4 @@ struct PostgresConfigurationTests {
         #expect(_PostgresStatements(schema: "public", table: "t", isUnlogged: false).createSchema == nil)
     }
 }
+#endif

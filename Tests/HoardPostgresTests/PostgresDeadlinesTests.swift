@@ -1,3 +1,4 @@
+#if Postgres
 import NIOCore
 import NIOEmbedded
 import Synchronization
@@ -60,3 +61,4 @@ struct PostgresDeadlinesTests {
         #expect(_PostgresDeadlines(eventLoop: loop, shortestLimit: .seconds(1)).resolution == .milliseconds(50))
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Postgres
 import Foundation
 import Hoard
 import HoardLoggingTestSupport
@@ -312,3 +313,4 @@ struct PostgresFaultTests {
         }
     }
 }
+#endif

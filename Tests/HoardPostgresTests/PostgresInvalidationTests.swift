@@ -1,3 +1,4 @@
+#if Postgres
 import Foundation
 import Hoard
 import HoardRemoteTestSupport
@@ -179,3 +180,4 @@ struct PostgresInvalidationTests {
         await PostgresTestServer.drop(configuration)
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Postgres
 import Foundation
 import Hoard
 import Testing
@@ -94,3 +95,4 @@ struct PostgresNotificationsTests {
         for await _ in late { Issue.record("a stream added after shutdown must be finished") }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Postgres
 import Foundation
 import Hoard
 import HoardPostgres
@@ -42,3 +43,4 @@ struct PostgresReadmeExamplesTests {
         await PostgresTestServer.drop(configuration)
     }
 }
+#endif

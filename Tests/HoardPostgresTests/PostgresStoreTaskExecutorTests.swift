@@ -1,3 +1,4 @@
+#if Postgres
 import Foundation
 import Hoard
 import HoardRemoteTestSupport
@@ -141,3 +142,4 @@ struct PostgresStoreTaskExecutorTests {
         await store.shutdown()
     }
 }
+#endif

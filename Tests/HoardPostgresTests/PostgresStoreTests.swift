@@ -1,3 +1,4 @@
+#if Postgres
 import Foundation
 import Hoard
 import HoardRemoteTestSupport
@@ -302,6 +303,7 @@ struct PostgresStoreTests {
         _ = try await PostgresTestServer.sql("DROP TABLE \(victim)")
     }
 
+    #if ServiceLifecycle
     @Test("In a ServiceGroup with a Cache, every write acknowledged before graceful shutdown is in PostgreSQL afterwards")
     func gracefulShutdown() async throws {
         let configuration = try PostgresTestServer.configuration()
@@ -313,4 +315,6 @@ struct PostgresStoreTests {
         await reopened.shutdown()
         await PostgresTestServer.drop(configuration)
     }
+    #endif
 }
+#endif

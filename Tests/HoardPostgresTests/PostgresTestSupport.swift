@@ -1,3 +1,4 @@
+#if Postgres
 import Foundation
 import Hoard
 import HoardRemoteTestSupport
@@ -82,3 +83,4 @@ func withTemporaryDirectory<T>(_ body: (URL) async throws -> T) async throws -> 
     defer { try? FileManager.default.removeItem(at: directory) }
     return try await body(directory)
 }
+#endif

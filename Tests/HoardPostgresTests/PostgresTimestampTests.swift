@@ -1,3 +1,4 @@
+#if Postgres
 import Foundation
 import NIOCore
 import PostgresNIO
@@ -72,3 +73,4 @@ struct PostgresTimestampTests {
         #expect(try microseconds(.distantFuture) == 63_145_526_400_000_000)
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Postgres
 import Foundation
 import Hoard
 import HoardRemoteTestSupport
@@ -42,3 +43,4 @@ struct PostgresTwoProcessTests {
         await PostgresTestServer.drop(configuration)
     }
 }
+#endif

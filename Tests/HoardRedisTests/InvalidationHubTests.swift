@@ -1,3 +1,4 @@
+#if Redis
 import Hoard
 import NIOCore
 import Testing
@@ -103,3 +104,4 @@ struct InvalidationHubTests {
         #expect(received == [.all])
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Redis
 import HoardNIOSupport
 import Testing
 
@@ -38,3 +39,4 @@ struct LoopBatchTests {
         #expect(third.capacity >= capacity, "the first batch's storage came back")
     }
 }
+#endif

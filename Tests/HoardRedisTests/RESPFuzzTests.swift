@@ -1,3 +1,4 @@
+#if Redis
 import Foundation
 import NIOCore
 import Testing
@@ -115,3 +116,4 @@ struct RESPFuzzTests {
         }
     }
 }
+#endif

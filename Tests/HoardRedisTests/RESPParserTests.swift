@@ -1,3 +1,4 @@
+#if Redis
 import Foundation
 import NIOCore
 import Testing
@@ -223,3 +224,4 @@ struct RESPParserTests {
         #expect(try parse("+" + String(repeating: "a", count: 10), limits: limits) == nil)
     }
 }
+#endif

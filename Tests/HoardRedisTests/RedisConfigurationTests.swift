@@ -1,3 +1,4 @@
+#if Redis
 import Testing
 
 @testable import HoardRedis
@@ -39,3 +40,4 @@ struct RedisConfigurationTests {
         #expect(throws: Never.self) { _ = try RedisStore(configuration: .init()) }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Redis
 import Foundation
 import HoardRemoteTestSupport
 import Testing
@@ -149,3 +150,4 @@ struct RedisConnectionPoolTests {
         try await store.removeAll(in: "ns")
     }
 }
+#endif

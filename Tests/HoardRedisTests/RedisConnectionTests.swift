@@ -1,3 +1,4 @@
+#if Redis
 import Foundation
 import HoardRemoteTestSupport
 import NIOCore
@@ -195,3 +196,4 @@ struct RedisConnectionTests {
         #expect(clients.count == 1)
     }
 }
+#endif

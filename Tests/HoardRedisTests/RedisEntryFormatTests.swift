@@ -1,3 +1,4 @@
+#if Redis
 import Foundation
 import Hoard
 import NIOCore
@@ -46,3 +47,4 @@ struct RedisEntryFormatTests {
         #expect(_RedisEntryFormat.decode(future) == nil)
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Redis
 import Foundation
 import Hoard
 import HoardRemoteTestSupport
@@ -125,3 +126,4 @@ struct RedisInvalidationTests {
         await #expect(throws: RedisError.self) { try await store.entry(for: "k", in: "ns") }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Redis
 import NIOCore
 import Testing
 
@@ -53,3 +54,4 @@ struct RedisKeyspaceTests {
         #expect(String(buffer: _RedisKeyspace(prefix: "p[1]").namespacePattern("")) == #"p\[1\]:0::*"#)
     }
 }
+#endif

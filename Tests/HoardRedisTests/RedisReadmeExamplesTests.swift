@@ -1,3 +1,4 @@
+#if Redis
 import Foundation
 import Hoard
 import HoardRedis
@@ -48,3 +49,4 @@ struct RedisReadmeExamplesTests {
         await otherInstance.shutdown()
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Redis
 import Foundation
 import Hoard
 import HoardLoggingTestSupport
@@ -124,3 +125,4 @@ struct RedisServerRestartTests {
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Redis
 import Foundation
 import Hoard
 import HoardRemoteTestSupport
@@ -117,3 +118,4 @@ struct RedisStoreTaskExecutorTests {
         #expect(onLoop)
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if Redis
 import Foundation
 import Hoard
 import HoardRemoteTestSupport
@@ -253,6 +254,7 @@ struct RedisStoreTests {
         try await store.removeAll(in: "p")
     }
 
+    #if ServiceLifecycle
     @Test("In a ServiceGroup with a Cache, every write acknowledged before graceful shutdown is in Redis afterwards")
     func gracefulShutdown() async throws {
         let configuration = try RedisTestServer.configuration()
@@ -263,4 +265,6 @@ struct RedisStoreTests {
         await #expect(throws: RedisError.self) { _ = try await store.entry(for: "k0", in: "lifecycle") }
         await reopened.shutdown()
     }
+    #endif
 }
+#endif

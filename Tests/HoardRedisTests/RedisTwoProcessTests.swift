@@ -1,3 +1,4 @@
+#if Redis
 import Foundation
 import Hoard
 import HoardRemoteTestSupport
@@ -45,3 +46,4 @@ struct RedisTwoProcessTests {
         await store.shutdown()
     }
 }
+#endif

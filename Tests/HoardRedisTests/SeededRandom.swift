@@ -1,3 +1,4 @@
+#if Redis
 import NIOCore
 
 @testable import HoardRedis
@@ -96,3 +97,4 @@ func parseInPieces(
     }
     return (values, received.readableBytes)
 }
+#endif

@@ -1,3 +1,4 @@
+#if Redis
 import Foundation
 import Hoard
 #if canImport(Glibc)
@@ -146,3 +147,4 @@ final class CommandMonitor: Sendable {
 
     func close() { connection.close() }
 }
+#endif

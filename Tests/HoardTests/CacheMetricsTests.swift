@@ -1,3 +1,4 @@
+#if Metrics
 import Foundation
 import Hoard
 import HoardMetrics
@@ -66,3 +67,4 @@ struct CacheMetricsTests {
         }
     }
 }
+#endif

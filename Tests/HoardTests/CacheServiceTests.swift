@@ -1,3 +1,4 @@
+#if ServiceLifecycle
 import Foundation
 import Hoard
 import HoardLoggingTestSupport
@@ -52,3 +53,4 @@ struct CacheServiceTests {
         }
     }
 }
+#endif

@@ -3,10 +3,14 @@ import Testing
 
 // Testable: the settings examples run in a settings domain of the test's own.
 @testable import Hoard
-import ServiceLifecycle
 import Logging
+#if Metrics
 import HoardMetrics
+#endif
+#if ServiceLifecycle
 import HoardServiceLifecycle
+import ServiceLifecycle
+#endif
 
 /// One test per README example, doing what the example does, so the README cannot rot.
 @Suite("README examples", .timeLimit(.minutes(3)))
@@ -267,6 +271,7 @@ struct ReadmeCacheExamplesTests {
         try await feeds.clear()
     }
 
+    #if Metrics
     @Test("Metrics: the README's block compiles and reports to the bootstrapped metrics system")
     func metricsExample() async throws {
         var metered = Cache<Int, String>.Configuration(name: "users")
@@ -281,7 +286,9 @@ struct ReadmeCacheExamplesTests {
         await users.flush()
         try await users.clear()
     }
+    #endif
 
+    #if ServiceLifecycle
     @Test("In a server: the README's block compiles and its group flushes the cache on graceful shutdown")
     func inAServer() async throws {
         let logger = Logger(label: "app")
@@ -299,6 +306,7 @@ struct ReadmeCacheExamplesTests {
         #expect(try await profiles.entry(for: 1)?.value == "Ada")
         try await profiles.clear()
     }
+    #endif
 
     @Test("Settings")
     func settings() async throws {

@@ -1,3 +1,4 @@
+#if Redis || Postgres
 /// Polls `condition` until it holds, or until `timeout` has passed and it has been
 /// polled `timeout / interval` times.
 ///
@@ -22,3 +23,4 @@ public func eventually(
     }
     return false
 }
+#endif

@@ -1,3 +1,4 @@
+#if Redis || Postgres
 import Hoard
 
 /// Collects what an invalidation stream yields, so tests can poll it or wait for it.
@@ -26,3 +27,4 @@ public final class InvalidationRecorder: Sendable {
     /// Stops reading the stream, which ends it.
     public func cancel() { task.cancel() }
 }
+#endif

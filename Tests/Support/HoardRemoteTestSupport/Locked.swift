@@ -1,3 +1,4 @@
+#if Redis || Postgres
 import Synchronization
 
 /// A value behind a `Mutex`, shareable between closures and tasks.
@@ -12,3 +13,4 @@ public final class Locked<Value: Sendable>: Sendable {
         mutex.withLock { body(&$0) }
     }
 }
+#endif

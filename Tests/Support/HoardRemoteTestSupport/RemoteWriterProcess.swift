@@ -1,3 +1,4 @@
+#if Redis || Postgres
 import Foundation
 import Hoard
 import Synchronization
@@ -177,3 +178,4 @@ public func firstEvent<Key: Hashable & Sendable>(
         return first
     }
 }
+#endif

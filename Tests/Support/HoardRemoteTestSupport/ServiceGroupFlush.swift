@@ -1,3 +1,4 @@
+#if (Redis || Postgres) && ServiceLifecycle
 import Foundation
 import Hoard
 import HoardServiceLifecycle
@@ -33,3 +34,4 @@ public func writesLostAcrossGracefulShutdown(
     }
     return lost
 }
+#endif

@@ -1,3 +1,4 @@
+#if Redis || Postgres
 import NIOCore
 import NIOPosix
 
@@ -42,3 +43,4 @@ public func freePort() async throws -> Int {
     try await channel.close()
     return port
 }
+#endif

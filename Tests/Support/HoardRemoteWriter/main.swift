@@ -1,3 +1,4 @@
+#if Redis && Postgres
 // The child process of the two-process invalidation tests: another instance of a
 // Cache on a remote store, in a process of its own. Not a product. It is the
 // remote-store sibling of HoardCrashWriter (which stays free of SwiftNIO, since the
@@ -68,3 +69,4 @@ func main() async {
 }
 
 await main()
+#endif
