@@ -282,6 +282,38 @@ struct MessageLogDamageTests {
         }
     }
 
+    @Test("recover() of a large ring log keeps its wrap marker: every message but the damaged one reads back")
+    func recoverRingLogKeepsWrapMarker() throws {
+        try withTemporaryDirectory { directory in
+            // Given a 64 KiB log that overwrites, wrapped more than twice by 3,000 messages
+            let url = directory.appendingPathComponent("ring.log")
+            let budget = 64 * 1024
+            let fixture = try Self.fixture(at: url, maximumBytes: budget, overwrites: true, count: 3_000, seed: 16)
+            let records = fixture.model.records
+            let wrapped = try #require(records.firstIndex { $0.offset < records[0].offset })
+            let wrapPoint = records[wrapped - 1].offset + records[wrapped - 1].size
+            #expect(budget - wrapPoint >= 8, "the fixture leaves room for a wrap marker")
+            #expect(Array(fixture.file[wrapPoint..<(wrapPoint + 4)]) == [0xFF, 0xFF, 0xFF, 0xFF])
+            let hit = try #require(records.firstIndex { ($0.offset..<($0.offset + $0.size)).contains(30_000) })
+
+            // When one bit at byte 30,000 is flipped and the log is recovered
+            var file = fixture.file
+            file[30_000] ^= 0x10
+            try write(file, to: url)
+            let log = try rawLog(url, maximumBytes: budget, overwrites: true)
+            let report = try log.recover()
+            #expect(report.intactMessageCount == records.count - 1)
+
+            // Then the wrap marker is still a wrap marker, and every other message reads back
+            #expect(Array(try bytes(of: url)[wrapPoint..<(wrapPoint + 4)]) == [0xFF, 0xFF, 0xFF, 0xFF])
+            var expected = fixture.messages
+            expected.remove(at: hit)
+            #expect(try log.messages() == expected)
+            #expect(try log.verify().isIntact)
+            #expect(try MessageLog<Data>(forReadingFrom: url, codec: .cacheValue).messages() == expected)
+        }
+    }
+
     @Test("Several flipped bytes: never a message that was not appended, never out of order, and recover() keeps the untouched")
     func multipleByteFlips() throws {
         try withTemporaryDirectory { directory in
