@@ -32,6 +32,18 @@ struct MessageLogTests {
         }
     }
 
+    @Test("A new log file is readable and writable by its owner only (0600), as the disk store's files are")
+    func ownerOnlyMode() throws {
+        try withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("private.log")
+            let log = try rawLog(url, maximumBytes: 4096, overwrites: false)
+            try log.append(Data("secret".utf8))
+            var info = stat()
+            #expect(stat(url.path, &info) == 0)
+            #expect(info.st_mode & 0o777 == 0o600)
+        }
+    }
+
     @Test("Reopening a log keeps its messages and appends after them")
     func reopen() throws {
         try withTemporaryDirectory { directory in

@@ -45,13 +45,14 @@ enum _POSIX {
         case shared, exclusive, unlock
     }
 
-    /// Opens a file; `create` adds `O_CREAT` with mode 0644. The descriptor is
+    /// Opens a file; `create` adds `O_CREAT` with mode 0600 (owner only, as the
+    /// disk store's files). The descriptor is
     /// close-on-exec.
     static func openFile(_ path: String, writable: Bool, create: Bool) -> Result<Int32, Failure> {
         var flags = (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC
         if create { flags |= O_CREAT }
         while true {
-            let fd = path.withCString { open($0, flags, 0o644) }
+            let fd = path.withCString { open($0, flags, 0o600) }
             if fd >= 0 { return .success(fd) }
             if errno != EINTR { return .failure(Failure(call: "open", code: errno)) }
         }
