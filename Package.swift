@@ -7,6 +7,16 @@ let strict: [SwiftSetting] = [
     .treatAllWarnings(as: .error),
 ]
 
+/// With `HOARD_LOCAL_TESTS_ONLY=1` in the environment, the package leaves out the Redis
+/// and PostgreSQL targets, so a build does not compile SwiftNIO and postgres-nio:
+/// scripts/test sets it for its release-mode run of the local suites. The
+/// dependencies stay declared, so `Package.resolved` is the same either way.
+let localTestsOnly = Context.environment["HOARD_LOCAL_TESTS_ONLY"] == "1"
+let serverTargets: Set<String> = [
+    "HoardNIOSupport", "HoardRedis", "HoardPostgres", "HoardRemoteWriter", "HoardRemoteTestSupport",
+    "HoardRedisTests", "HoardPostgresTests",
+]
+
 let package = Package(
     name: "Hoard",
     platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
@@ -142,3 +152,8 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+if localTestsOnly {
+    package.targets.removeAll { serverTargets.contains($0.name) }
+    package.products.removeAll { product in product.name == "HoardRedis" || product.name == "HoardPostgres" }
+}
