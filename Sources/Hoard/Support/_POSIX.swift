@@ -35,6 +35,10 @@ enum _POSIX {
         /// Whether the file does not exist.
         var isNoSuchFile: Bool { code == ENOENT }
 
+        /// Whether the call failed because the storage is full (no space, the file
+        /// size limit, the disk quota).
+        var isStorageFull: Bool { code == ENOSPC || code == EFBIG || code == EDQUOT }
+
         var description: String { "\(call): \(String(cString: strerror(code))) (errno \(code))" }
     }
 
