@@ -42,6 +42,31 @@ extension DiskStoreSuites {
             }
         }
 
+        @Test("A value file replaced by a symbolic link is never followed: verify() reports it, a read is a miss that removes the link only")
+        func symlinkedValueFile() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                // Given a spilled value whose file is replaced by a link to a file outside
+                // the store with the very same bytes
+                let events = EventRecorder()
+                let store = try DiskStore(directory: url, configuration: .init(spillThreshold: 100, onEvent: events.handler))
+                try store.set(DiskTest.bytes(1_000), for: "photo", in: "images", storedAt: Date(), expiresAt: nil)
+                let path = try Self.blobPath(url)
+                let outside = url.deletingLastPathComponent().appendingPathComponent("outside")
+                try FileManager.default.moveItem(at: path, to: outside)
+                try FileManager.default.createSymbolicLink(at: path, withDestinationURL: outside)
+
+                // Then verify() names it, and a read neither follows nor returns it
+                let report = try store.verify()
+                #expect(report.damage.map(\.key) == ["photo"])
+                #expect(report.damage.first?.detail.contains("not a regular file") == true)
+                #expect(try store.entry(for: "photo", in: "images") == nil)
+                #expect(events.damage.map(\.reason) == [.missingFile])
+                #expect(try !store.contains("photo", in: "images"))
+                #expect(DiskTest.blobFiles(url).isEmpty, "the link is removed")
+                #expect(try Data(contentsOf: outside) == DiskTest.bytes(1_000), "what it pointed to is untouched")
+            }
+        }
+
         @Test("A value file cut short or grown is a miss, removed and reported", arguments: [500, 1_001, 0])
         func wrongSizeFile(newSize: Int) throws {
             try DiskTest.withTemporaryDirectory { url in

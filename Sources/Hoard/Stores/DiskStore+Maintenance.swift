@@ -207,6 +207,10 @@ extension DiskStore {
             return StoreDamage(
                 namespace: row.namespace, key: row.key, reason: .missingFile,
                 detail: "the value file blobs/\(name) is missing")
+        case .notARegularFile:
+            return StoreDamage(
+                namespace: row.namespace, key: row.key, reason: .missingFile,
+                detail: "blobs/\(name) is not a regular file (a symbolic link is never followed)")
         case .sizeMismatch(let size):
             return StoreDamage(
                 namespace: row.namespace, key: row.key, reason: .fileSizeMismatch,

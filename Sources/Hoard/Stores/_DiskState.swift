@@ -170,7 +170,7 @@ struct _DiskState {
             case nil:
                 damage = StoreDamage(
                     namespace: namespace, key: key, reason: .missingFile,
-                    detail: "the value file blobs/\(name) is missing; the entry was removed")
+                    detail: "the value file blobs/\(name) is missing or not a regular file; the entry was removed")
             case let size? where size != row.size:
                 damage = StoreDamage(
                     namespace: namespace, key: key, reason: .fileSizeMismatch,
