@@ -422,6 +422,9 @@ public final class DiskStore: CacheStore {
 
     /// Removes every entry of `namespace`; other namespaces are untouched.
     ///
+    /// Works on a full disk too: when the index cannot record the removal, the
+    /// namespace's value files are deleted first to make room.
+    ///
     /// - Returns: How many entries were removed.
     /// - Complexity: O(entries in the namespace).
     @discardableResult
@@ -429,7 +432,8 @@ public final class DiskStore: CacheStore {
         try removeAll(namespace: _normalized(namespace))
     }
 
-    /// Removes every entry of every namespace.
+    /// Removes every entry of every namespace; on a full disk, as
+    /// ``removeAll(in:)`` does.
     ///
     /// - Returns: How many entries were removed.
     /// - Complexity: O(entries).
@@ -438,17 +442,52 @@ public final class DiskStore: CacheStore {
         try removeAll(namespace: nil)
     }
 
+    /// Deletes the rows, then their files. On a full disk the index cannot record
+    /// the deletion (its write-ahead log cannot grow), so the files go first to make
+    /// room, and the deletion is tried once more: removing is how a full store frees
+    /// space. If that fails too, the rows left refer to missing files, which reads
+    /// and ``verify(repairing:)`` treat as damage (a miss, removed).
     private func removeAll(namespace: String?) throws(HoardError) -> Int {
         var effects = _DiskEffects()
+        do throws(HoardError) {
+            let count = try deleteRows(namespace: namespace, effects: &effects)
+            finish(effects)
+            return count
+        } catch where error.code == .storageFull {
+            let files = try state.withLock { (state) throws(HoardError) in try state.open().files(in: namespace) }
+            for file in files {
+                do {
+                    try blobs.remove(file)
+                } catch let failure {
+                    effects.events.append(.failed(
+                        operation: "delete a value file to make room on a full disk", namespace: namespace, key: nil,
+                        error: failure))
+                }
+            }
+            do throws(HoardError) {
+                let count = try deleteRows(namespace: namespace, effects: &effects)
+                finish(effects)
+                return count
+            } catch {
+                finish(effects)
+                throw error
+            }
+        }
+    }
+
+    /// Deletes the rows of `namespace` (of every namespace when `nil`) in one
+    /// transaction; their files are left in `effects` for after the lock.
+    private func deleteRows(namespace: String?, effects: inout _DiskEffects) throws(HoardError) -> Int {
+        var files: [String] = []
         let count = try state.withLock { (state) throws(HoardError) -> Int in
             let index = try state.open()
-            let (count, files) = try index.transaction { () throws(HoardError) in
+            let deleted = try index.transaction { () throws(HoardError) in
                 try index.deleteAll(namespace: namespace)
             }
-            effects.filesToRemove += files
-            return count
+            files = deleted.files
+            return deleted.count
         }
-        finish(effects)
+        effects.filesToRemove += files
         return count
     }
 

@@ -563,6 +563,22 @@ final class _DiskIndex {
         return result
     }
 
+    /// The names of the files the entries of `namespace` (of every namespace when
+    /// `nil`) refer to.
+    func files(in namespace: String?) throws(HoardError) -> Set<String> {
+        guard let namespace else { return try referencedFiles() }
+        let statement = try self.statement(.filesOfNamespace)
+        return try withBytes(namespace) { (ns) throws(HoardError) -> Set<String> in
+            statement.bind(bytes: ns, at: 1)
+            defer { statement.reset() }
+            var names = Set<String>()
+            while try statement.step() {
+                if let name = statement.string(at: 0) { names.insert(name) }
+            }
+            return names
+        }
+    }
+
     /// The names of every file some entry refers to.
     func referencedFiles() throws(HoardError) -> Set<String> {
         let statement = try self.statement(.referencedFiles)

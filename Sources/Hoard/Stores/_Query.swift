@@ -3,7 +3,7 @@ enum _Query: Int, CaseIterable {
     case begin, commit, rollback, readMeta
     case lookup, expiryOfKey, upsert, fileOfKey, anyFile, touch
     case deleteKey, deleteNamespace, deleteEverything, deleteIfExpired, deleteID, deleteExpired
-    case keys, usage, totalUsage, namespaces, leastRecentlyAccessed, referencedFiles
+    case keys, usage, totalUsage, namespaces, leastRecentlyAccessed, referencedFiles, filesOfNamespace
     case scan, list, quickCheck, wrongTotals
 
     private static let scannedColumns = """
@@ -51,6 +51,7 @@ enum _Query: Int, CaseIterable {
         case .namespaces: return "SELECT namespace, count, bytes FROM namespaces ORDER BY namespace"
         case .leastRecentlyAccessed: return "SELECT id, size, namespace, key FROM entries ORDER BY accessed_at, id LIMIT ?1"
         case .referencedFiles: return "SELECT blob FROM entries WHERE blob IS NOT NULL"
+        case .filesOfNamespace: return "SELECT blob FROM entries WHERE namespace = ?1 AND blob IS NOT NULL"
         case .scan: return "SELECT \(Self.scannedColumns), value FROM entries WHERE id > ?1 ORDER BY id LIMIT ?2"
         case .list:
             return """
