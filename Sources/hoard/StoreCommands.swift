@@ -130,8 +130,12 @@ struct ListCommand: ParsableCommand {
     @Option(name: .shortAndLong, help: "Only this namespace.")
     var namespace: String?
 
-    @Option(name: .shortAndLong, help: "At most this many entries.")
+    @Option(name: .shortAndLong, help: "At most this many entries (at least 1).")
     var limit: Int = 1_000
+
+    func validate() throws {
+        guard limit >= 1 else { throw ValidationError("--limit must be at least 1, not \(limit)") }
+    }
 
     func run() throws {
         let store = try location.open()
@@ -149,7 +153,8 @@ struct ListCommand: ParsableCommand {
                 "accessed " + StoreFormat.date(entry.accessedAt),
             ].joined(separator: "  "))
         }
-        let total = try store.totalUsage().count
+        // Out of what was listed: the namespace's entries with --namespace.
+        let total = try namespace.map { try store.usage(in: $0).count } ?? store.totalUsage().count
         if entries.count < total {
             FileHandle.standardError.write(Data("(\(entries.count) of \(total) entries; --limit to see more)\n".utf8))
         }

@@ -34,7 +34,12 @@ extension DiskStoreSuites {
                 #expect(list.status == 0)
                 #expect(list.output.split(separator: "\n").count == 3)
                 #expect(list.output.contains("\"big/0\"  2.0 KiB  file"))
-                #expect(list.errors.contains("(3 of 22 entries"))
+                #expect(list.errors.contains("(3 of 21 entries"), "counts the namespace listed: \(list.errors)")
+                for limit in ["-1", "0"] {
+                    let refused = try Self.hoard("ls", path, "--limit=\(limit)")
+                    #expect(refused.status != 0)
+                    #expect(refused.errors.contains("--limit must be at least 1"), "\(refused.errors)")
+                }
 
                 let text = try Self.hoard("get", path, "greeting")
                 #expect(text.status == 0)
