@@ -183,7 +183,7 @@ struct MessageLogTests {
             try rawLog(url, maximumBytes: 4096, overwrites: true).append(Data("x".utf8))
             var file = try bytes(of: url)
             file[8] = 2  // format version 2, with a header checksum that matches it
-            let crc = Self.bitwiseCRC32C(file[0..<60])
+            let crc = bitwiseCRC32C(file[0..<60])
             for i in 0..<4 { file[60 + i] = UInt8(truncatingIfNeeded: crc >> (8 * i)) }
             try write(file, to: url)
 
@@ -197,16 +197,6 @@ struct MessageLogTests {
             #expect(throws: HoardError.self) { try log.recover() }
             #expect(try bytes(of: url) == file)
         }
-    }
-
-    /// CRC-32C, bit by bit: the header checksum a log of another version would carry.
-    static func bitwiseCRC32C(_ bytes: ArraySlice<UInt8>) -> UInt32 {
-        var crc: UInt32 = 0xFFFF_FFFF
-        for byte in bytes {
-            crc ^= UInt32(byte)
-            for _ in 0..<8 { crc = crc & 1 == 1 ? (crc >> 1) ^ 0x82F6_3B78 : crc >> 1 }
-        }
-        return ~crc
     }
 
     @Test("A flipped bit in the header's version field is damage, not another version: recover() repairs it",
