@@ -128,27 +128,6 @@ extension DiskStoreSuites {
             }
         }
 
-        @Test("With the default configuration, a read seconds after a write protects the entry from a trim that follows")
-        func readSecondsAfterWriteProtects() throws {
-            try DiskTest.withTemporaryDirectory { url in
-                // Given three entries written a second apart
-                let clock = ManualClock(start: Date(timeIntervalSince1970: 1_000))
-                let store = try DiskStore(directory: url, clock: clock)
-                for key in ["a", "b", "c"] {
-                    try store.set(DiskTest.bytes(100), for: key, in: "ns", storedAt: clock.now(), expiresAt: nil)
-                    clock.advance(by: 1)
-                }
-
-                // When the oldest is read ten seconds later, then the store is trimmed by one entry
-                clock.advance(by: 10)
-                #expect(try store.entry(for: "a", in: "ns") != nil)
-                #expect(try store.trim(toBytes: 200) == 1)
-
-                // Then the least recently used one went, not the one just read
-                #expect(try store.keys(in: "ns") == ["a", "c"])
-            }
-        }
-
         @Test("Access times within the resolution are not recorded; pending ones are written on flush and deinit")
         func accessTimeResolutionAndFlush() throws {
             try DiskTest.withTemporaryDirectory { url in

@@ -45,13 +45,8 @@ extension DiskStore {
         public var busyTimeout: TimeInterval
 
         /// How stale a recorded access time may get, in seconds: a read records an
-        /// access only when the entry's access time in the index is older than this.
-        /// Eviction order is least-recently-accessed at this resolution. Defaults to
-        /// 0: every read counts, so an entry read a second after it was written is
-        /// protected from a trim that follows. Reads are kept in memory (one slot per
-        /// entry, the latest time) and written in batches (``accessFlushCount``,
-        /// ``accessFlushInterval``, with the next write or trim); a larger value
-        /// trades eviction order for fewer of those writes.
+        /// access only when the entry's access time is older than this. Eviction
+        /// order is least-recently-accessed at this resolution. Defaults to 60.
         public var accessTimeResolution: TimeInterval
 
         /// How many recorded accesses the store keeps in memory before writing them
@@ -98,7 +93,7 @@ extension DiskStore {
             defaultExpiry: Expiry = .never,
             spillThreshold: Int = 32 << 10,
             busyTimeout: TimeInterval = 5,
-            accessTimeResolution: TimeInterval = 0,
+            accessTimeResolution: TimeInterval = 60,
             accessFlushCount: Int = 1_000,
             accessFlushInterval: TimeInterval = 60,
             syncsValueFiles: Bool = true,

@@ -104,9 +104,9 @@ struct _DiskState {
             }
             return .miss
         }
-        if now - row.accessedAt >= accessTimeResolution, now > row.accessedAt {
-            // The latest read wins: the slot holds when the entry was last read.
-            if pendingAccesses.updateValue(now, forKey: row.id) == nil { pendingSince = min(pendingSince, now) }
+        if now - row.accessedAt >= accessTimeResolution, pendingAccesses[row.id] == nil {
+            pendingAccesses[row.id] = now
+            pendingSince = min(pendingSince, now)
         }
         if pendingAccesses.count >= accessFlushCount || now - pendingSince >= accessFlushInterval {
             flushAccesses(effects: &effects)
