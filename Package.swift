@@ -49,9 +49,13 @@ let package = Package(
             name: "CSQLite",
             providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]
         ),
+        // CRC-32C with the CPU's instruction (SSE4.2, ARMv8 CRC) where it has one, chosen
+        // at run time, and portable C otherwise.
+        .target(name: "CHoardCRC32C"),
         .target(
             name: "Hoard",
             dependencies: [
+                "CHoardCRC32C",
                 .target(name: "CSQLite", condition: .when(platforms: [.linux, .android, .windows])),
                 // The logging API only (no handler, no transitive dependency): the
                 // one package the core depends on, so an application's own
@@ -225,3 +229,4 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+

@@ -201,7 +201,7 @@ struct ListCommand: ParsableCommand {
     @Option(name: .shortAndLong, help: "Only this namespace.")
     var namespace: String?
 
-    @Option(name: .shortAndLong, help: "At most this many entries.")
+    @Option(name: .shortAndLong, help: "At most this many entries (at least 1).")
     var limit: Int = 1_000
 
     @Flag(help: "Print one JSON object per entry and line (schema above) instead of text.")
@@ -231,6 +231,10 @@ struct ListCommand: ParsableCommand {
         }
     }
 
+    func validate() throws {
+        guard limit >= 1 else { throw ValidationError("--limit must be at least 1, not \(limit)") }
+    }
+
     func run() throws {
         let store = try location.open()
         let entries = try store.entries(in: namespace, limit: limit)
@@ -254,6 +258,7 @@ struct ListCommand: ParsableCommand {
                 "accessed " + StoreFormat.date(entry.accessedAt),
             ].joined(separator: "  "))
         }
+        // Out of what was listed: the namespace's entries with --namespace.
         let total = try namespace.map { try store.usage(in: $0).count } ?? store.totalUsage().count
         if entries.count < total {
             FileHandle.standardError.write(Data(

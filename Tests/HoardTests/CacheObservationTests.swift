@@ -102,10 +102,17 @@ struct CacheObservationTests {
 
         // A custom key is found through the cache's notes, pruned to what memory holds
         // (a memory tier of 4 keys prunes beyond 8 notes).
+        // The values are put in the store before either cache listens (an
+        // in-memory store sends a cache its own writes back too), and the second
+        // cache takes them in by reading.
+        let shared = InMemoryRemoteStore()
+        for id in 0..<40 {
+            try await shared.set(Data(String(id).utf8), for: AvatarKey(id: id).cacheKeyString, in: "avatars", storedAt: Date(), expiresAt: nil)
+        }
         var custom: Cache<AvatarKey, Int>.Configuration = CacheTest.configuration("avatars", memoryLimit: 4)
-        custom.remoteStores = [remote]
+        custom.remoteStores = [shared]
         let (avatars, others) = (try Cache<AvatarKey, Int>(configuration: custom), try Cache<AvatarKey, Int>(configuration: custom))
-        for id in 0..<40 { others[AvatarKey(id: id)] = id }
+        for id in 0..<40 { #expect(try await others.value(for: AvatarKey(id: id)) == id) }
         #expect(others.keyStrings.withLock { $0.keys.count } <= 8, "pruned to what memory holds")
         let kept = (0..<40).map { AvatarKey(id: $0) }.filter { others[$0] != nil }
         #expect(!kept.isEmpty)

@@ -34,7 +34,12 @@ extension DiskStoreSuites {
                 #expect(list.status == 0)
                 #expect(list.output.split(separator: "\n").count == 3)
                 #expect(list.output.contains("\"big/0\"  2.0 KiB  file"))
-                #expect(list.errors.contains("(3 of 21 entries"))
+                #expect(list.errors.contains("(3 of 21 entries"), "counts the namespace listed: \(list.errors)")
+                for limit in ["-1", "0"] {
+                    let refused = try Self.hoard("ls", path, "--limit=\(limit)")
+                    #expect(refused.status != 0)
+                    #expect(refused.errors.contains("--limit must be at least 1"), "\(refused.errors)")
+                }
                 // Dates are ISO 8601 with their offset (Z for UTC).
                 #expect(list.output.contains(#/stored \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(Z|[+-]\d\d:\d\d)  /#))
 

@@ -42,6 +42,31 @@ extension DiskStoreSuites {
             }
         }
 
+        @Test("A value file replaced by a symbolic link is never followed: verify() reports it, a read is a miss that removes the link only")
+        func symlinkedValueFile() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                // Given a spilled value whose file is replaced by a link to a file outside
+                // the store with the very same bytes
+                let events = EventRecorder()
+                let store = try DiskStore(directory: url, configuration: .init(spillThreshold: 100, onEvent: events.handler))
+                try store.set(DiskTest.bytes(1_000), for: "photo", in: "images", storedAt: Date(), expiresAt: nil)
+                let path = try Self.blobPath(url)
+                let outside = url.deletingLastPathComponent().appendingPathComponent("outside")
+                try FileManager.default.moveItem(at: path, to: outside)
+                try FileManager.default.createSymbolicLink(at: path, withDestinationURL: outside)
+
+                // Then verify() names it, and a read neither follows nor returns it
+                let report = try store.verify()
+                #expect(report.damage.map(\.key) == ["photo"])
+                #expect(report.damage.first?.detail.contains("not a regular file") == true)
+                #expect(try store.entry(for: "photo", in: "images") == nil)
+                #expect(events.damage.map(\.reason) == [.missingFile])
+                #expect(try !store.contains("photo", in: "images"))
+                #expect(DiskTest.blobFiles(url).isEmpty, "the link is removed")
+                #expect(try Data(contentsOf: outside) == DiskTest.bytes(1_000), "what it pointed to is untouched")
+            }
+        }
+
         @Test("A value file cut short or grown is a miss, removed and reported", arguments: [500, 1_001, 0])
         func wrongSizeFile(newSize: Int) throws {
             try DiskTest.withTemporaryDirectory { url in
@@ -99,7 +124,7 @@ extension DiskStoreSuites {
             var name: String
         }
 
-        @Test("Bytes that no longer decode are a miss, removed and reported, never thrown")
+        @Test("Intact bytes that do not decode are a miss and a report, never thrown, and the entry stays")
         func undecodable() throws {
             try DiskTest.withTemporaryDirectory { url in
                 let events = EventRecorder()
@@ -108,18 +133,29 @@ extension DiskStoreSuites {
                 try store.set(Data([0xFF, 0xFE]), for: "not-utf8", in: "text", storedAt: Date(), expiresAt: nil)
                 try store.set(Data(repeating: 0xC3, count: 500), for: "big", in: "users", storedAt: Date(), expiresAt: nil)
                 try store.set(User(name: "Ada"), for: "fine", in: "users")
+                try store.set("a string", for: "typed", in: "users")
 
                 #expect(try store.value(for: "old-format", as: User.self, in: "users") == nil)
                 #expect(try store.value(for: "not-utf8", as: String.self, in: "text") == nil)
                 #expect(try store.value(for: "big", as: User.self, in: "users") == nil)
                 #expect(try store.value(for: "fine", as: User.self, in: "users") == User(name: "Ada"))
+                #expect(try store.value(for: "typed", as: Int.self, in: "users") == nil)
 
-                #expect(events.damage.map(\.reason) == [.undecodableValue, .undecodableValue, .undecodableValue])
-                #expect(events.damage.map(\.key) == ["old-format", "not-utf8", "big"])
-                #expect(events.damage.map(\.namespace) == ["users", "text", "users"])
-                #expect(try store.keys(in: "users") == ["fine"])
-                #expect(try store.keys(in: "text") == [])
-                #expect(DiskTest.blobFiles(url).isEmpty)
+                // Reported, not removed
+                #expect(events.undecodable.map(\.reason) == Array(repeating: .undecodableValue, count: 4))
+                #expect(events.undecodable.map(\.key) == ["old-format", "not-utf8", "big", "typed"])
+                #expect(events.undecodable.map(\.namespace) == ["users", "text", "users", "users"])
+                #expect(events.damage.isEmpty)
+                #expect(try store.keys(in: "users") == ["big", "fine", "old-format", "typed"])
+                #expect(try store.keys(in: "text") == ["not-utf8"])
+                #expect(DiskTest.blobFiles(url).count == 1)
+
+                // And each still reads back as what it is
+                #expect(try store.entry(for: "old-format", in: "users")?.data == Data("{\"nom\": 1}".utf8))
+                #expect(try store.entry(for: "not-utf8", in: "text")?.data == Data([0xFF, 0xFE]))
+                #expect(try store.entry(for: "big", in: "users")?.data == Data(repeating: 0xC3, count: 500))
+                #expect(try store.value(for: "typed", as: String.self, in: "users") == "a string")
+                #expect(try store.verify().isHealthy)
             }
         }
 

@@ -109,6 +109,54 @@ extension DiskStoreSuites {
             }
         }
 
+        @Test("On a full disk (a 2 MiB tmpfs) removeAll(in:) frees the space: a full store can be emptied")
+        func removeAllOnFullDisk() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                let mountPoint = url.deletingLastPathComponent().appendingPathComponent("tmpfs")
+                try FileManager.default.createDirectory(at: mountPoint, withIntermediateDirectories: true)
+                let (status, message) = Self.run("/bin/mount", ["-t", "tmpfs", "-o", "size=2m", "tmpfs", mountPoint.path])
+                guard status == 0 else {
+                    print("DiskStore removeAll full-disk test skipped: cannot mount a tmpfs here (\(message.trimmingCharacters(in: .whitespacesAndNewlines)))")
+                    return
+                }
+                defer { _ = Self.run("/bin/umount", ["-l", mountPoint.path]) }
+                // Given a store that filled the disk with large values, then with small ones,
+                // then the last free pages taken by another file
+                let storeURL = mountPoint.appendingPathComponent("store")
+                let events = EventRecorder()
+                let store = try DiskStore(directory: storeURL, configuration: .init(spillThreshold: 1_000, onEvent: events.handler))
+                var count = 0
+                for size in [100_000, 900] {
+                    while count < 5_000 {
+                        do {
+                            try store.set(DiskTest.bytes(size, seed: count), for: "k\(count)", in: "ns", storedAt: Date(), expiresAt: nil)
+                            count += 1
+                        } catch {
+                            #expect((error as? HoardError)?.code == .storageFull, "\(error)")
+                            break
+                        }
+                    }
+                }
+                let ballast = mountPoint.appendingPathComponent("ballast").path
+                try #require(FileManager.default.createFile(atPath: ballast, contents: nil))
+                let handle = try #require(FileHandle(forWritingAtPath: ballast))
+                while (try? handle.write(contentsOf: Data(count: 4096))) != nil {}
+                try? handle.close()
+
+                // When the namespace is removed
+                #expect(try store.removeAll(in: "ns") == count)
+
+                // Then it is empty, its files are gone, and it takes writes again
+                #expect(try store.keys(in: "ns").isEmpty)
+                #expect(DiskTest.blobFiles(storeURL).isEmpty)
+                try FileManager.default.removeItem(atPath: ballast)
+                try store.set(DiskTest.bytes(100_000), for: "again", in: "ns", storedAt: Date(), expiresAt: nil)
+                #expect(try store.entry(for: "again", in: "ns")?.data == DiskTest.bytes(100_000))
+                #expect(try store.verify().isHealthy)
+                #expect(events.failures.isEmpty)
+            }
+        }
+
         @Test("Past the process's file size limit (RLIMIT_FSIZE, in a child): storageFull, and the store stays usable")
         func fileSizeLimit() async throws {
             try await DiskTest.withTemporaryDirectory { url in

@@ -33,6 +33,64 @@ extension DiskStoreSuites {
             }
         }
 
+        @Test("A store directory that is a symbolic link is followed: the store lives where it points")
+        func symlinkedStoreDirectory() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                let target = url.deletingLastPathComponent().appendingPathComponent("elsewhere", isDirectory: true)
+                try FileManager.default.createDirectory(at: target, withIntermediateDirectories: true)
+                try FileManager.default.createSymbolicLink(at: url, withDestinationURL: target)
+                do {
+                    let store = try DiskStore(directory: url, configuration: .init(spillThreshold: 10))
+                    try store.set(DiskTest.bytes(100), for: "k", in: "ns", storedAt: Date(), expiresAt: nil)
+                }
+                #expect(FileManager.default.fileExists(atPath: target.appendingPathComponent("index.sqlite").path))
+                #expect(DiskTest.blobFiles(target).count == 1)
+                #expect(try DiskStore(directory: url).entry(for: "k", in: "ns")?.data == DiskTest.bytes(100))
+            }
+        }
+
+        @Test("A blobs entry that is a symbolic link or a file, or a lock that is a link, is refused before anything is created",
+              arguments: ["blobs-link", "blobs-file", "lock-link"])
+        func linksInsideAreRefused(kind: String) throws {
+            try DiskTest.withTemporaryDirectory { url in
+                // Given an otherwise empty directory, and a directory outside it
+                try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+                let outside = url.deletingLastPathComponent().appendingPathComponent("outside", isDirectory: true)
+                try FileManager.default.createDirectory(at: outside, withIntermediateDirectories: true)
+                try Data("victim".utf8).write(to: outside.appendingPathComponent("victim"))
+                switch kind {
+                case "blobs-link":
+                    try FileManager.default.createSymbolicLink(at: url.appendingPathComponent("blobs"), withDestinationURL: outside)
+                case "blobs-file":
+                    try Data().write(to: url.appendingPathComponent("blobs"))
+                default:
+                    try FileManager.default.createSymbolicLink(
+                        at: url.appendingPathComponent("lock"), withDestinationURL: outside.appendingPathComponent("victim"))
+                }
+                let before = Self.snapshot(url)
+                let outsideBefore = Self.snapshot(outside)
+
+                // Then opening is refused, and nothing is created here or there
+                Self.expectRefused(url)
+                #expect(Self.snapshot(url) == before)
+                #expect(Self.snapshot(outside) == outsideBefore)
+                #expect(!FileManager.default.fileExists(atPath: url.appendingPathComponent("index.sqlite").path))
+            }
+        }
+
+        @Test("An existing empty directory with mode 0777 becomes a 0700 store")
+        func widePermissionsAreNarrowed() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+                #expect(chmod(url.path, 0o777) == 0)
+                _ = try DiskStore(directory: url)
+                #expect(DiskTest.mode(url) == 0o700)
+                #expect(DiskTest.mode(url.appendingPathComponent("index.sqlite")) == 0o600)
+                #expect(DiskTest.mode(url.appendingPathComponent("blobs")) == 0o700)
+                #expect(DiskTest.mode(url.appendingPathComponent("lock")) == 0o600)
+            }
+        }
+
         @Test("A directory holding other files is refused and nothing in it changes")
         func foreignDirectory() throws {
             try DiskTest.withTemporaryDirectory { url in

@@ -231,6 +231,11 @@ final class EventRecorder: Sendable {
         all.compactMap { if case .removedDamaged(let damage) = $0 { damage } else { nil } }
     }
 
+    /// The intact values typed reads could not decode so far (kept in place).
+    var undecodable: [StoreDamage] {
+        all.compactMap { if case .undecodable(let damage) = $0 { damage } else { nil } }
+    }
+
     /// The failures reported so far.
     var failures: [String] {
         all.compactMap { if case .failed(let operation, _, _, let error) = $0 { "\(operation): \(error)" } else { nil } }

@@ -35,8 +35,9 @@ struct MessageLogLeaseTests {
                 }
                 try log.append(message)
 
-                // When the process dies now (the file as it is, copied)
-                try write(try bytes(of: url), to: copy)
+                // When the process dies now (the file as it is, copied; never half of
+                // a header the lease timer is writing, which no crash leaves)
+                try write(try crashImage(of: url), to: copy)
 
                 // Then a reader and a writer opening the copy see exactly the model's messages
                 let reader = try MessageLog<Data>(forReadingFrom: copy, codec: .cacheValue)
@@ -67,7 +68,7 @@ struct MessageLogLeaseTests {
                     _ = model.append(message)
                     sequence += 1
                 }
-                var image = try bytes(of: url)
+                var image = try crashImage(of: url)
                 let last = try #require(model.records.last)
                 let tears = random.next() % 2 == 0 && last.offset + last.size == image.count
                 if tears {
@@ -88,7 +89,7 @@ struct MessageLogLeaseTests {
                 // Then its own crash image (nothing written since but that one record)
                 // holds exactly the model's messages: nothing of the dropped tail returns
                 let again = directory.appendingPathComponent("again-\(round).log")
-                try write(try bytes(of: next), to: again)
+                try write(try crashImage(of: next), to: again)
                 #expect(try rawLog(again, maximumBytes: budget, overwrites: true).messages() == model.messages,
                         "round \(round)")
                 try FileManager.default.removeItem(at: url)

@@ -59,6 +59,36 @@ func bytes(of url: URL) throws -> [UInt8] {
     [UInt8](try Data(contentsOf: url))
 }
 
+/// CRC-32C, bit by bit (the header checksum, computed independently of the library).
+func bitwiseCRC32C(_ bytes: ArraySlice<UInt8>) -> UInt32 {
+    var crc: UInt32 = 0xFFFF_FFFF
+    for byte in bytes {
+        crc ^= UInt32(byte)
+        for _ in 0..<8 { crc = crc & 1 == 1 ? (crc >> 1) ^ 0x82F6_3B78 : crc >> 1 }
+    }
+    return ~crc
+}
+
+/// The bytes of a log file that another instance may be writing, as a crash would
+/// leave them: read until the 64-byte header checks out.
+///
+/// The copy takes no lock (a crash image is the file mid-lease), so it can race the
+/// lease timer's header write: a read that overlaps a `pwrite` may see half of the
+/// old header and half of the new one, which no crash leaves (the kernel finishes a
+/// write it started). Such a read fails the header's checksum and is read again; the
+/// header is written only when a lease is taken or let go, so a second read sees it
+/// whole. After 1,000 torn reads in a row it gives up and returns the last.
+func crashImage(of url: URL) throws -> [UInt8] {
+    var file: [UInt8] = []
+    for _ in 0..<1_000 {
+        file = try bytes(of: url)
+        guard file.count >= 64 else { return file }
+        let stored = file[60..<64].enumerated().reduce(UInt32(0)) { $0 | UInt32($1.element) << (8 * $1.offset) }
+        if bitwiseCRC32C(file[0..<60]) == stored { return file }
+    }
+    return file
+}
+
 /// The bytes of `log`'s file once the log has let its append lease go (any read does).
 ///
 /// While an instance holds the lease, the file's header is a checkpoint with the

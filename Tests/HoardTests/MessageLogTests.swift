@@ -32,6 +32,18 @@ struct MessageLogTests {
         }
     }
 
+    @Test("A new log file is readable and writable by its owner only (0600), as the disk store's files are")
+    func ownerOnlyMode() throws {
+        try withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("private.log")
+            let log = try rawLog(url, maximumBytes: 4096, overwrites: false)
+            try log.append(Data("secret".utf8))
+            var info = stat()
+            #expect(stat(url.path, &info) == 0)
+            #expect(info.st_mode & 0o777 == 0o600)
+        }
+    }
+
     @Test("Reopening a log keeps its messages and appends after them")
     func reopen() throws {
         try withTemporaryDirectory { directory in
@@ -170,7 +182,9 @@ struct MessageLogTests {
             let url = directory.appendingPathComponent("future.log")
             try rawLog(url, maximumBytes: 4096, overwrites: true).append(Data("x".utf8))
             var file = try bytes(of: url)
-            file[8] = 2  // format version 2
+            file[8] = 2  // format version 2, with a header checksum that matches it
+            let crc = bitwiseCRC32C(file[0..<60])
+            for i in 0..<4 { file[60 + i] = UInt8(truncatingIfNeeded: crc >> (8 * i)) }
             try write(file, to: url)
 
             let log = try rawLog(url, maximumBytes: 4096, overwrites: true)
@@ -182,6 +196,28 @@ struct MessageLogTests {
             #expect(read?.description.contains("format version 2") == true)
             #expect(throws: HoardError.self) { try log.recover() }
             #expect(try bytes(of: url) == file)
+        }
+    }
+
+    @Test("A flipped bit in the header's version field is damage, not another version: recover() repairs it",
+          arguments: [0, 1, 9, 17, 31])
+    func flippedVersionBit(bit: Int) throws {
+        try withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("flipped.log")
+            let messages = (0..<5).map { Data("message \($0)".utf8) }
+            for message in messages { try rawLog(url, maximumBytes: 4096, overwrites: true).append(message) }
+            var file = try bytes(of: url)
+            file[8 + bit / 8] ^= UInt8(1) << (bit % 8)
+            try write(file, to: url)
+
+            let log = try rawLog(url, maximumBytes: 4096, overwrites: true)
+            let read = #expect(throws: HoardError.self) { try log.messages() }
+            #expect(read?.code == .fileCorrupted)
+            #expect(read?.description.contains("version field is damaged") == true)
+            #expect(try !log.verify().isHeaderIntact)
+            try log.recover()
+            #expect(try log.messages() == messages)
+            #expect(try log.verify().isIntact)
         }
     }
 

@@ -219,7 +219,7 @@ extension DiskStoreSuites {
             }
         }
 
-        @Test("A value of another type in the suite is a miss, removed and reported")
+        @Test("A value of another type in the suite is a miss and a report, and stays")
         func wrongTypeInSuite() async throws {
             try await SettingsTest.withDomain { domain in
                 // Given a suite where other code stored a number and a dictionary
@@ -236,23 +236,25 @@ extension DiskStoreSuites {
                 #expect(settings.value(for: "count") == nil)
                 #expect(settings.value(for: "dict") == nil)
 
-                // Then each was reported with its reason and removed; the good value stays
-                #expect(recorder.damage.map(\.reason) == [.unexpectedType, .unexpectedType])
-                #expect(recorder.damage.map(\.key) == ["count", "dict"])
-                #expect(recorder.damage.allSatisfy { $0.namespace == "planted" })
+                // Then each was reported with its reason, and nothing was removed
+                #expect(recorder.undecodable.map(\.reason) == [.unexpectedType, .unexpectedType])
+                #expect(recorder.undecodable.map(\.key) == ["count", "dict"])
+                #expect(recorder.undecodable.allSatisfy { $0.namespace == "planted" })
                 var iterator = events.makeAsyncIterator()
-                guard case .removedDamaged(let first) = await iterator.next() else {
+                guard case .undecodable(let first) = await iterator.next() else {
                     Issue.record("no event on the stream")
                     return
                 }
                 #expect(first.key == "count")
-                #expect(settings.keys == ["good"])
+                #expect(settings.keys == ["count", "dict", "good"])
                 #expect(settings.value(for: "good") == 7)
-                #expect(_SettingsRegistry.shared(domain).totalCount == 1)
+                #expect(_SettingsRegistry.shared(domain).totalCount == 3)
+                let suite = try #require(UserDefaults(suiteName: domain.suiteName(for: "planted")))
+                #expect(suite.integer(forKey: "count") == 42)
             }
         }
 
-        @Test("Bytes the codec cannot decode are a miss, removed and reported")
+        @Test("Two stores of different types in one namespace: a read of the other's value is a miss, and the value stays")
         func undecodableValue() throws {
             try SettingsTest.withDomain { domain in
                 // Given a value written as a String, read back as a Profile
@@ -263,14 +265,17 @@ extension DiskStoreSuites {
                 let profiles = try SettingsTest.store(
                     "mixed", domain, codec: ValueCodec<Profile>.json, configuration: .init(onEvent: recorder.handler))
 
-                // When read
+                // When read as the wrong type, twice
+                #expect(profiles.value(for: "me") == nil)
                 #expect(profiles.value(for: "me") == nil)
 
-                // Then reported and removed; the decodable one is intact
-                #expect(recorder.damage.map(\.reason) == [.undecodableValue])
-                #expect(recorder.damage.first?.detail.contains("8 bytes do not decode") == true)
-                #expect(strings.value(for: "me") == nil)
+                // Then reported each time and kept: the String store still reads it
+                #expect(recorder.undecodable.map(\.reason) == [.undecodableValue, .undecodableValue])
+                #expect(recorder.undecodable.first?.detail.contains("8 bytes do not decode") == true)
+                #expect(strings.value(for: "me") == "not json")
+                #expect(profiles.contains("me"))
                 #expect(profiles.value(for: "other") == Profile(name: "Bo", age: 3))
+                #expect(strings.keys == ["me", "other"])
             }
         }
 

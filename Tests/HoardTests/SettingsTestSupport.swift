@@ -79,8 +79,8 @@ final class SettingsEventRecorder: Sendable {
         { [self] event in events.withLock { $0.append(event) } }
     }
 
-    /// The damage reported so far.
-    var damage: [StoreDamage] {
-        events.withLock { $0 }.compactMap { if case .removedDamaged(let damage) = $0 { damage } else { nil } }
+    /// The values reads could not use so far (kept in place).
+    var undecodable: [StoreDamage] {
+        events.withLock { $0 }.compactMap { if case .undecodable(let damage) = $0 { damage } else { nil } }
     }
 }

@@ -17,7 +17,8 @@ extension MessageLog {
     ///   overwrite setting; ``HoardError/Code/logFull``;
     ///   ``HoardError/Code/fileNotWritable`` when ``isWritable`` is `false`;
     ///   ``HoardError/Code/fileCorrupted`` when the records to evict are damaged;
-    ///   ``HoardError/Code/ioFailed``.
+    ///   ``HoardError/Code/storageFull`` when the storage is full (as the disk store
+    ///   reports it); ``HoardError/Code/ioFailed``.
     /// - Complexity: One `pwritev` without fsync while the instance holds its append
     ///   lease (see ``MessageLog``); plus, per 64 KiB of evicted records, a header write
     ///   and a read; and, once a millisecond at most, taking and letting go of the lease

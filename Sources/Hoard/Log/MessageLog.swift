@@ -113,6 +113,7 @@ public final class MessageLog<Message: Sendable>: Sendable {
     /// - Throws: ``HoardError/Code/invalidConfiguration`` for a budget below 72 bytes or
     ///   a URL that is not a file URL; ``HoardError/Code/fileCorrupted`` (offset 0) when
     ///   the file exists and is not a message log, in which case it is not changed;
+    ///   ``HoardError/Code/storageFull`` when the storage is full;
     ///   ``HoardError/Code/ioFailed`` when the file cannot be opened, locked or read.
     public init(
         fileURL: URL,

@@ -22,7 +22,9 @@ struct _LogFile: Sendable {
             case .failure(let failure) where failure.isPermissionDenied:
                 refused = failure  // try reading only
             case .failure(let failure):
-                throw HoardError(.ioFailed, "could not open the log file: \(failure)", path: path, underlying: failure.asError)
+                throw HoardError(
+                    failure.isStorageFull ? .storageFull : .ioFailed, "could not open the log file: \(failure)",
+                    path: path, underlying: failure.asError)
             }
         }
         switch _POSIX.openFile(path, writable: false, create: false) {
@@ -43,8 +45,12 @@ struct _LogFile: Sendable {
         _POSIX.closeFile(descriptor)
     }
 
+    /// ``HoardError/Code/storageFull`` when the storage is full (as the disk store
+    /// reports it), ``HoardError/Code/ioFailed`` otherwise.
     private func failed(_ failure: _POSIX.Failure, _ doing: String) -> HoardError {
-        HoardError(.ioFailed, "could not \(doing): \(failure)", path: path, underlying: failure.asError)
+        HoardError(
+            failure.isStorageFull ? .storageFull : .ioFailed, "could not \(doing): \(failure)", path: path,
+            underlying: failure.asError)
     }
 
     // MARK: Locking

@@ -104,10 +104,26 @@ struct _LogHeader: Equatable, Sendable {
         func u32(_ offset: Int) -> UInt32 { bytes.loadUnaligned(fromByteOffset: offset, as: UInt32.self).littleEndian }
         func u64(_ offset: Int) -> UInt64 { bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self).littleEndian }
         let version = u32(8)
-        guard version == currentVersion else { return .unsupportedVersion(version) }
         let lap = u32(56)
         let budgetHint = Int(exactly: u64(16)) ?? 0
-        guard _CRC32C.checksum(UnsafeRawBufferPointer(rebasing: bytes[0..<60])) == u32(60) else {
+        // The checksum before the version: a flipped bit in the version field is
+        // damage to a header of this version (the checksum matches once the version
+        // is put back), not a log of another version. A version this code does not
+        // know whose header does not check out either way is another format, whose
+        // layout (and checksum) may differ: refused, never rewritten.
+        let checksum = _CRC32C.checksum(UnsafeRawBufferPointer(rebasing: bytes[0..<60]))
+        if version != currentVersion {
+            let asCurrent = withUnsafeBytes(of: currentVersion.littleEndian) { current in
+                var crc = _CRC32C.checksum(UnsafeRawBufferPointer(rebasing: bytes[0..<8]))
+                crc = _CRC32C.update(crc, current)
+                return _CRC32C.update(crc, UnsafeRawBufferPointer(rebasing: bytes[12..<60]))
+            }
+            guard asCurrent == u32(60) else { return .unsupportedVersion(version) }
+            return .damaged(
+                reason: "the header's version field is damaged (it says \(version)); the rest of the header checks out",
+                lap: lap, maximumBytes: budgetHint)
+        }
+        guard checksum == u32(60) else {
             return .damaged(reason: "the header's checksum does not match its bytes", lap: lap, maximumBytes: budgetHint)
         }
         func damaged(_ reason: String) -> Parsed { .damaged(reason: reason, lap: lap, maximumBytes: budgetHint) }

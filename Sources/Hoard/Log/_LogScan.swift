@@ -161,7 +161,9 @@ struct _LogScan {
                 let gap = record.offset - start
                 guard previous.isInUpperSegment, gap == 0 || gap >= _LogRecord.prefixSize else { continue }
                 if maximumBytes - previous.end >= _LogRecord.prefixSize {
-                    markers.append((previous.end, Array(withUnsafeBytes(of: _LogRecord.wrapTag.littleEndian) { $0 })))
+                    // The bytes are copied inside the closure: the buffer is only valid there
+                    // (returning it let an optimised build write whatever the stack held).
+                    markers.append((previous.end, withUnsafeBytes(of: _LogRecord.wrapTag.littleEndian) { Array($0) }))
                 }
                 markers += Self.skipMarkers(from: start, to: record.offset)
             }

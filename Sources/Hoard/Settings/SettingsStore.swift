@@ -22,9 +22,11 @@ import Foundation
 ///   ``HoardError/Code/settingsValueTooLarge``) and stores nothing.
 /// - **Persistence.** A write that returned has been written to the suite's file:
 ///   it survives the process ending, however it ends.
-/// - **Bad data.** A value of another type in the suite, or bytes the codec cannot
-///   decode, is a miss: the value is removed and reported as
-///   ``SettingsStoreEvent/removedDamaged(_:)``. Reads never throw and never trap.
+/// - **Reads never destroy data.** A value of another type in the suite, or bytes
+///   the codec cannot decode (another store's values in a shared namespace, an older
+///   version of the type), is a miss reported as
+///   ``SettingsStoreEvent/undecodable(_:)``, and stays where it is. Reads never
+///   throw and never trap.
 /// - **Names.** A namespace is 1–128 ASCII letters, digits, `-`, `_` and `.`,
 ///   without a leading or trailing dot or `..`; anything else is refused with
 ///   ``HoardError/Code/invalidName``, so no name reaches another suite or file.
@@ -104,35 +106,35 @@ public final class SettingsStore<Value: Sendable>: Sendable {
     /// The value for `key`, or `nil`.
     ///
     /// A value of another type in the suite, or bytes the codec cannot decode, is a
-    /// miss: it is removed and reported as ``SettingsStoreEvent/removedDamaged(_:)``.
+    /// miss reported as ``SettingsStoreEvent/undecodable(_:)``; the value is not
+    /// removed (it may be another store's, or another version's).
     ///
     /// - Complexity: A dictionary lookup in memory and one decode.
     public func value(for key: some CacheKey) -> Value? {
         let key = _normalized(key.cacheKeyString)
-        let (stored, generation) = registry.stored(namespace, key: key)
-        switch stored {
+        switch registry.stored(namespace, key: key) {
         case .missing:
             return nil
         case .data(let data):
             do {
                 return try codec.decode(data)
             } catch {
-                removeDamaged(
-                    key, generation: generation, reason: .undecodableValue,
-                    detail: "\(data.count) bytes do not decode as \(Value.self): \(error.message)")
+                report(.undecodable(StoreDamage(
+                    namespace: namespace, key: key, reason: .undecodableValue,
+                    detail: "\(data.count) bytes do not decode as \(Value.self): \(error.message); the value was kept")))
                 return nil
             }
         case .other(let typeName):
-            removeDamaged(
-                key, generation: generation, reason: .unexpectedType,
-                detail: "the suite holds a \(typeName), not the encoded bytes a SettingsStore writes")
+            report(.undecodable(StoreDamage(
+                namespace: namespace, key: key, reason: .unexpectedType,
+                detail: "the suite holds a \(typeName), not the encoded bytes a SettingsStore writes; the value was kept")))
             return nil
         }
     }
 
     /// Whether the namespace holds a value under `key` (decodable or not).
     public func contains(_ key: some CacheKey) -> Bool {
-        if case .missing = registry.stored(namespace, key: _normalized(key.cacheKeyString)).0 { return false }
+        if case .missing = registry.stored(namespace, key: _normalized(key.cacheKeyString)) { return false }
         return true
     }
 
@@ -190,20 +192,7 @@ public final class SettingsStore<Value: Sendable>: Sendable {
         try registry.removeAll(in: namespace)
     }
 
-    // MARK: Damage
-
-    private func removeDamaged(_ key: String, generation: Int, reason: StoreDamage.Reason, detail: String) {
-        let damage = StoreDamage(namespace: namespace, key: key, reason: reason, detail: detail)
-        do {
-            // Not removed when the namespace changed since the read: the value may
-            // have been replaced, and the damage is gone with it.
-            if try registry.remove(key, in: namespace, ifGeneration: generation) {
-                report(.removedDamaged(damage))
-            }
-        } catch {
-            report(.failed(operation: "removing a damaged value (\(damage))", key: key, error: error))
-        }
-    }
+    // MARK: Events
 
     func report(_ event: SettingsStoreEvent) {
         configuration.onEvent?(event)

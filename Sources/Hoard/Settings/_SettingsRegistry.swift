@@ -33,9 +33,6 @@ final class _SettingsRegistry: Sendable {
         var suites: [String: UserDefaults] = [:]
         /// The keys of every registered namespace.
         var keys: [String: Set<String>] = [:]
-        /// Bumped by every change in a namespace; a damaged value is removed only if
-        /// nothing changed since it was read.
-        var generations: [String: Int] = [:]
         var total = 0
         var nextObserverID = 0
         var observers: [String: [Int: Observers]] = [:]
@@ -54,10 +51,6 @@ final class _SettingsRegistry: Sendable {
             let found = Set(suite(domain, namespace).persistentDomain(forName: domain.suiteName(for: namespace))?.keys ?? [:].keys)
             keys[namespace] = found
             total += found.count
-        }
-
-        mutating func changed(_ namespace: String) {
-            generations[namespace, default: 0] += 1
         }
 
         func publish(_ namespace: String, key: String, data: Data?) {
@@ -128,14 +121,13 @@ final class _SettingsRegistry: Sendable {
 
     // MARK: Reading and writing
 
-    /// What `namespace` holds under `key`, and the namespace's generation.
-    func stored(_ namespace: String, key: String) -> (Stored, generation: Int) {
+    /// What `namespace` holds under `key`.
+    func stored(_ namespace: String, key: String) -> Stored {
         state.withLock { state in
-            let generation = state.generations[namespace, default: 0]
-            guard state.registered.contains(namespace) else { return (.missing, generation) }
-            guard let object = state.suite(domain, namespace).object(forKey: key) else { return (.missing, generation) }
-            if let data = object as? Data { return (.data(data), generation) }
-            return (.other(typeName: "\(type(of: object))"), generation)
+            guard state.registered.contains(namespace) else { return .missing }
+            guard let object = state.suite(domain, namespace).object(forKey: key) else { return .missing }
+            if let data = object as? Data { return .data(data) }
+            return .other(typeName: "\(type(of: object))")
         }
     }
 
@@ -164,7 +156,6 @@ final class _SettingsRegistry: Sendable {
             }
             let suite = state.suite(domain, namespace)
             suite.set(data, forKey: key)
-            state.changed(namespace)
             state.publish(namespace, key: key, data: data)
             return (suite, state.registry, newNamespace)
         }
@@ -173,20 +164,17 @@ final class _SettingsRegistry: Sendable {
         try synchronize(suite, name: domain.suiteName(for: namespace))
     }
 
-    /// Removes `key` from `namespace`; with `generation`, only when nothing changed
-    /// in the namespace since that generation was read.
+    /// Removes `key` from `namespace`.
     ///
     /// - Returns: Whether a value was removed.
-    func remove(_ key: String, in namespace: String, ifGeneration generation: Int? = nil) throws(HoardError) -> Bool {
+    func remove(_ key: String, in namespace: String) throws(HoardError) -> Bool {
         let suite = state.withLock { state -> UserDefaults? in
             guard state.registered.contains(namespace) else { return nil }
-            if let generation, state.generations[namespace, default: 0] != generation { return nil }
             state.loadKeys(domain, namespace)
             let suite = state.suite(domain, namespace)
             guard suite.object(forKey: key) != nil else { return nil }
             suite.removeObject(forKey: key)
             if state.keys[namespace]?.remove(key) != nil { state.total -= 1 }
-            state.changed(namespace)
             state.publish(namespace, key: key, data: nil)
             return suite
         }
@@ -210,7 +198,6 @@ final class _SettingsRegistry: Sendable {
             state.keys[namespace] = []
             state.registered.remove(namespace)
             state.registry.removeObject(forKey: namespace)
-            state.changed(namespace)
             for key in keys { state.publish(namespace, key: key, data: nil) }
             return (keys.count, state.registry)
         }

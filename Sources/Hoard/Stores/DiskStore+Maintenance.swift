@@ -101,10 +101,11 @@ extension DiskStore {
     ///
     /// It runs SQLite's `quick_check` on the index; checks every row's shape (dates
     /// and size of the right types, a value or a file but not both, a file name of
-    /// the exact shape the store writes); checks that every value file exists
-    /// with the size its row records; compares the per-namespace totals with the
-    /// entries; and lists files in `blobs/` that no entry refers to. It never reads
-    /// values, so it cannot tell whether they still decode.
+    /// the exact shape the store writes, a checksum); checks that every value file
+    /// exists with the size its row records; reads every value, inline and in its
+    /// file, and checks it against its CRC-32C; compares the per-namespace totals
+    /// with the entries; and lists files in `blobs/` that no entry refers to. It
+    /// does not decode values, so it cannot tell which type they decode as.
     ///
     /// With `repairing`, damaged entries are removed (after checking again under
     /// the write lock that they are still damaged), the totals are recomputed, and
@@ -119,7 +120,7 @@ extension DiskStore {
     ///   - progress: Called every few hundred entries, outside every lock.
     /// - Returns: Entries checked and every problem, each with its namespace and
     ///   key when it concerns one entry.
-    /// - Complexity: O(entries + files).
+    /// - Complexity: O(entries + files + bytes stored).
     public func verify(repairing: Bool, progress: ((Progress) -> Void)?) throws(HoardError) -> VerificationReport {
         var report = VerificationReport(repaired: repairing)
         func indexDamage(_ what: String, _ error: HoardError) {
@@ -155,7 +156,7 @@ extension DiskStore {
             lastID = last.id
             for row in rows {
                 report.entriesChecked += 1
-                guard let damage = check(row) else { continue }
+                guard let damage = try check(row) else { continue }
                 report.damage.append(damage)
                 if repairing { try repair(row, damage: damage) }
             }
@@ -189,22 +190,37 @@ extension DiskStore {
     }
 
     /// What is wrong with a scanned row, or `nil`.
-    private func check(_ row: _DiskIndex.ScannedRow) -> StoreDamage? {
+    ///
+    /// - Throws: When a value file exists but cannot be read.
+    private func check(_ row: _DiskIndex.ScannedRow) throws(HoardError) -> StoreDamage? {
         if let problem = row.problem {
             return StoreDamage(namespace: row.namespace, key: row.key, reason: .malformedRow, detail: "the entry's row is malformed: \(problem)")
         }
-        guard let name = row.blob else { return nil }
-        switch blobs.size(of: name) {
-        case nil:
+        if row.checksumMismatch {
+            return StoreDamage(
+                namespace: row.namespace, key: row.key, reason: .checksumMismatch,
+                detail: "the entry's \(row.size) inline bytes do not match their checksum")
+        }
+        guard let name = row.blob, let crc = row.crc else { return nil }
+        switch try blobs.read(name, size: row.size) {
+        case .missing:
             return StoreDamage(
                 namespace: row.namespace, key: row.key, reason: .missingFile,
                 detail: "the value file blobs/\(name) is missing")
-        case let size? where size != row.size:
+        case .notARegularFile:
+            return StoreDamage(
+                namespace: row.namespace, key: row.key, reason: .missingFile,
+                detail: "blobs/\(name) is not a regular file (a symbolic link is never followed)")
+        case .sizeMismatch(let size):
             return StoreDamage(
                 namespace: row.namespace, key: row.key, reason: .fileSizeMismatch,
                 detail: "the value file blobs/\(name) has \(size) bytes, the entry says \(row.size)")
-        default:
-            return nil
+        case .data(let data):
+            let actual = data.withUnsafeBytes { _DiskIndex.checksum($0, namespace: row.namespace, key: row.key) }
+            guard actual != crc else { return nil }
+            return StoreDamage(
+                namespace: row.namespace, key: row.key, reason: .checksumMismatch,
+                detail: "the value file blobs/\(name) does not match its checksum")
         }
     }
 
@@ -216,7 +232,7 @@ extension DiskStore {
             let index = try state.open()
             try index.transaction { () throws(HoardError) in
                 guard let again = try index.scan(after: row.id - 1, limit: 1).first, again.id == row.id,
-                    again.blob == row.blob, check(again) != nil
+                    again.blob == row.blob, try check(again) != nil
                 else { return }
                 _ = try index.delete(id: row.id)
                 if let file = again.blob { effects.filesToRemove.append(file) }

@@ -3,11 +3,13 @@ import Foundation
 extension DiskStore {
     /// The value for `key`, decoded as `Value`, or `nil`.
     ///
-    /// Bytes that no longer decode (written by an older version of the type, or
-    /// damaged) are a miss: the entry is removed and reported as
-    /// ``DiskStoreEvent/removedDamaged(_:)`` with reason
-    /// ``StoreDamage/Reason/undecodableValue``; the call returns `nil` rather than
-    /// throwing, so a stale format never breaks a read.
+    /// Intact bytes that do not decode as `Value` (another type's value, or one
+    /// written by an older version of the type) are a miss reported as
+    /// ``DiskStoreEvent/undecodable(_:)`` with reason
+    /// ``StoreDamage/Reason/undecodableValue``, and the entry stays: a read never
+    /// destroys intact data, and a read as the right type still finds it. The call
+    /// returns `nil` rather than throwing, so a stale format never breaks a read.
+    /// Only damage (see ``entry(for:in:)``) removes an entry.
     ///
     /// ```swift
     /// let user = try store.value(for: "user:42", as: User.self, in: "users")
@@ -38,24 +40,15 @@ extension DiskStore {
         let codec = try Self.codec(codec)
         let key = _normalized(key.cacheKeyString)
         let namespace = _normalized(namespace)
-        guard let (stored, file) = try _entry(for: key, in: namespace) else { return nil }
+        guard let stored = try _entry(for: key, in: namespace) else { return nil }
         do {
             let value = try codec.decode(stored.data)
             return CacheEntry(value: value, storedAt: stored.storedAt, expiresAt: stored.expiresAt)
         } catch {
-            var effects = _DiskEffects()
-            do {
-                try state.withLock { (state) throws(HoardError) in
-                    try state.removeUndecodable(
-                        namespace: namespace, key: key, storedAt: stored.storedAt.timeIntervalSince1970, file: file,
-                        data: stored.data, reason: "\(error.message)\(error.underlying.map { " (\($0))" } ?? "")",
-                        effects: &effects)
-                }
-            } catch let removal {
-                effects.events.append(.failed(
-                    operation: "remove an entry that does not decode", namespace: namespace, key: key, error: removal))
-            }
-            finish(effects)
+            let reason = "\(error.message)\(error.underlying.map { " (\($0))" } ?? "")"
+            observers.publish([.undecodable(StoreDamage(
+                namespace: namespace, key: key, reason: .undecodableValue,
+                detail: "\(stored.data.count) intact bytes do not decode as \(Value.self): \(reason); the entry was kept"))])
             return nil
         }
     }

@@ -25,9 +25,18 @@ import Synchronization
 ///   any instant (the kernel still holds what was written); a power loss may lose
 ///   the last writes, never consistency. A write in flight when the process dies
 ///   is either entirely there or entirely absent.
-/// - **Bad data.** A malformed row, a missing or truncated value file, or (through
-///   the typed API) bytes that no longer decode: a miss, the entry removed, a
+/// - **Never wrong bytes.** Every value is stored with a CRC-32C of its bytes,
+///   namespace and key, checked on every read and by ``verify(repairing:)``.
+/// - **Bad data.** A malformed row, a missing or truncated value file, or bytes
+///   that do not match their checksum: a miss, the entry removed, a
 ///   ``DiskStoreEvent/removedDamaged(_:)`` naming namespace, key and reason.
+/// - **Older stores.** A store of format version 1 (no checksums) is migrated to
+///   version 2 when it is opened while no other instance or process has it open
+///   (every value file is read once); opened while another has it open, it is
+///   refused with ``HoardError/Code/busy`` and left unchanged.
+/// - **Reads never destroy intact data.** Through the typed API, intact bytes that
+///   do not decode as the type asked for are a miss and a
+///   ``DiskStoreEvent/undecodable(_:)``; the entry stays.
 /// - **Foreign paths.** A path that holds anything but a Hoard store or an empty
 ///   directory is refused with ``HoardError/Code/notAStore`` before anything is
 ///   written.
@@ -73,6 +82,8 @@ public final class DiskStore: CacheStore {
     /// - Throws: ``HoardError/Code/notAStore`` when the path holds something other
     ///   than a Hoard store (nothing is changed);
     ///   ``HoardError/Code/unsupportedFormat`` for a store of a newer format;
+    ///   ``HoardError/Code/busy`` for a store of format version 1 that another
+    ///   instance or process has open (it is migrated when opened alone);
     ///   ``HoardError/Code/permissionDenied``, ``HoardError/Code/storageFull`` or
     ///   ``HoardError/Code/ioFailed`` when the files cannot be opened or created;
     ///   ``HoardError/Code/invalidConfiguration`` for a setting out of range.
@@ -102,7 +113,7 @@ public final class DiskStore: CacheStore {
         }
         var lock = try _StoreDirectory.lock(path)
         var openingEvents: [DiskStoreEvent] = []
-        do {
+        do throws(HoardError) {
             if index == nil {
                 if _FileSystem.kind(at: indexPath) == .missing {
                     try lock.takeExclusive(path: path)
@@ -116,6 +127,15 @@ public final class DiskStore: CacheStore {
                 index = try _DiskIndex(path: indexPath, busyTimeout: configuration.busyTimeout)
             }
             try _FileSystem.makeDirectory(blobs.directory)
+            if let index, index.storedVersion < _DiskIndex.formatVersion {
+                guard lock.exclusive else {
+                    throw HoardError(
+                        .busy,
+                        "the store has format version \(index.storedVersion) and is migrated to version \(_DiskIndex.formatVersion) when opened while no other instance or process has it open; nothing was changed",
+                        path: path)
+                }
+                try index.migrate(blobs: blobs)
+            }
             if lock.exclusive, configuration.collectsOrphansAtOpen, let index {
                 let (files, bytes) = try _StoreDirectory.collectOrphans(blobs: blobs, index: index)
                 if files > 0 { openingEvents.append(.collectedOrphans(files: files, bytes: bytes)) }
@@ -176,7 +196,8 @@ public final class DiskStore: CacheStore {
     /// The live entry for `key` in `namespace`, or `nil`.
     ///
     /// An expired entry is a miss and is removed. A damaged entry (malformed row,
-    /// missing or truncated file) is a miss, is removed and is reported as
+    /// missing or truncated file, bytes that do not match the CRC-32C stored with
+    /// them) is a miss, is removed and is reported as
     /// ``DiskStoreEvent/removedDamaged(_:)``. A hit records an access for eviction
     /// order (in memory, written later in a batch).
     ///
@@ -184,11 +205,11 @@ public final class DiskStore: CacheStore {
     /// - Complexity: One indexed lookup; a large value is read from its file
     ///   outside the store's lock.
     public func entry(for key: String, in namespace: String) throws(HoardError) -> StoredEntry? {
-        try _entry(for: _normalized(key), in: _normalized(namespace))?.entry
+        try _entry(for: _normalized(key), in: _normalized(namespace))
     }
 
-    /// ``entry(for:in:)`` on normalised strings, also returning the entry's file.
-    func _entry(for key: String, in namespace: String) throws(HoardError) -> (entry: StoredEntry, file: String?)? {
+    /// ``entry(for:in:)`` on normalised strings.
+    func _entry(for key: String, in namespace: String) throws(HoardError) -> StoredEntry? {
         for _ in 0..<8 {
             let now = clock.now().timeIntervalSince1970
             var effects = _DiskEffects()
@@ -202,20 +223,25 @@ public final class DiskStore: CacheStore {
             case .retry:
                 continue
             case .inline(let entry):
-                return (entry, nil)
-            case .file(let name, let size, let storedAt, let expiresAt):
+                return entry
+            case .file(let name, let size, let storedAt, let expiresAt, let crc):
+                var checksumMismatch = false
                 if case .data(let data) = try blobs.read(name, size: size) {
-                    let entry = StoredEntry(
-                        data: data, storedAt: Date(timeIntervalSince1970: storedAt),
-                        expiresAt: expiresAt.map { Date(timeIntervalSince1970: $0) })
-                    return (entry, name)
+                    let actual = data.withUnsafeBytes { _DiskIndex.checksum($0, namespace: namespace, key: key) }
+                    if actual == crc {
+                        return StoredEntry(
+                            data: data, storedAt: Date(timeIntervalSince1970: storedAt),
+                            expiresAt: expiresAt.map { Date(timeIntervalSince1970: $0) })
+                    }
+                    checksumMismatch = true
                 }
-                // Missing or the wrong size: damage, unless a writer replaced the
-                // entry (and deleted this file) since the row was read.
+                // Missing, the wrong size or the wrong bytes: damage, unless a writer
+                // replaced the entry (and deleted this file) since the row was read.
                 var removal = _DiskEffects()
                 let removed = try state.withLock { (state) throws(HoardError) -> Bool in
                     try state.removeIfFileStillBad(
-                        namespace: namespace, key: key, name: name, blobs: blobs, effects: &removal)
+                        namespace: namespace, key: key, name: name, crc: crc, checksumMismatch: checksumMismatch,
+                        blobs: blobs, effects: &removal)
                 }
                 finish(removal)
                 if removed { return nil }
@@ -290,6 +316,7 @@ public final class DiskStore: CacheStore {
         let key = _normalized(key)
         let namespace = _normalized(namespace)
         try checkSize(data.count, key: key)
+        let crc = data.withUnsafeBytes { _DiskIndex.checksum($0, namespace: namespace, key: key) }
         var file: String?
         if data.count > configuration.spillThreshold {
             let name = _BlobFiles.makeName(namespace: namespace, key: key)
@@ -302,8 +329,8 @@ public final class DiskStore: CacheStore {
             try state.withLock { (state) throws(HoardError) in
                 try state.set(
                     namespace: namespace, key: key, inline: file == nil ? data : nil, size: data.count, file: file,
-                    storedAt: storedAt.timeIntervalSince1970, expiresAt: expiresAt?.timeIntervalSince1970, now: now,
-                    effects: &effects)
+                    storedAt: storedAt.timeIntervalSince1970, expiresAt: expiresAt?.timeIntervalSince1970, crc: crc,
+                    now: now, effects: &effects)
                 state.enforceLimits(protecting: [_EntryName(namespace: namespace, key: key)], effects: &effects)
             }
         } catch {
@@ -343,9 +370,10 @@ public final class DiskStore: CacheStore {
                         newFiles.append(name)
                         file = name
                     }
+                    let crc = data.withUnsafeBytes { _DiskIndex.checksum($0, namespace: namespace, key: key) }
                     prepared.append(.set(
                         namespace: namespace, key: key, inline: file == nil ? data : nil, size: data.count, file: file,
-                        storedAt: storedAt.timeIntervalSince1970, expiresAt: expiresAt?.timeIntervalSince1970))
+                        storedAt: storedAt.timeIntervalSince1970, expiresAt: expiresAt?.timeIntervalSince1970, crc: crc))
                 case .removeValue(let key, let namespace):
                     prepared.append(.remove(namespace: _normalized(namespace), key: _normalized(key)))
                 case .removeAll(let namespace):
@@ -394,6 +422,9 @@ public final class DiskStore: CacheStore {
 
     /// Removes every entry of `namespace`; other namespaces are untouched.
     ///
+    /// Works on a full disk too: when the index cannot record the removal, the
+    /// namespace's value files are deleted first to make room.
+    ///
     /// - Returns: How many entries were removed.
     /// - Complexity: O(entries in the namespace).
     @discardableResult
@@ -401,7 +432,8 @@ public final class DiskStore: CacheStore {
         try removeAll(namespace: _normalized(namespace))
     }
 
-    /// Removes every entry of every namespace.
+    /// Removes every entry of every namespace; on a full disk, as
+    /// ``removeAll(in:)`` does.
     ///
     /// - Returns: How many entries were removed.
     /// - Complexity: O(entries).
@@ -410,17 +442,52 @@ public final class DiskStore: CacheStore {
         try removeAll(namespace: nil)
     }
 
+    /// Deletes the rows, then their files. On a full disk the index cannot record
+    /// the deletion (its write-ahead log cannot grow), so the files go first to make
+    /// room, and the deletion is tried once more: removing is how a full store frees
+    /// space. If that fails too, the rows left refer to missing files, which reads
+    /// and ``verify(repairing:)`` treat as damage (a miss, removed).
     private func removeAll(namespace: String?) throws(HoardError) -> Int {
         var effects = _DiskEffects()
+        do throws(HoardError) {
+            let count = try deleteRows(namespace: namespace, effects: &effects)
+            finish(effects)
+            return count
+        } catch where error.code == .storageFull {
+            let files = try state.withLock { (state) throws(HoardError) in try state.open().files(in: namespace) }
+            for file in files {
+                do {
+                    try blobs.remove(file)
+                } catch let failure {
+                    effects.events.append(.failed(
+                        operation: "delete a value file to make room on a full disk", namespace: namespace, key: nil,
+                        error: failure))
+                }
+            }
+            do throws(HoardError) {
+                let count = try deleteRows(namespace: namespace, effects: &effects)
+                finish(effects)
+                return count
+            } catch {
+                finish(effects)
+                throw error
+            }
+        }
+    }
+
+    /// Deletes the rows of `namespace` (of every namespace when `nil`) in one
+    /// transaction; their files are left in `effects` for after the lock.
+    private func deleteRows(namespace: String?, effects: inout _DiskEffects) throws(HoardError) -> Int {
+        var files: [String] = []
         let count = try state.withLock { (state) throws(HoardError) -> Int in
             let index = try state.open()
-            let (count, files) = try index.transaction { () throws(HoardError) in
+            let deleted = try index.transaction { () throws(HoardError) in
                 try index.deleteAll(namespace: namespace)
             }
-            effects.filesToRemove += files
-            return count
+            files = deleted.files
+            return deleted.count
         }
-        finish(effects)
+        effects.filesToRemove += files
         return count
     }
 

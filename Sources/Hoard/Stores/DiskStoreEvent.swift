@@ -6,9 +6,13 @@
 /// entries found by reads, failures of deferred work (recording access times,
 /// deleting replaced files) and the clean-up done at open all arrive here.
 public enum DiskStoreEvent: Sendable {
-    /// A read found a damaged entry (or one that no longer decodes), treated it as
-    /// a miss and removed it.
+    /// A read found a damaged entry (a malformed row, a missing or truncated value
+    /// file), treated it as a miss and removed it.
     case removedDamaged(StoreDamage)
+    /// A typed read found an intact value that does not decode as the type asked
+    /// for (another type's value, or an older version of the type) and treated it
+    /// as a miss. The entry was kept: only damage removes an entry.
+    case undecodable(StoreDamage)
     /// Expired entries were removed: one at a time by reads, in bulk by
     /// ``DiskStore/removeExpired()``.
     case expired(count: Int)

@@ -19,11 +19,15 @@ public struct StoreDamage: Sendable, Hashable, CustomStringConvertible {
         /// The file holding a large value does not have the size its row records:
         /// truncated, or overwritten.
         public static let fileSizeMismatch = Reason("fileSizeMismatch")
+        /// The value's bytes (inline in the index or in its file) do not match the
+        /// CRC-32C stored with them: changed on disk since they were written.
+        public static let checksumMismatch = Reason("checksumMismatch")
         /// The entry's row in the index has a value of the wrong type or size, or
         /// refers to a file by a name the store never writes.
         public static let malformedRow = Reason("malformedRow")
-        /// The stored bytes do not decode as the type asked for: written by an
-        /// older version of the type, or damaged.
+        /// The stored bytes do not decode as the type asked for: another type's
+        /// value, or one written by an older version of the type. Reported, never
+        /// removed by a read.
         public static let undecodableValue = Reason("undecodableValue")
         /// The stored value is not of the type the store writes: in a settings
         /// suite, something other than the encoded bytes a ``SettingsStore`` puts

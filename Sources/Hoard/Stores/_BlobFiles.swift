@@ -104,21 +104,26 @@ struct _BlobFiles: Sendable {
         case data(Data)
         case missing
         case sizeMismatch(actual: Int)
+        /// A symbolic link, a directory, a FIFO…: never followed or read.
+        case notARegularFile
     }
 
-    /// Reads the file `name`, which should hold exactly `size` bytes.
+    /// Reads the file `name`, which should hold exactly `size` bytes. A symbolic
+    /// link is never followed (`O_NOFOLLOW`), and nothing but a regular file is read.
     ///
     /// - Throws: When the file exists but cannot be read.
     func read(_ name: String, size: Int) throws(HoardError) -> ReadResult {
         let filePath = path(of: name)
-        let fd = open(filePath, O_RDONLY | O_CLOEXEC)
+        let fd = open(filePath, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
         if fd < 0 {
             if errno == ENOENT { return .missing }
+            if errno == ELOOP { return .notARegularFile }
             throw _FileSystem.error("could not open a value file", path: filePath)
         }
         defer { close(fd) }
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw _FileSystem.error("could not inspect a value file", path: filePath) }
+        if info.st_mode & S_IFMT != S_IFREG { return .notARegularFile }
         if Int(info.st_size) != size { return .sizeMismatch(actual: Int(info.st_size)) }
         if size == 0 { return .data(Data()) }
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 16)
@@ -142,9 +147,12 @@ struct _BlobFiles: Sendable {
         try _FileSystem.removeFile(path(of: name))
     }
 
-    /// The size of the file `name`, or `nil` when it does not exist.
+    /// The size of the file `name`, or `nil` when it does not exist or is not a
+    /// regular file (a symbolic link is not followed).
     func size(of name: String) -> Int? {
-        _FileSystem.fileSize(at: path(of: name))
+        var info = stat()
+        guard lstat(path(of: name), &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
+        return Int(info.st_size)
     }
 
     /// Every name in the directory.

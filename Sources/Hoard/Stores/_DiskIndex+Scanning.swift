@@ -15,8 +15,13 @@ extension _DiskIndex {
         var size: Int
         var inlineLength: Int?
         var blob: String?
+        /// The stored checksum, when the row has a valid one.
+        var crc: UInt32?
         /// What is wrong with the row, when something is.
         var problem: String?
+        /// Whether the inline value does not match the stored checksum (only
+        /// ``_DiskIndex/scan(after:limit:)`` reads values and sets this).
+        var checksumMismatch = false
     }
 
     /// Up to `limit` rows with ids greater than `id`, in id order.
@@ -27,7 +32,13 @@ extension _DiskIndex {
         defer { statement.reset() }
         var rows: [ScannedRow] = []
         while try statement.step() {
-            rows.append(Self.readScanned(statement))
+            var row = Self.readScanned(statement)
+            if row.problem == nil, row.inlineLength != nil, let crc = row.crc,
+                Self.checksum(statement.bytes(at: 16), namespace: row.namespace, key: row.key) != crc
+            {
+                row.checksumMismatch = true
+            }
+            rows.append(row)
         }
         return rows
     }
@@ -48,7 +59,7 @@ extension _DiskIndex {
 
     /// Reads `id, namespace, key, stored_at, expires_at, accessed_at, size,
     /// typeof(value), length(value), blob, typeof(blob), typeof(stored_at),
-    /// typeof(accessed_at), typeof(size)`.
+    /// typeof(accessed_at), typeof(size), crc, typeof(crc)`.
     private static func readScanned(_ s: _SQLiteConnection.Statement) -> ScannedRow {
         let namespace = s.string(at: 1)
         let key = s.string(at: 2)
@@ -68,6 +79,11 @@ extension _DiskIndex {
             row.problem = "its size is not a non-negative integer"
         } else if s.type(at: 4) == .text || s.type(at: 4) == .blob {
             row.problem = "its expiry date is not a number"
+        }
+        if s.string(at: 15) == "integer", let crc = UInt32(exactly: s.int64(at: 14)) {
+            row.crc = crc
+        } else if row.problem == nil {
+            row.problem = "it has no valid checksum"
         }
         switch (valueType, blobType) {
         case ("blob", "null"):

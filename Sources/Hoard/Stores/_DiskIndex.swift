@@ -3,32 +3,41 @@ import Foundation
 /// The SQL side of a ``DiskStore``: the schema of `index.sqlite` and every query
 /// the store runs, each prepared once per connection and reused.
 ///
-/// Schema (format version 1):
+/// Schema (format version 2):
 ///
 /// ```sql
-/// meta(name TEXT PRIMARY KEY, value TEXT)      -- format = hoard.diskstore, version = 1
+/// meta(name TEXT PRIMARY KEY, value TEXT)      -- format = hoard.diskstore, version = 2
 /// entries(id INTEGER PRIMARY KEY,
 ///         namespace BLOB, key BLOB,            -- UTF-8 bytes; UNIQUE (namespace, key)
 ///         stored_at REAL, expires_at REAL,     -- seconds since 1970; expires_at NULL = never
 ///         accessed_at REAL,                    -- for least-recently-accessed eviction
 ///         size INTEGER,                        -- the value's byte count
 ///         value BLOB,                          -- the value when inline, else NULL
-///         blob TEXT)                           -- its file in blobs/ when spilled, else NULL
+///         blob TEXT,                           -- its file in blobs/ when spilled, else NULL
+///         crc INTEGER)                         -- CRC-32C of value, namespace, 0xFF, key (version 2)
 /// namespaces(namespace BLOB PRIMARY KEY, count INTEGER, bytes INTEGER)  -- kept by triggers
 /// ```
 ///
 /// The database's `application_id` header field is ``applicationID``, so a store
 /// is recognised by its first 100 bytes before SQLite opens it.
 ///
+/// Version 1 had no `crc` column. ``migrate(blobs:)`` turns a version 1 index into
+/// a version 2 one in one transaction (``DiskStore`` does so when it opens one and
+/// no other instance has the store open).
+///
 /// Not thread-safe: used only inside the store's `Mutex`.
 final class _DiskIndex {
     /// `PRAGMA application_id`: "HORD".
     static let applicationID: UInt32 = 0x484F_5244
     static let formatName = "hoard.diskstore"
-    static let formatVersion = 1
+    static let formatVersion = 2
+    /// The oldest format version ``migrate(blobs:)`` upgrades.
+    static let oldestMigratableVersion = 1
 
     let connection: _SQLiteConnection
     private var statements: [_SQLiteConnection.Statement?]
+    /// The format version recorded in `meta` (``formatVersion`` once migrated).
+    private(set) var storedVersion: Int
 
     // MARK: Creating and opening
 
@@ -55,7 +64,8 @@ final class _DiskIndex {
                 accessed_at REAL NOT NULL,
                 size INTEGER NOT NULL,
                 value BLOB,
-                blob TEXT
+                blob TEXT,
+                crc INTEGER
             );
             CREATE UNIQUE INDEX entries_by_key ON entries (namespace, key);
             CREATE INDEX entries_by_access ON entries (accessed_at);
@@ -90,12 +100,15 @@ final class _DiskIndex {
     init(path: String, busyTimeout: TimeInterval) throws(HoardError) {
         connection = try _SQLiteConnection(path: path)
         statements = Array(repeating: nil, count: _Query.allCases.count)
+        storedVersion = 0
         try connection.setBusyTimeout(milliseconds: Int(busyTimeout * 1000))
-        try checkFormat()
+        storedVersion = try checkFormat()
         try connection.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;")
     }
 
-    private func checkFormat() throws(HoardError) {
+    /// The format version `meta` records, when this version of Hoard can use it
+    /// (``formatVersion``, or an older one ``migrate(blobs:)`` upgrades).
+    private func checkFormat() throws(HoardError) -> Int {
         var format: String?
         var version: String?
         do {
@@ -128,6 +141,64 @@ final class _DiskIndex {
                 "the store has format version \(number); this version of Hoard reads up to \(Self.formatVersion)",
                 path: connection.path)
         }
+        guard number >= Self.oldestMigratableVersion else {
+            throw HoardError(
+                .unsupportedFormat,
+                "the store has format version \(number); this version of Hoard reads versions \(Self.oldestMigratableVersion) to \(Self.formatVersion)",
+                path: connection.path)
+        }
+        return number
+    }
+
+    /// Upgrades a version 1 index to version 2 in one transaction: adds the `crc`
+    /// column and stores every entry's checksum, reading each value file. An entry
+    /// whose file is missing or of the wrong size gets no checksum, so it reads as
+    /// damaged (as it did before). Call only when no other instance has the store
+    /// open: an older version of Hoard would go on writing rows without checksums.
+    ///
+    /// - Complexity: O(entries + bytes in value files).
+    func migrate(blobs: _BlobFiles) throws(HoardError) {
+        guard storedVersion < Self.formatVersion else { return }
+        try transaction { () throws(HoardError) in
+            try connection.execute("ALTER TABLE entries ADD COLUMN crc INTEGER")
+            var checksums: [(id: Int64, crc: UInt32)] = []
+            let rows = try connection.prepare("SELECT id, namespace, key, value, blob, size FROM entries")
+            defer { rows.reset() }
+            while try rows.step() {
+                guard let namespace = rows.string(at: 1), let key = rows.string(at: 2) else { continue }
+                switch (rows.type(at: 3), rows.type(at: 4)) {
+                case (.blob, .null):
+                    let crc = Self.checksum(rows.bytes(at: 3), namespace: namespace, key: key)
+                    checksums.append((rows.int64(at: 0), crc))
+                case (.null, .text):
+                    guard let name = rows.string(at: 4), _BlobFiles.isValidName(name),
+                        case .data(let data) = try blobs.read(name, size: Int(rows.int64(at: 5)))
+                    else { continue }
+                    let crc = data.withUnsafeBytes { Self.checksum($0, namespace: namespace, key: key) }
+                    checksums.append((rows.int64(at: 0), crc))
+                default:
+                    continue  // a malformed row stays malformed: reads remove it
+                }
+            }
+            let update = try connection.prepare("UPDATE entries SET crc = ?2 WHERE id = ?1")
+            for (id, crc) in checksums {
+                update.bind(id, at: 1)
+                update.bind(Int64(crc), at: 2)
+                _ = try update.step()
+                update.reset()
+            }
+            try connection.execute("UPDATE meta SET value = '\(Self.formatVersion)' WHERE name = 'version'")
+        }
+        storedVersion = Self.formatVersion
+    }
+
+    /// The checksum stored with an entry: CRC-32C of the value's bytes, then of the
+    /// namespace's UTF-8, one 0xFF byte (never part of UTF-8), and the key's UTF-8.
+    /// Binding the name means a row that answers for another key does not pass.
+    static func checksum(_ value: UnsafeRawBufferPointer, namespace: String, key: String) -> UInt32 {
+        var crc = _CRC32C.update(_CRC32C.update(0, value), namespace)
+        crc = withUnsafeBytes(of: UInt8(0xFF)) { _CRC32C.update(crc, $0) }
+        return _CRC32C.update(crc, key)
     }
 
     func close() {
@@ -204,11 +275,17 @@ final class _DiskIndex {
         var value: Data?
         /// The file name, when spilled.
         var blob: String?
+        /// The stored checksum (see ``_DiskIndex/checksum(_:namespace:key:)``).
+        var crc: UInt32
         /// What is wrong with the row, when something is.
         var problem: String?
+        /// Whether the inline value does not match the stored checksum (for a
+        /// spilled value the reader checks the file).
+        var checksumMismatch = false
     }
 
-    /// The row for `key` in `namespace`, checked for shape.
+    /// The row for `key` in `namespace`, checked for shape, and an inline value
+    /// checked against its checksum.
     func lookup(namespace: String, key: String) throws(HoardError) -> Row? {
         let statement = try self.statement(.lookup)
         return try withBytes(namespace, key) { (ns, k) throws(HoardError) -> Row? in
@@ -216,15 +293,27 @@ final class _DiskIndex {
             statement.bind(bytes: k, at: 2)
             defer { statement.reset() }
             guard try statement.step() else { return nil }
-            return Self.readRow(statement)
+            var row = Self.readRow(statement)
+            if row.problem == nil, statement.type(at: 5) == .blob,
+                Self.checksum(statement.bytes(at: 5), namespace: namespace, key: key) != row.crc
+            {
+                row.checksumMismatch = true
+                row.value = nil
+            }
+            return row
         }
     }
 
-    /// Reads columns `id, stored_at, expires_at, accessed_at, size, value, blob`.
+    /// Reads columns `id, stored_at, expires_at, accessed_at, size, value, blob, crc`.
     private static func readRow(_ s: _SQLiteConnection.Statement) -> Row {
         var row = Row(
             id: s.int64(at: 0), storedAt: s.double(at: 1), expiresAt: nil, accessedAt: s.double(at: 3),
-            size: Int(s.int64(at: 4)), value: nil, blob: nil, problem: nil)
+            size: Int(s.int64(at: 4)), value: nil, blob: nil, crc: 0, problem: nil)
+        if s.type(at: 7) == .integer, let crc = UInt32(exactly: s.int64(at: 7)) {
+            row.crc = crc
+        } else {
+            row.problem = "it has no valid checksum"
+        }
         func isNumber(_ type: _SQLiteType) -> Bool { type == .float || type == .integer }
         let valueType = s.type(at: 5)
         let blobType = s.type(at: 6)
@@ -285,10 +374,11 @@ final class _DiskIndex {
     /// write. Eviction protects fresh entries by name instead (``_EntryName``).
     func upsert(
         namespace: String, key: String, storedAt: Double, expiresAt: Double?, accessedAt: Double,
-        value: Data?, size: Int, blob: String?
+        value: Data?, size: Int, blob: String?, crc: UInt32
     ) throws(HoardError) {
         let statement = try self.statement(.upsert)
         try withBytes(namespace, key) { (ns, k) throws(HoardError) in
+            statement.bind(Int64(crc), at: 9)
             statement.bind(bytes: ns, at: 1)
             statement.bind(bytes: k, at: 2)
             statement.bind(storedAt, at: 3)
@@ -471,6 +561,22 @@ final class _DiskIndex {
             result.append((statement.int64(at: 0), Int(statement.int64(at: 1)), name))
         }
         return result
+    }
+
+    /// The names of the files the entries of `namespace` (of every namespace when
+    /// `nil`) refer to.
+    func files(in namespace: String?) throws(HoardError) -> Set<String> {
+        guard let namespace else { return try referencedFiles() }
+        let statement = try self.statement(.filesOfNamespace)
+        return try withBytes(namespace) { (ns) throws(HoardError) -> Set<String> in
+            statement.bind(bytes: ns, at: 1)
+            defer { statement.reset() }
+            var names = Set<String>()
+            while try statement.step() {
+                if let name = statement.string(at: 0) { names.insert(name) }
+            }
+            return names
+        }
     }
 
     /// The names of every file some entry refers to.

@@ -11,14 +11,16 @@ struct _DiskEffects {
 /// One write of a batch, with its value already placed: inline bytes, or the name
 /// of the file already written.
 enum _PreparedWrite {
-    case set(namespace: String, key: String, inline: Data?, size: Int, file: String?, storedAt: Double, expiresAt: Double?)
+    case set(
+        namespace: String, key: String, inline: Data?, size: Int, file: String?, storedAt: Double, expiresAt: Double?,
+        crc: UInt32)
     case remove(namespace: String, key: String)
     case removeAll(namespace: String)
 
     /// The names of the entries a batch writes: eviction after the batch spares them.
     static func names(in batch: [_PreparedWrite]) -> Set<_EntryName> {
         var names = Set<_EntryName>(minimumCapacity: batch.count)
-        for case .set(let namespace, let key, _, _, _, _, _) in batch {
+        for case .set(let namespace, let key, _, _, _, _, _, _) in batch {
             names.insert(_EntryName(namespace: namespace, key: key))
         }
         return names
@@ -74,17 +76,19 @@ struct _DiskState {
     enum Found {
         case miss
         case inline(StoredEntry)
-        case file(name: String, size: Int, storedAt: Double, expiresAt: Double?)
+        /// A spilled value: the reader checks the file against `crc`.
+        case file(name: String, size: Int, storedAt: Double, expiresAt: Double?, crc: UInt32)
         /// The entry changed while it was being checked: look again.
         case retry
     }
 
     /// Looks up `key`: a live, well-formed entry is a hit and has its access
-    /// recorded; an expired one is deleted; a malformed one is deleted and reported.
+    /// recorded; an expired one is deleted; a malformed one, or an inline value
+    /// that does not match its checksum, is deleted and reported.
     mutating func find(namespace: String, key: String, now: Double, effects: inout _DiskEffects) throws(HoardError) -> Found {
         let index = try open()
         guard let row = try index.lookup(namespace: namespace, key: key) else { return .miss }
-        if row.problem != nil {
+        if row.problem != nil || row.checksumMismatch {
             return try removeMalformed(namespace: namespace, key: key, effects: &effects)
         }
         if let expiresAt = row.expiresAt, expiresAt <= now {
@@ -111,45 +115,62 @@ struct _DiskState {
         if let value = row.value {
             return .inline(StoredEntry(data: value, storedAt: Date(timeIntervalSince1970: row.storedAt), expiresAt: expiresAt))
         }
-        return .file(name: row.blob!, size: row.size, storedAt: row.storedAt, expiresAt: row.expiresAt)
+        return .file(name: row.blob!, size: row.size, storedAt: row.storedAt, expiresAt: row.expiresAt, crc: row.crc)
     }
 
     /// Deletes the entry for `key` if, under the write lock, its row is still
-    /// malformed; reports it.
+    /// malformed or its inline value still fails its checksum; reports it.
     private mutating func removeMalformed(namespace: String, key: String, effects: inout _DiskEffects) throws(HoardError) -> Found {
         let index = try open()
-        let removed = try index.transaction { () throws(HoardError) -> (problem: String, file: String?)? in
-            guard let row = try index.lookup(namespace: namespace, key: key), let problem = row.problem else {
+        let removed = try index.transaction { () throws(HoardError) -> (damage: StoreDamage, file: String?)? in
+            guard let row = try index.lookup(namespace: namespace, key: key) else { return nil }
+            let damage: StoreDamage
+            if let problem = row.problem {
+                damage = StoreDamage(
+                    namespace: namespace, key: key, reason: .malformedRow,
+                    detail: "the entry's row is malformed (\(problem)); it was removed")
+            } else if row.checksumMismatch {
+                damage = StoreDamage(
+                    namespace: namespace, key: key, reason: .checksumMismatch,
+                    detail: "the entry's \(row.size) inline bytes do not match their checksum; it was removed")
+            } else {
                 return nil
             }
             _ = try index.delete(id: row.id)
-            return (problem, row.blob)
+            return (damage, row.blob)
         }
         guard let removed else { return .retry }
         if let file = removed.file { effects.filesToRemove.append(file) }
-        effects.events.append(.removedDamaged(StoreDamage(
-            namespace: namespace, key: key, reason: .malformedRow,
-            detail: "the entry's row is malformed (\(removed.problem)); it was removed")))
+        effects.events.append(.removedDamaged(removed.damage))
         return .miss
     }
 
     /// Deletes the entry for `key` if, under the write lock, it still refers to the
-    /// file `name` and that file is still missing or of the wrong size.
+    /// file `name` and that file is still missing or of the wrong size, or (with
+    /// `checksumMismatch`) still has the checksum `crc` the file's bytes failed.
+    /// A file is never rewritten under its name, so the same name and checksum mean
+    /// the same bytes.
     ///
     /// - Returns: `true` when removed (and reported), `false` when the entry changed
     ///   meanwhile.
     mutating func removeIfFileStillBad(
-        namespace: String, key: String, name: String, blobs: _BlobFiles, effects: inout _DiskEffects
+        namespace: String, key: String, name: String, crc: UInt32, checksumMismatch: Bool, blobs: _BlobFiles,
+        effects: inout _DiskEffects
     ) throws(HoardError) -> Bool {
         let index = try open()
         let damage = try index.transaction { () throws(HoardError) -> StoreDamage? in
             guard let row = try index.lookup(namespace: namespace, key: key), row.blob == name else { return nil }
             let damage: StoreDamage
             switch blobs.size(of: name) {
+            case let size? where checksumMismatch && size == row.size:
+                guard row.crc == crc else { return nil }
+                damage = StoreDamage(
+                    namespace: namespace, key: key, reason: .checksumMismatch,
+                    detail: "the value file blobs/\(name) does not match its checksum; the entry was removed")
             case nil:
                 damage = StoreDamage(
                     namespace: namespace, key: key, reason: .missingFile,
-                    detail: "the value file blobs/\(name) is missing; the entry was removed")
+                    detail: "the value file blobs/\(name) is missing or not a regular file; the entry was removed")
             case let size? where size != row.size:
                 damage = StoreDamage(
                     namespace: namespace, key: key, reason: .fileSizeMismatch,
@@ -164,27 +185,6 @@ struct _DiskState {
         effects.filesToRemove.append(name)
         effects.events.append(.removedDamaged(damage))
         return true
-    }
-
-    /// Deletes the entry for `key` if it still holds what was read (same stored
-    /// date, same file or same bytes); reports it as undecodable.
-    mutating func removeUndecodable(
-        namespace: String, key: String, storedAt: Double, file: String?, data: Data, reason: String,
-        effects: inout _DiskEffects
-    ) throws(HoardError) {
-        let index = try open()
-        let removed = try index.transaction { () throws(HoardError) -> Bool in
-            guard let row = try index.lookup(namespace: namespace, key: key), row.storedAt == storedAt,
-                row.blob == file, file != nil || row.value == data
-            else { return false }
-            _ = try index.delete(id: row.id)
-            return true
-        }
-        guard removed else { return }
-        if let file { effects.filesToRemove.append(file) }
-        effects.events.append(.removedDamaged(StoreDamage(
-            namespace: namespace, key: key, reason: .undecodableValue,
-            detail: "\(reason); the entry was removed")))
     }
 
     // MARK: Access times
@@ -218,7 +218,7 @@ struct _DiskState {
     /// Stores one entry in one transaction, with the pending access times.
     mutating func set(
         namespace: String, key: String, inline: Data?, size: Int, file: String?, storedAt: Double,
-        expiresAt: Double?, now: Double, effects: inout _DiskEffects
+        expiresAt: Double?, crc: UInt32, now: Double, effects: inout _DiskEffects
     ) throws(HoardError) {
         let index = try open()
         let oldFile = try index.transaction { () throws(HoardError) -> String? in
@@ -231,7 +231,7 @@ struct _DiskState {
             }
             try index.upsert(
                 namespace: namespace, key: key, storedAt: storedAt, expiresAt: expiresAt, accessedAt: now,
-                value: inline, size: size, blob: file)
+                value: inline, size: size, blob: file, crc: crc)
             return oldFile
         }
         clearPendingAccesses()
@@ -247,7 +247,7 @@ struct _DiskState {
             var mayHaveFiles: Bool?
             for write in batch {
                 switch write {
-                case .set(let namespace, let key, let inline, let size, let file, let storedAt, let expiresAt):
+                case .set(let namespace, let key, let inline, let size, let file, let storedAt, let expiresAt, let crc):
                     if file != nil { mayHaveFiles = true }
                     if mayHaveFiles == nil { mayHaveFiles = try index.anyFiles() }
                     if mayHaveFiles == true, let old = try index.fileName(namespace: namespace, key: key) {
@@ -255,7 +255,7 @@ struct _DiskState {
                     }
                     try index.upsert(
                         namespace: namespace, key: key, storedAt: storedAt, expiresAt: expiresAt, accessedAt: now,
-                        value: inline, size: size, blob: file)
+                        value: inline, size: size, blob: file, crc: crc)
                 case .remove(let namespace, let key):
                     if let file = try index.delete(namespace: namespace, key: key).file { oldFiles.append(file) }
                 case .removeAll(let namespace):

@@ -3,12 +3,12 @@ enum _Query: Int, CaseIterable {
     case begin, commit, rollback, readMeta
     case lookup, expiryOfKey, upsert, fileOfKey, anyFile, touch
     case deleteKey, deleteNamespace, deleteEverything, deleteIfExpired, deleteID, deleteExpired
-    case keys, usage, totalUsage, namespaces, leastRecentlyAccessed, referencedFiles
+    case keys, usage, totalUsage, namespaces, leastRecentlyAccessed, referencedFiles, filesOfNamespace
     case scan, list, quickCheck, wrongTotals
 
     private static let scannedColumns = """
         id, namespace, key, stored_at, expires_at, accessed_at, size, typeof(value), length(value), blob,
-        typeof(blob), typeof(stored_at), typeof(accessed_at), typeof(size)
+        typeof(blob), typeof(stored_at), typeof(accessed_at), typeof(size), crc, typeof(crc)
         """
 
     var sql: String {
@@ -19,18 +19,18 @@ enum _Query: Int, CaseIterable {
         case .readMeta: return "SELECT name, value FROM meta"
         case .lookup:
             return """
-                SELECT id, stored_at, expires_at, accessed_at, size, value, blob FROM entries
+                SELECT id, stored_at, expires_at, accessed_at, size, value, blob, crc FROM entries
                 WHERE namespace = ?1 AND key = ?2
                 """
         case .expiryOfKey: return "SELECT expires_at FROM entries WHERE namespace = ?1 AND key = ?2"
         case .upsert:
             return """
-                INSERT INTO entries (namespace, key, stored_at, expires_at, accessed_at, size, value, blob)
-                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+                INSERT INTO entries (namespace, key, stored_at, expires_at, accessed_at, size, value, blob, crc)
+                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
                 ON CONFLICT (namespace, key) DO UPDATE SET
                     stored_at = excluded.stored_at, expires_at = excluded.expires_at,
                     accessed_at = excluded.accessed_at, size = excluded.size,
-                    value = excluded.value, blob = excluded.blob
+                    value = excluded.value, blob = excluded.blob, crc = excluded.crc
                 """
         case .fileOfKey: return "SELECT blob FROM entries WHERE namespace = ?1 AND key = ?2"
         case .anyFile: return "SELECT 1 FROM entries WHERE blob IS NOT NULL LIMIT 1"
@@ -51,7 +51,8 @@ enum _Query: Int, CaseIterable {
         case .namespaces: return "SELECT namespace, count, bytes FROM namespaces ORDER BY namespace"
         case .leastRecentlyAccessed: return "SELECT id, size, namespace, key FROM entries ORDER BY accessed_at, id LIMIT ?1"
         case .referencedFiles: return "SELECT blob FROM entries WHERE blob IS NOT NULL"
-        case .scan: return "SELECT \(Self.scannedColumns) FROM entries WHERE id > ?1 ORDER BY id LIMIT ?2"
+        case .filesOfNamespace: return "SELECT blob FROM entries WHERE namespace = ?1 AND blob IS NOT NULL"
+        case .scan: return "SELECT \(Self.scannedColumns), value FROM entries WHERE id > ?1 ORDER BY id LIMIT ?2"
         case .list:
             return """
                 SELECT \(Self.scannedColumns) FROM entries WHERE ?1 IS NULL OR namespace = CAST(?1 AS BLOB)

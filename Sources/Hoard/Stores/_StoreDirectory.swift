@@ -37,10 +37,17 @@ enum _StoreDirectory {
 
     /// Looks at `path` without changing anything.
     ///
+    /// A symbolic link at `path` itself is followed (a store directory may live
+    /// elsewhere, `~/.cache/app -> /mnt/big/app`); links inside it never are: a
+    /// `blobs` entry that is not a real directory is refused.
+    ///
     /// - Throws: ``HoardError/Code/notAStore`` when the path holds something else.
     static func inspect(_ path: String) throws(HoardError) -> Contents {
-        switch _FileSystem.kind(at: path) {
+        switch _FileSystem.kind(at: path, followingLinks: true) {
         case .missing:
+            if _FileSystem.kind(at: path) != .missing {
+                throw HoardError(.notAStore, "the path is a symbolic link to nothing", path: path)
+            }
             return .nothing
         case .directory:
             break
@@ -48,11 +55,18 @@ enum _StoreDirectory {
             throw HoardError(.notAStore, "the path is a file, not a store directory", path: path)
         }
         let names = try _FileSystem.contents(of: path)
+        if names.contains(blobsName), _FileSystem.kind(at: path + "/" + blobsName) != .directory {
+            throw HoardError(
+                .notAStore, "the blobs entry is not a directory (a symbolic link or a file); nothing was changed",
+                path: path)
+        }
+        if names.contains(lockName), _FileSystem.kind(at: path + "/" + lockName) != .file {
+            throw HoardError(
+                .notAStore, "the lock entry is not a regular file (a symbolic link or a directory); nothing was changed",
+                path: path)
+        }
         if names.contains(indexName) {
             try checkIndexHeader(path + "/" + indexName)
-            if names.contains(blobsName), _FileSystem.kind(at: path + "/" + blobsName) != .directory {
-                throw HoardError(.notAStore, "the store's blobs entry is not a directory", path: path)
-            }
             return .store
         }
         let foreign = names.filter { name in
@@ -120,7 +134,7 @@ enum _StoreDirectory {
     /// store open, shared otherwise.
     static func lock(_ path: String) throws(HoardError) -> Lock {
         let lockPath = path + "/" + lockName
-        let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { throw _FileSystem.error("could not open the store's lock file", path: lockPath) }
         if flock(fd, LOCK_EX | LOCK_NB) == 0 { return Lock(descriptor: fd, exclusive: true) }
         while flock(fd, LOCK_SH) != 0 {
@@ -133,8 +147,13 @@ enum _StoreDirectory {
         return Lock(descriptor: fd, exclusive: false)
     }
 
-    /// Creates `blobs/` and a complete `index.sqlite`. Call with the lock exclusive.
+    /// Creates `blobs/` and a complete `index.sqlite`, and makes the directory
+    /// readable by its owner only (0700, also when it existed, empty, with a
+    /// wider mode). Call with the lock exclusive.
     static func create(_ path: String, now: Date) throws(HoardError) {
+        guard chmod(path, 0o700) == 0 else {
+            throw _FileSystem.error("could not make the store directory private (mode 0700)", path: path)
+        }
         try _FileSystem.makeDirectory(path + "/" + blobsName)
         for name in try _FileSystem.contents(of: path) where name.hasPrefix(creatingName) {
             try _FileSystem.removeFile(path + "/" + name)

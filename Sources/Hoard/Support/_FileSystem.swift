@@ -29,8 +29,14 @@ enum _FileSystem {
     enum Kind { case missing, directory, file, other }
 
     static func kind(at path: String) -> Kind {
+        kind(at: path, followingLinks: false)
+    }
+
+    /// What is at a path; with `followingLinks`, what a final symbolic link points
+    /// to (a dangling link is `.missing`).
+    static func kind(at path: String, followingLinks: Bool) -> Kind {
         var info = stat()
-        guard lstat(path, &info) == 0 else { return .missing }
+        guard (followingLinks ? stat(path, &info) : lstat(path, &info)) == 0 else { return .missing }
         switch info.st_mode & S_IFMT {
         case S_IFDIR: return .directory
         case S_IFREG: return .file

@@ -35,6 +35,10 @@ enum _POSIX {
         /// Whether the file does not exist.
         var isNoSuchFile: Bool { code == ENOENT }
 
+        /// Whether the call failed because the storage is full (no space, the file
+        /// size limit, the disk quota).
+        var isStorageFull: Bool { code == ENOSPC || code == EFBIG || code == EDQUOT }
+
         var description: String { "\(call): \(String(cString: strerror(code))) (errno \(code))" }
     }
 
@@ -45,13 +49,14 @@ enum _POSIX {
         case shared, exclusive, unlock
     }
 
-    /// Opens a file; `create` adds `O_CREAT` with mode 0644. The descriptor is
+    /// Opens a file; `create` adds `O_CREAT` with mode 0600 (owner only, as the
+    /// disk store's files). The descriptor is
     /// close-on-exec.
     static func openFile(_ path: String, writable: Bool, create: Bool) -> Result<Int32, Failure> {
         var flags = (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC
         if create { flags |= O_CREAT }
         while true {
-            let fd = path.withCString { open($0, flags, 0o644) }
+            let fd = path.withCString { open($0, flags, 0o600) }
             if fd >= 0 { return .success(fd) }
             if errno != EINTR { return .failure(Failure(call: "open", code: errno)) }
         }

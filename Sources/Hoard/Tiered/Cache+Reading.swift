@@ -150,7 +150,11 @@ extension Cache {
             else { return .miss(masked: true) }
             counters.pendingHits.add(1, ordering: .relaxed)
             let entry = CacheEntry(value: _CacheSlot.value(value), storedAt: storedAt, expiresAt: expiresAt)
-            _ = writer.promote(key, ticket: ticket, memory: { memory.set(entry, for: key) }, stores: nil)
+            // Noted like any key memory takes in, so another instance's
+            // invalidation of it finds it.
+            if writer.promote(key, ticket: ticket, memory: { memory.set(entry, for: key) }, stores: nil) {
+                remember(key)
+            }
             return hit(value, storedAt: storedAt, expiresAt: expiresAt, now: now)
         }
         let keyString = key.cacheKeyString

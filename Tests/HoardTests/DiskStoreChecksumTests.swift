@@ -1,0 +1,183 @@
+import Foundation
+@testable import Hoard
+import Testing
+
+extension DiskStoreSuites {
+    /// Values changed on disk behind the store's back (bits flipped in a value file,
+    /// inline bytes or a key rewritten with SQL), and stores of format version 1.
+    @Suite("DiskStore checksums and format migration")
+    struct DiskStoreChecksumTests {
+        static func tamper(_ url: URL, _ sql: String) throws {
+            try DiskStoreDamageTests.tamper(url, sql)
+        }
+
+        /// The single value in `blobs/`.
+        static func onlyFile(_ url: URL) throws -> URL {
+            let names = DiskTest.blobFiles(url)
+            try #require(names.count == 1)
+            return url.appendingPathComponent("blobs").appendingPathComponent(names[0])
+        }
+
+        static func flipBit(in file: URL, at offset: Int) throws {
+            var bytes = try Data(contentsOf: file)
+            bytes[offset] ^= 0x04
+            try bytes.write(to: file)
+        }
+
+        /// What `meta` records as the format version.
+        static func formatVersion(_ url: URL) throws -> String? {
+            let connection = try _SQLiteConnection(path: url.appendingPathComponent("index.sqlite").path)
+            defer { connection.close() }
+            let statement = try connection.prepare("SELECT value FROM meta WHERE name = 'version'")
+            defer { statement.reset() }
+            guard try statement.step() else { return nil }
+            return statement.string(at: 0)
+        }
+
+        @Test("A flipped bit in a value file is reported by verify(), then a miss: removed, reported, never returned")
+        func flippedBitInFile() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                // Given a spilled value and an inline one, and one bit flipped in the file
+                let events = EventRecorder()
+                let store = try DiskStore(directory: url, configuration: .init(spillThreshold: 100, onEvent: events.handler))
+                try store.set(DiskTest.bytes(1_000), for: "photo", in: "images", storedAt: Date(), expiresAt: nil)
+                try store.set(DiskTest.bytes(50), for: "note", in: "images", storedAt: Date(), expiresAt: nil)
+                try Self.flipBit(in: Self.onlyFile(url), at: 517)
+
+                // Then verify() names it and changes nothing
+                let report = try store.verify()
+                #expect(report.damage.map(\.reason) == [.checksumMismatch])
+                #expect(report.damage.first?.key == "photo")
+                #expect(DiskTest.blobFiles(url).count == 1)
+
+                // And a read is a miss that removes it, reported once
+                #expect(try store.entry(for: "photo", in: "images") == nil)
+                #expect(events.damage.map(\.reason) == [.checksumMismatch])
+                #expect(events.damage.first?.key == "photo")
+                #expect(DiskTest.blobFiles(url).isEmpty, "the damaged file is deleted with its entry")
+                #expect(try store.entry(for: "photo", in: "images") == nil)
+                #expect(events.damage.count == 1)
+                #expect(try store.entry(for: "note", in: "images")?.data == DiskTest.bytes(50))
+                #expect(try store.verify().isHealthy)
+            }
+        }
+
+        @Test("Inline bytes changed in the index are reported by verify(), then a miss: removed, reported, never returned")
+        func changedInlineBytes() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                let events = EventRecorder()
+                let store = try DiskStore(directory: url, configuration: .init(onEvent: events.handler))
+                try store.set(Data("hello, world".utf8), for: "greeting", in: "text", storedAt: Date(), expiresAt: nil)
+                try store.set(Data("intact".utf8), for: "other", in: "text", storedAt: Date(), expiresAt: nil)
+                // Same length, one letter changed: only the checksum can tell
+                try Self.tamper(url, "UPDATE entries SET value = CAST('hello, wOrld' AS BLOB) WHERE key = CAST('greeting' AS BLOB)")
+
+                let report = try store.verify()
+                #expect(report.damage.map(\.reason) == [.checksumMismatch])
+                #expect(report.damage.first?.key == "greeting")
+                #expect(try store.entry(for: "greeting", in: "text") == nil)
+                #expect(events.damage.map(\.reason) == [.checksumMismatch])
+                #expect(try !store.contains("greeting", in: "text"))
+                #expect(try store.entry(for: "other", in: "text")?.data == Data("intact".utf8))
+            }
+        }
+
+        @Test("A row whose key or namespace changed does not answer for the new name: the checksum binds both")
+        func checksumBindsTheName() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                let events = EventRecorder()
+                let store = try DiskStore(directory: url, configuration: .init(spillThreshold: 100, onEvent: events.handler))
+                try store.set(Data("alice's".utf8), for: "alice", in: "users", storedAt: Date(), expiresAt: nil)
+                try store.set(DiskTest.bytes(500), for: "bob", in: "users", storedAt: Date(), expiresAt: nil)
+                try Self.tamper(url, "UPDATE entries SET key = CAST('mallory' AS BLOB) WHERE key = CAST('alice' AS BLOB)")
+                try Self.tamper(url, "UPDATE entries SET namespace = CAST('admins' AS BLOB) WHERE key = CAST('bob' AS BLOB)")
+
+                #expect(try store.entry(for: "mallory", in: "users") == nil)
+                #expect(try store.entry(for: "bob", in: "admins") == nil)
+                #expect(events.damage.map(\.reason) == [.checksumMismatch, .checksumMismatch])
+                #expect(events.damage.map(\.key) == ["mallory", "bob"])
+            }
+        }
+
+        @Test("A row without a checksum in a version 2 store is malformed: a miss, removed, reported")
+        func missingChecksum() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                let events = EventRecorder()
+                let store = try DiskStore(directory: url, configuration: .init(onEvent: events.handler))
+                try store.set(Data("v".utf8), for: "k", in: "ns", storedAt: Date(), expiresAt: nil)
+                try Self.tamper(url, "UPDATE entries SET crc = NULL")
+                #expect(try store.verify().damage.map(\.reason) == [.malformedRow])
+                #expect(try store.entry(for: "k", in: "ns") == nil)
+                #expect(events.damage.map(\.reason) == [.malformedRow])
+                #expect(events.damage.first?.detail.contains("no valid checksum") == true)
+            }
+        }
+
+        /// A store of format version 1 as an earlier Hoard left it: no `crc` column.
+        static func makeVersion1Store(_ url: URL) throws {
+            do {
+                let store = try DiskStore(directory: url, configuration: .init(spillThreshold: 100))
+                try store.set(Data("small".utf8), for: "inline", in: "ns", storedAt: Date(), expiresAt: nil)
+                try store.set(DiskTest.bytes(1_000), for: "spilled", in: "ns", storedAt: Date(), expiresAt: nil)
+            }
+            try tamper(url, "ALTER TABLE entries DROP COLUMN crc; UPDATE meta SET value = '1' WHERE name = 'version'")
+            #expect(try formatVersion(url) == "1")
+        }
+
+        @Test("A version 1 store is migrated on open: every value reads back, and is checked from then on")
+        func migratesVersion1() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                try Self.makeVersion1Store(url)
+
+                // When it is opened alone
+                let events = EventRecorder()
+                let store = try DiskStore(directory: url, configuration: .init(spillThreshold: 100, onEvent: events.handler))
+
+                // Then it is version 2, healthy, with every value
+                #expect(try Self.formatVersion(url) == "2")
+                #expect(try store.verify().isHealthy)
+                #expect(try store.entry(for: "inline", in: "ns")?.data == Data("small".utf8))
+                #expect(try store.entry(for: "spilled", in: "ns")?.data == DiskTest.bytes(1_000))
+
+                // And the checksums the migration stored catch a change
+                try Self.flipBit(in: Self.onlyFile(url), at: 3)
+                #expect(try store.entry(for: "spilled", in: "ns") == nil)
+                #expect(events.damage.map(\.reason) == [.checksumMismatch])
+                #expect(events.failures.isEmpty)
+            }
+        }
+
+        @Test("A version 1 store another instance has open is refused with busy and left unchanged")
+        func version1InUse() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                try Self.makeVersion1Store(url)
+                // Given another holder of the store's lock (as an older Hoard that has it open)
+                let descriptor = open(url.appendingPathComponent("lock").path, O_RDWR | O_CLOEXEC)
+                try #require(descriptor >= 0)
+                #expect(flock(descriptor, LOCK_SH) == 0)
+
+                let error = #expect(throws: HoardError.self) { try DiskStore(directory: url) }
+                #expect(error?.code == .busy)
+                #expect(error?.message.contains("format version 1") == true)
+                #expect(try Self.formatVersion(url) == "1")
+
+                // Once it is let go, opening migrates
+                close(descriptor)
+                let store = try DiskStore(directory: url)
+                #expect(try Self.formatVersion(url) == "2")
+                #expect(try store.entry(for: "inline", in: "ns")?.data == Data("small".utf8))
+            }
+        }
+
+        @Test("A store of format version 0 is refused as unsupported, and left unchanged")
+        func versionZero() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                try Self.makeVersion1Store(url)
+                try Self.tamper(url, "UPDATE meta SET value = '0' WHERE name = 'version'")
+                let error = #expect(throws: HoardError.self) { try DiskStore(directory: url) }
+                #expect(error?.code == .unsupportedFormat)
+                #expect(try Self.formatVersion(url) == "0")
+            }
+        }
+    }
+}
