@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 
 extension DiskStore {
     /// How a ``DiskStore`` limits, stores and reports.
@@ -85,6 +86,14 @@ extension DiskStore {
         /// (orphans collected) reach only this handler, as no stream exists yet.
         public var onEvent: (@Sendable (DiskStoreEvent) -> Void)?
 
+        /// Where the store's events are logged, once each: damaged entries removed
+        /// and failures behind the caller's back at `warning`, values kept because
+        /// they do not decode at `notice`, sweeps and evictions at `debug`; with
+        /// `hoard.store` (the directory), `hoard.tier` (`disk`), `hoard.operation`,
+        /// `hoard.key` and `hoard.error` metadata. Reads and writes themselves are
+        /// never logged. `nil` (the default) logs nothing.
+        public var logger: Logger?
+
         /// Creates a configuration; every parameter defaults as its property says.
         public init(
             byteLimit: Int? = nil,
@@ -99,7 +108,8 @@ extension DiskStore {
             syncsValueFiles: Bool = true,
             createsStore: Bool = true,
             collectsOrphansAtOpen: Bool = true,
-            onEvent: (@Sendable (DiskStoreEvent) -> Void)? = nil
+            onEvent: (@Sendable (DiskStoreEvent) -> Void)? = nil,
+            logger: Logger? = nil
         ) {
             self.byteLimit = byteLimit
             self.countLimit = countLimit
@@ -114,6 +124,7 @@ extension DiskStore {
             self.createsStore = createsStore
             self.collectsOrphansAtOpen = collectsOrphansAtOpen
             self.onEvent = onEvent
+            self.logger = logger
         }
 
         /// Checks every setting.

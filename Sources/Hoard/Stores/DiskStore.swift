@@ -95,7 +95,7 @@ public final class DiskStore: CacheStore {
         self.directory = directory
         self.configuration = configuration
         self.clock = clock
-        observers = _DiskStoreObservers(handler: configuration.onEvent)
+        observers = _DiskStoreObservers(handler: configuration.onEvent, logger: configuration.logger, path: path)
         blobs = _BlobFiles(directory: path + "/" + _StoreDirectory.blobsName, syncsFiles: configuration.syncsValueFiles)
 
         let contents = try _StoreDirectory.inspect(path)

@@ -1,3 +1,4 @@
+import Logging
 import Synchronization
 
 /// Where a ``DiskStore``'s events go: the configured handler and every open
@@ -13,10 +14,15 @@ final class _DiskStoreObservers: Sendable {
     }
 
     private let handler: (@Sendable (DiskStoreEvent) -> Void)?
+    private let logger: Logger?
+    /// The store's directory, as `hoard.store` names it.
+    private let path: String
     private let state = Mutex(State())
 
-    init(handler: (@Sendable (DiskStoreEvent) -> Void)?) {
+    init(handler: (@Sendable (DiskStoreEvent) -> Void)?, logger: Logger? = nil, path: String = "") {
         self.handler = handler
+        self.logger = logger
+        self.path = path
     }
 
     /// Delivers `events`, in order.
@@ -24,8 +30,44 @@ final class _DiskStoreObservers: Sendable {
         guard !events.isEmpty else { return }
         let streams = state.withLock { Array($0.streams.values) }
         for event in events {
+            if let logger { log(event, to: logger) }
             handler?(event)
             for continuation in streams { continuation.yield(event) }
+        }
+    }
+
+    /// Logs one event at the level its kind deserves, with the store's metadata.
+    private func log(_ event: DiskStoreEvent, to logger: Logger) {
+        var metadata: Logger.Metadata = ["hoard.store": "\(path)", "hoard.tier": "disk"]
+        func note(_ namespace: String?, _ key: String?) {
+            if let namespace { metadata["hoard.namespace"] = "\(namespace)" }
+            if let key { metadata["hoard.key"] = "\(key.prefix(200))" }
+        }
+        switch event {
+        case .removedDamaged(let damage):
+            note(damage.namespace, damage.key)
+            metadata["hoard.operation"] = "read"
+            metadata["hoard.error"] = "\(damage.reason): \(damage.detail)"
+            logger.warning("damaged entry removed", metadata: metadata)
+        case .undecodable(let damage):
+            note(damage.namespace, damage.key)
+            metadata["hoard.operation"] = "decode"
+            metadata["hoard.error"] = "\(damage.detail)"
+            logger.notice("entry kept: it does not decode as the type asked for", metadata: metadata)
+        case .failed(let operation, let namespace, let key, let error):
+            note(namespace, key)
+            metadata["hoard.operation"] = "\(operation)"
+            metadata["hoard.error"] = "\(error)"
+            logger.warning("\(operation) failed", metadata: metadata)
+        case .expired(let count):
+            metadata["hoard.operation"] = "sweep"
+            logger.debug("removed \(count) expired entries", metadata: metadata)
+        case .evicted(let count, let bytes):
+            metadata["hoard.operation"] = "trim"
+            logger.debug("evicted \(count) entries (\(bytes) bytes)", metadata: metadata)
+        case .collectedOrphans(let files, let bytes):
+            metadata["hoard.operation"] = "open"
+            logger.debug("collected \(files) orphaned value files (\(bytes) bytes)", metadata: metadata)
         }
     }
 
