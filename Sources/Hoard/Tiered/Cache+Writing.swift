@@ -81,7 +81,7 @@ extension Cache {
     /// `MemoryCache.set` costs.
     @inlinable
     func assign(_ value: Value?, for key: Key, expires: Expiry?) {
-        if !hasStores, let value, writer.isQuiet {
+        if !writer.hasStores, let value, writer.isQuiet {
             let now = clock.now()
             memory.set(
                 CacheEntry(value: .value(value), storedAt: now, expiresAt: memoryExpiry(expires, storedAt: now)), for: key)

@@ -43,8 +43,6 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
     @usableFromInline let fetch: Fetch?
     @usableFromInline let clock: any CacheClock
     @usableFromInline let writer: _CacheWriter<Key, Value>
-    /// Whether the cache has any store (else every write is memory only).
-    @usableFromInline let hasStores: Bool
     /// Where `async` reads run their local-store lookups.
     @usableFromInline let executor = _BlockingExecutor.shared
     let flights = _SingleFlight<Key, CacheEntry<Value>?>()
@@ -121,7 +119,6 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
         case .defaultDisk: localStores = [try DiskStore(named: configuration.name, clock: clock)]
         }
         remoteStores = configuration.remoteStores
-        self.hasStores = hasStores
         keyStrings = Mutex((keys: [:], pruneAt: (configuration.memory.countLimit ?? 100_000) * 2))
         invalidationTasks = Mutex([])
 

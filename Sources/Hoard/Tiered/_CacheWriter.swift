@@ -190,13 +190,14 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
         self.namespace = namespace
         self.localStores = localStores
         self.remoteStores = remoteStores
+        hasStores = !localStores.isEmpty || !remoteStores.isEmpty
         self.codec = codec
         self.executor = executor
         self.report = report
     }
 
-    @inlinable
-    var hasStores: Bool { !localStores.isEmpty || !remoteStores.isEmpty }
+    /// Whether the cache has any store (else every write is memory only).
+    @usableFromInline let hasStores: Bool
 
     /// Whether no read holds a ticket, so a memory-only write needs no sequence
     /// number (no promotion or fetch in flight could be overtaken by it).
