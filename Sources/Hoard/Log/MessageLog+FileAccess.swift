@@ -50,11 +50,21 @@ extension MessageLog {
     ///   the previous append throws.
     func _writableHeader(_ header: _LogHeader, state: inout _LogState) throws(HoardError) -> _LogHeader {
         guard state.isWritable else { throw _notWritable(header, file: state.file) }
-        return try Self._checkLastAppend(header, state: &state, durability: durability, path: path)
+        return try Self._checkLastAppend(header, state: &state, durability: durability, log: log)
     }
 
     /// Why appends are refused.
     func _notWritable(_ header: _LogHeader, file: _LogFile) -> HoardError {
+        Self._notWritable(
+            header, file: file, readsOnly: readsOnly, maximumBytes: maximumBytes,
+            overwritesOldMessages: overwritesOldMessages, path: path)
+    }
+
+    /// Why appends are refused, for an instance with these settings.
+    static func _notWritable(
+        _ header: _LogHeader, file: _LogFile, readsOnly: Bool, maximumBytes: Int, overwritesOldMessages: Bool,
+        path: String
+    ) -> HoardError {
         if readsOnly {
             return HoardError(
                 .fileNotWritable, "this instance was opened with init(forReadingFrom:), which never writes", path: path)
@@ -78,8 +88,10 @@ extension MessageLog {
     /// Prepares a file opened for a configured instance: writes the header of a new
     /// log, or checks an existing one and drops a torn last append.
     static func _open(
-        _ file: _LogFile, maximumBytes: Int, overwritesOldMessages: Bool, durability: Durability, path: String
+        _ file: _LogFile, maximumBytes: Int, overwritesOldMessages: Bool, durability: Durability,
+        log: _MessageLogLogger
     ) throws(HoardError) -> _LogState {
+        let path = log.path
         try file.lock(exclusive: true)
         defer { file.unlock() }
         let size = try file.size()
@@ -98,14 +110,21 @@ extension MessageLog {
         case .notALog:
             throw _headerError(parsed, path: path)
         case .unsupportedVersion, .damaged:
+            log.openedDamaged(_headerError(parsed, path: path))
             return _LogState(file: file, isWritable: false)
         case .header(let header):
             guard file.isWritable, header.matches(maximumBytes: maximumBytes, overwritesOldMessages: overwritesOldMessages)
-            else { return _LogState(file: file, isWritable: false) }
+            else {
+                log.openedReadOnly(
+                    _notWritable(
+                        header, file: file, readsOnly: false, maximumBytes: maximumBytes,
+                        overwritesOldMessages: overwritesOldMessages, path: path))
+                return _LogState(file: file, isWritable: false)
+            }
             var state = _LogState(file: file, isWritable: true)
             do throws(HoardError) {
                 let settled = try _settle(header, file: file, persist: true, durability: durability)
-                _ = try _checkLastAppend(settled, state: &state, durability: durability, path: path)
+                _ = try _checkLastAppend(settled, state: &state, durability: durability, log: log)
             } catch where error.code == .fileCorrupted {
                 // Damage before a torn last append: reads report it, recover() repairs it;
                 // opening must not fail, or there would be no instance to recover with.
@@ -154,8 +173,9 @@ extension MessageLog {
     /// - Throws: ``HoardError/Code/fileCorrupted`` when the log is damaged before the
     ///   most recent append (so the torn part cannot be told apart from damage).
     static func _checkLastAppend(
-        _ header: _LogHeader, state: inout _LogState, durability: Durability, path: String
+        _ header: _LogHeader, state: inout _LogState, durability: Durability, log: _MessageLogLogger
     ) throws(HoardError) -> _LogHeader {
+        let path = log.path
         if state.trusted == header { return header }
         state.window = nil
         let hasLastAppend = header.count > 0
@@ -164,7 +184,9 @@ extension MessageLog {
             let image = try _LogImage.loadLive(header, from: header.lastAppendStart, file: state.file)
             let walk = try _LogWalk.run(header, image: image, from: header.lastAppendStart, path: path)
             if walk.tornAt != nil {
-                return try _dropTornAppend(header, state: &state, durability: durability, path: path)
+                let repaired = try _dropTornAppend(header, state: &state, durability: durability, path: path)
+                log.droppedTornAppend(keeping: repaired.count, dropped: header.count - repaired.count)
+                return repaired
             }
         }
         state.trusted = header

@@ -39,7 +39,7 @@ extension MessageLog {
         do throws(HoardError) {
             var header = try _readLockedHeader(&state, persistingSettlement: true)
             guard state.isWritable else { throw _notWritable(header, file: state.file) }
-            header = try Self._checkLastAppend(header, state: &state, durability: durability, path: path)
+            header = try Self._checkLastAppend(header, state: &state, durability: durability, log: log)
             var checkpoint = header
             checkpoint.isLeased = true
             try state.file.writeHeader(checkpoint)
@@ -72,6 +72,7 @@ extension MessageLog {
                 try state.file.writeHeader(header)
             } catch {
                 state.trusted = nil  // the checkpoint stays; see above
+                log.leaseHeaderNotWritten(error)
             }
         }
         state.file.unlock()

@@ -42,7 +42,7 @@ extension MessageLog {
     /// - Returns: What was found before repairing; ``MessageLogReport/intactMessageCount``
     ///   messages remain.
     /// - Throws: ``HoardError/Code/fileNotWritable`` for a log created with other
-    ///   settings or opened with ``init(forReadingFrom:codec:)`` (never rewritten);
+    ///   settings or opened with ``init(forReadingFrom:codec:logger:)`` (never rewritten);
     ///   ``HoardError/Code/fileCorrupted`` when the file is not a message log;
     ///   ``HoardError/Code/unsupportedFormat``; ``HoardError/Code/ioFailed``.
     @discardableResult
@@ -87,6 +87,7 @@ extension MessageLog {
             state.trusted = header
             state.window = nil
             state.isWritable = true
+            log.recovered(inspection.report)
             return inspection.report
         }
     }

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import Synchronization
 
 /// An append-only log of messages in one file, with a byte budget: when it is full it
@@ -66,17 +67,19 @@ public final class MessageLog<Message: Sendable>: Sendable {
     /// The log file.
     public let fileURL: URL
     /// The file's byte budget, header included. For a log opened with
-    /// ``init(forReadingFrom:codec:)``, the budget the file was created with.
+    /// ``init(forReadingFrom:codec:logger:)``, the budget the file was created with.
     public let maximumBytes: Int
     /// Whether a full log overwrites its oldest messages rather than refusing new
-    /// ones. For a log opened with ``init(forReadingFrom:codec:)``, the file's setting.
+    /// ones. For a log opened with ``init(forReadingFrom:codec:logger:)``, the file's setting.
     public let overwritesOldMessages: Bool
     /// When an append's bytes are on the storage device.
     public let durability: Durability
 
     let codec: ValueCodec<Message>
     let path: String
-    /// Whether this instance was opened only to read (``init(forReadingFrom:codec:)``).
+    /// Where what happens to the file without an error reaching a caller is logged.
+    let log: _MessageLogLogger
+    /// Whether this instance was opened only to read (``init(forReadingFrom:codec:logger:)``).
     let readsOnly: Bool
     let state: Mutex<_LogState>
     /// The generation of the latest lease whose time is up: an append that finds its
@@ -110,6 +113,13 @@ public final class MessageLog<Message: Sendable>: Sendable {
     ///   - durability: Whether each append waits for the storage device. Defaults to
     ///     ``Durability/none``.
     ///   - codec: How messages become bytes and back.
+    ///   - logger: Where the log reports what happens without an error reaching a
+    ///     caller: a torn last append dropped on open (`notice`), a log that opened for
+    ///     reading only (`notice`) or with an unusable header (`warning`), a lease
+    ///     header the background timer could not write (`warning`), and what
+    ///     ``recover()`` repaired (`warning`). Metadata: `hoard.store` (the file),
+    ///     `hoard.tier` (`log`), `hoard.operation`, `hoard.error`. Nothing is logged per
+    ///     append or per read. `nil` (the default) logs nothing.
     /// - Throws: ``HoardError/Code/invalidConfiguration`` for a budget below 72 bytes or
     ///   a URL that is not a file URL; ``HoardError/Code/fileCorrupted`` (offset 0) when
     ///   the file exists and is not a message log, in which case it is not changed;
@@ -120,7 +130,8 @@ public final class MessageLog<Message: Sendable>: Sendable {
         maximumBytes: Int,
         overwritesOldMessages: Bool,
         durability: Durability = .none,
-        codec: ValueCodec<Message>
+        codec: ValueCodec<Message>,
+        logger: Logger? = nil
     ) throws(HoardError) {
         guard fileURL.isFileURL else {
             throw HoardError(.invalidConfiguration, "a message log needs a file URL, not \(fileURL.absoluteString)")
@@ -140,11 +151,13 @@ public final class MessageLog<Message: Sendable>: Sendable {
         self.codec = codec
         self.path = path
         self.readsOnly = false
+        let log = _MessageLogLogger(logger: logger, path: path)
+        self.log = log
         let file = try _LogFile.open(path: path, writable: true, create: true)
         do throws(HoardError) {
             let opened = try Self._open(
                 file, maximumBytes: maximumBytes, overwritesOldMessages: overwritesOldMessages,
-                durability: durability, path: path)
+                durability: durability, log: log)
             state = Mutex(opened)
         } catch {
             file.close()
@@ -161,11 +174,17 @@ public final class MessageLog<Message: Sendable>: Sendable {
     /// for message in try log.newestMessages(10) { print(message.count) }
     /// ```
     ///
+    /// - Parameters:
+    ///   - fileURL: The log file.
+    ///   - codec: How bytes become messages.
+    ///   - logger: Where the log reports what happens without an error reaching a
+    ///     caller (for a reader, only a lease it never takes; kept for symmetry with
+    ///     the writing initializer). `nil` (the default) logs nothing.
     /// - Throws: ``HoardError/Code/ioFailed`` when there is no file or it cannot be
     ///   read; ``HoardError/Code/fileCorrupted`` (offset 0) when it is not a message
     ///   log or its header is damaged; ``HoardError/Code/unsupportedFormat`` for a
     ///   format version this version of Hoard does not know.
-    public init(forReadingFrom fileURL: URL, codec: ValueCodec<Message>) throws(HoardError) {
+    public init(forReadingFrom fileURL: URL, codec: ValueCodec<Message>, logger: Logger? = nil) throws(HoardError) {
         guard fileURL.isFileURL else {
             throw HoardError(.invalidConfiguration, "a message log needs a file URL, not \(fileURL.absoluteString)")
         }
@@ -186,6 +205,7 @@ public final class MessageLog<Message: Sendable>: Sendable {
         self.durability = .none
         self.codec = codec
         self.path = path
+        self.log = _MessageLogLogger(logger: logger, path: path)
         self.readsOnly = true
         state = Mutex(_LogState(file: file, isWritable: false))
     }
