@@ -1,4 +1,5 @@
 // swift-tools-version: 6.2
+import Foundation
 import PackageDescription
 
 // Swift 6 language mode (complete strict concurrency) is the package default. Warnings
@@ -14,6 +15,30 @@ import PackageDescription
 // `.package(url: "…/Hoard", from: "…", traits: ["Redis"])`. The sources of a
 // trait's modules are compiled under `#if TRAIT`, so a build of this package with
 // the trait off gives empty modules, not errors. scripts/test enables every trait.
+// Every code block of the README, verbatim, as an executable target of its own, so
+// that building the package compiles each one (scripts/readme-examples writes
+// Examples/ReadmeBlocks from README.md and checks that they still match). A block
+// depends on the modules it imports; one that imports a trait's module is compiled
+// under `#if TRAIT`.
+let readmeBlocksPath = "Examples/ReadmeBlocks"
+let readmeBlockModules: [String: Target.Dependency] = [
+    "Hoard": "Hoard", "HoardRedis": "HoardRedis", "HoardPostgres": "HoardPostgres",
+    "HoardServiceLifecycle": "HoardServiceLifecycle", "HoardMetrics": "HoardMetrics",
+    "Logging": .product(name: "Logging", package: "swift-log"),
+    "ServiceLifecycle": .product(
+        name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["ServiceLifecycle"])),
+]
+let readmeBlocks: [Target] = ((try? FileManager.default.contentsOfDirectory(
+    atPath: Context.packageDirectory + "/" + readmeBlocksPath)) ?? []).sorted().map { name in
+    let source = (try? String(contentsOfFile: Context.packageDirectory + "/\(readmeBlocksPath)/\(name)/main.swift",
+                              encoding: .utf8)) ?? ""
+    let imports = source.split(separator: "\n").compactMap { line in
+        line.hasPrefix("import ") ? String(line.dropFirst("import ".count)) : nil
+    }
+    return .executableTarget(
+        name: name, dependencies: imports.compactMap { readmeBlockModules[$0] }, path: "\(readmeBlocksPath)/\(name)")
+}
+
 let package = Package(
     name: "Hoard",
     platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
@@ -229,4 +254,5 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+package.targets += readmeBlocks
 
