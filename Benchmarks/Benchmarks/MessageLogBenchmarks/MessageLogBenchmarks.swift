@@ -34,8 +34,11 @@ import Hoard
 /// - `append 64B fsync`: one append per iteration, durability `.fsync`. Baseline:
 ///   one 72-byte `write(2)` plus `fdatasync`.
 /// - `read-all 64MiB`: `messages()` of a full 64 MiB log (about 932,000 messages),
-///   one per iteration. Baseline: a sequential read of the same file with
-///   `FileHandle` in 1 MiB chunks: the file system's sequential read bandwidth.
+///   one per iteration, and `forEachEncodedMessage`, which checks every record but
+///   makes no `Data`. Baselines: one `pread` of the file and a walk over its length
+///   prefixes (no checksum: the floor of a borrowing read of this format), and a
+///   sequential read of the file with `FileHandle` in 1 MiB chunks (the file
+///   system's sequential read bandwidth).
 let benchmarks: @Sendable () -> Void = {
     registerAppends()
     registerLockedBaselines()
@@ -224,6 +227,47 @@ func registerReadAll() {
         blackHole(messages)
     }
     register(
+        "read-all 64MiB: MessageLog forEachEncodedMessage", configuration(scaling: .one, seconds: 5, maxIterations: 200),
+        make: { directory in
+            let log = try openLog(in: directory, budget: readBudget, durability: .none)
+            try fill(log, messages: expected)
+            return log
+        }
+    ) { log in
+        var count = 0
+        var bytes = 0
+        try log.forEachEncodedMessage { payload in
+            count += 1
+            bytes += payload.count
+        }
+        precondition(count >= expected - 1, "the log holds \(count) messages")
+        blackHole(bytes)
+    }
+    register(
+        "read-all 64MiB: baseline pread+walk", configuration(scaling: .one, seconds: 5, maxIterations: 200),
+        make: { directory in
+            let log = try openLog(in: directory, budget: readBudget, durability: .none)
+            try fill(log, messages: expected)
+            return directory.appendingPathComponent("log")
+        }
+    ) { url in
+        let count = try preadAndWalk(url)
+        precondition(count >= expected - 1, "walked \(count) records")
+        blackHole(count)
+    }
+    register(
+        "read-all 64MiB: baseline pread+walk+Data", configuration(scaling: .one, seconds: 5, maxIterations: 200),
+        make: { directory in
+            let log = try openLog(in: directory, budget: readBudget, durability: .none)
+            try fill(log, messages: expected)
+            return directory.appendingPathComponent("log")
+        }
+    ) { url in
+        let messages = try preadAndWalk(url, makingData: true)
+        precondition(messages.count >= expected - 1, "walked \(messages.count) records")
+        blackHole(messages)
+    }
+    register(
         "read-all 64MiB: baseline FileHandle read", configuration(scaling: .one, seconds: 5, maxIterations: 200),
         make: { directory in
             let url = directory.appendingPathComponent("log")
@@ -238,5 +282,51 @@ func registerReadAll() {
         while let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty { total += chunk.count }
         precondition(total >= readBudget / 2, "read \(total) bytes")
         blackHole(total)
+    }
+}
+
+/// Baseline of a borrowing read: one `pread` of the whole file into one buffer, then a
+/// walk over its records (length prefix, skip the payload), no checksum, no copy:
+/// the least any reader of this format can do.
+func preadAndWalk(_ url: URL) throws -> Int {
+    var count = 0
+    var bytes = 0
+    try preadAndWalk(url) { payload in
+        count += 1
+        bytes &+= payload.count
+    }
+    blackHole(bytes)
+    return count
+}
+
+/// Baseline of `messages()`: the same, making one `Data` per message: the least any
+/// reader that returns `[Data]` can do.
+func preadAndWalk(_ url: URL, makingData: Bool) throws -> [Data] {
+    var messages: [Data] = []
+    try preadAndWalk(url) { payload in messages.append(Data(payload)) }
+    return messages
+}
+
+func preadAndWalk(_ url: URL, _ body: (UnsafeRawBufferPointer) -> Void) throws {
+    let descriptor = open(url.path, O_RDONLY)
+    guard descriptor >= 0 else { throw CocoaError(.fileReadUnknown) }
+    defer { _ = close(descriptor) }
+    var info = stat()
+    guard fstat(descriptor, &info) == 0 else { throw CocoaError(.fileReadUnknown) }
+    let size = Int(info.st_size)
+    let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 8)
+    defer { buffer.deallocate() }
+    var read = 0
+    while read < size {
+        let got = pread(descriptor, buffer.baseAddress! + read, size - read, off_t(read))
+        guard got > 0 else { throw CocoaError(.fileReadUnknown) }
+        read += got
+    }
+    var position = 64
+    while size - position >= 8 {
+        let length = Int(buffer.loadUnaligned(fromByteOffset: position, as: UInt32.self).littleEndian)
+        guard length <= size - position - 8 else { break }
+        body(UnsafeRawBufferPointer(rebasing: buffer[(position + 8)..<(position + 8 + length)]))
+        position += 8 + length
     }
 }

@@ -91,12 +91,18 @@ struct _LogFile: Sendable {
     /// Reads up to `count` bytes from `offset`; fewer at the end of the file.
     func read(at offset: Int, count: Int) throws(HoardError) -> [UInt8] {
         guard count > 0 else { return [] }
-        var bytes = [UInt8](repeating: 0, count: count)
-        let result = bytes.withUnsafeMutableBytes { buffer in
-            Result { () throws(HoardError) in try read(into: buffer, at: offset) }
+        // Uninitialised: the read fills what the array keeps, so zeroing it first (a
+        // whole log's worth, on a full read) would only cost time.
+        var failure: HoardError?
+        let bytes = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+            do throws(HoardError) {
+                initialized = try read(into: UnsafeMutableRawBufferPointer(buffer), at: offset)
+            } catch {
+                failure = error
+                initialized = 0
+            }
         }
-        let got = try result.get()
-        if got < count { bytes.removeLast(count - got) }
+        if let failure { throw failure }
         return bytes
     }
 

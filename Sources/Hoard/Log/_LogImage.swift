@@ -46,6 +46,48 @@ struct _LogImage {
         return .unavailable(count: _LogRecord.prefixSize)
     }
 
+    /// Appends to `records` the run of consecutive intact records that starts at
+    /// `position` inside one loaded piece, up to `limit` records in all, and returns
+    /// where the run stopped: at the first offset that holds anything but an intact
+    /// record of `lap` wholly before `segmentEnd` and loaded (a marker, damage, the
+    /// end of the segment or of the loaded bytes), which the caller then parses with
+    /// ``slot(at:segmentEnd:lap:)``. Accepts exactly what that method reports as
+    /// `.record`, in one pass over the bytes, without building a slot per record.
+    ///
+    /// - Returns: The offset after the last record appended (`position` when none
+    ///   was), and whether one of them started at `lastAppendStart`.
+    func appendRecords(
+        from position: Int, segmentEnd: Int, lap: UInt32, isInUpperSegment: Bool, limit: Int,
+        lastAppendStart: Int, into records: inout [_LogWalk.Record]
+    ) -> (position: Int, passedLastAppendStart: Bool) {
+        for piece in pieces where piece.start <= position && position < piece.end {
+            return piece.bytes.withUnsafeBytes { bytes in
+                var position = position
+                var passed = false
+                let end = min(piece.end, segmentEnd)
+                while records.count < limit, end - position >= _LogRecord.prefixSize {
+                    let start = position - piece.start
+                    let length = bytes.loadUnaligned(fromByteOffset: start, as: UInt32.self).littleEndian
+                    // Marker tags are above maximumPayload; a record must fit before `end`.
+                    guard length <= UInt32(_LogRecord.maximumPayload),
+                          Int(length) <= end - position - _LogRecord.prefixSize
+                    else { break }
+                    let check = bytes.loadUnaligned(fromByteOffset: start + 4, as: UInt32.self).littleEndian
+                    let payloadStart = start + _LogRecord.prefixSize
+                    let payload = UnsafeRawBufferPointer(rebasing: bytes[payloadStart..<(payloadStart + Int(length))])
+                    guard _LogRecord.check(offset: position, length: length, payload: payload, lap: lap) == check
+                    else { break }
+                    if position == lastAppendStart { passed = true }
+                    records.append(
+                        _LogWalk.Record(offset: position, length: Int(length), isInUpperSegment: isInUpperSegment))
+                    position += _LogRecord.prefixSize + Int(length)
+                }
+                return (position, passed)
+            }
+        }
+        return (position, false)
+    }
+
     /// The end of the loaded piece that holds `position`, or `position` itself when no
     /// piece holds it: no record can start at or after it.
     func loadedEnd(at position: Int) -> Int {
@@ -68,6 +110,25 @@ struct _LogImage {
             }
         }
         return nil
+    }
+
+    /// Calls `body` with the payload of each of `records` (found in this image), in
+    /// order, pointing into the loaded bytes.
+    func forEachPayload(
+        of records: ArraySlice<_LogWalk.Record>, _ body: (UnsafeRawBufferPointer) throws -> Void
+    ) rethrows {
+        var remaining = records[...]
+        for piece in pieces {
+            try piece.bytes.withUnsafeBytes { bytes in
+                while let record = remaining.first {
+                    let start = record.offset + _LogRecord.prefixSize
+                    guard piece.start <= start && start + record.length <= piece.end else { break }
+                    try body(UnsafeRawBufferPointer(rebasing: bytes[(start - piece.start)..<(start - piece.start + record.length)]))
+                    remaining = remaining.dropFirst()
+                }
+            }
+        }
+        precondition(remaining.isEmpty, "forEachPayload(of:_:) asked for a record the walk did not find")
     }
 
     /// The payload of the record at `position`, whose length is `length`: a new `Data`

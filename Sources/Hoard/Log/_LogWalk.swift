@@ -26,6 +26,11 @@ struct _LogWalk {
     ///   the most recent append, or when the records do not end where the header says.
     static func run(_ header: _LogHeader, image: _LogImage, from start: Int, path: String) throws(HoardError) -> _LogWalk {
         var walk = _LogWalk()
+        if start == header.oldest {
+            // A walk of the whole log finds the header's count (or throws); the budget
+            // bounds what a damaged count could make it reserve.
+            walk.records.reserveCapacity(min(header.count, header.maximumBytes / _LogRecord.prefixSize))
+        }
         let end = header.maximumBytes
         var position = start
         var inUpper = header.isInUpperSegment(start)
@@ -35,6 +40,16 @@ struct _LogWalk {
             if position == header.lastAppendStart { inLastAppend = true }
             if inUpper && end - position < _LogRecord.prefixSize {
                 (position, inUpper, lap) = (_LogHeader.recordsStart, false, header.lap)
+                continue
+            }
+            // The common case, a run of intact records, in one pass; what stops it is
+            // parsed below.
+            let run = image.appendRecords(
+                from: position, segmentEnd: inUpper ? end : header.next, lap: lap, isInUpperSegment: inUpper,
+                limit: header.count, lastAppendStart: header.lastAppendStart, into: &walk.records)
+            if run.position != position {
+                position = run.position
+                inLastAppend = inLastAppend || run.passedLastAppendStart
                 continue
             }
             var slot = image.slot(at: position, segmentEnd: inUpper ? end : header.next, lap: lap)
