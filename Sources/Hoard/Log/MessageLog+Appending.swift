@@ -166,10 +166,27 @@ extension MessageLog {
         }
     }
 
-    /// Writes one record, prefix and payload in one `pwritev`.
+    /// The largest record ``_writeRecord(_:lap:at:file:)`` copies into one buffer for
+    /// one `pwrite`; larger ones go out as prefix and payload in one `pwritev`, which
+    /// costs the kernel more per call than the copy costs here for small records.
+    static var _singleBufferRecordLimit: Int { 4096 }
+
+    /// Writes one record, prefix and payload, in one system call.
     static func _writeRecord(_ payload: Data, lap: UInt32, at offset: Int, file: _LogFile) throws(HoardError) {
+        let size = _LogRecord.prefixSize + payload.count
         let result = payload.withUnsafeBytes { (payloadBytes) -> Result<Void, HoardError> in
-            withUnsafeTemporaryAllocation(byteCount: _LogRecord.prefixSize, alignment: 4) { prefix in
+            if size <= _singleBufferRecordLimit {
+                return withUnsafeTemporaryAllocation(byteCount: size, alignment: 8) { record in
+                    _LogRecord.writePrefix(
+                        into: UnsafeMutableRawBufferPointer(rebasing: record[0..<_LogRecord.prefixSize]),
+                        offset: offset, payload: payloadBytes, lap: lap)
+                    if let source = payloadBytes.baseAddress, !payloadBytes.isEmpty {
+                        (record.baseAddress! + _LogRecord.prefixSize).copyMemory(from: source, byteCount: payloadBytes.count)
+                    }
+                    return Result { () throws(HoardError) in try file.write(UnsafeRawBufferPointer(record), at: offset) }
+                }
+            }
+            return withUnsafeTemporaryAllocation(byteCount: _LogRecord.prefixSize, alignment: 4) { prefix in
                 _LogRecord.writePrefix(into: prefix, offset: offset, payload: payloadBytes, lap: lap)
                 return withUnsafeTemporaryAllocation(of: UnsafeRawBufferPointer.self, capacity: 2) { buffers in
                     buffers[0] = UnsafeRawBufferPointer(prefix)
