@@ -1,24 +1,25 @@
-#if Postgres
+#if Redis
 import Foundation
 import Hoard
-import HoardPostgres
+import HoardRedis
 
-var configuration = try PostgresStore.Configuration(url: "postgres://app:secret@127.0.0.1:5432/app")
-configuration.table = "shop_cache"               // created if missing, with its indexes
-configuration.isUnlogged = true                  // no WAL: faster, emptied after a server crash
-configuration.maximumRows = 1_000_000            // trimmed oldest first, every 1,000 writes
+var configuration = try RedisStore.Configuration(url: "redis://:secret@127.0.0.1:6379/0")
+configuration.keyPrefix = "shop"                 // keys are shop:<n>:<namespace>:<key>
 configuration.commandTimeout = .seconds(2)
-let store = try PostgresStore(configuration: configuration)
+let store = try RedisStore(configuration: configuration)
 
 try await store.set(Data("Ada".utf8), for: "user:42", in: "profiles",
-                    storedAt: .now, expiresAt: .now + 300)         // INSERT … ON CONFLICT DO UPDATE
-let entry = try await store.entry(for: "user:42", in: "profiles")  // StoredEntry?
-let many = try await store.entries(for: ["user:1", "user:42"], in: "profiles")  // key = ANY($2)
+                    storedAt: .now, expiresAt: .now + 300)         // SET … PX 300000
+let entry = try await store.entry(for: "user:42", in: "profiles")  // StoredEntry? (data, storedAt, expiresAt)
+let many = try await store.entries(for: ["user:1", "user:42"], in: "profiles")  // one MGET
 try await store.removeValue(for: "user:42", in: "profiles")
-try await store.removeAll(in: "profiles")                          // this namespace only
-try await store.maintain()                                         // sweep expired rows, trim
+try await store.removeAll(in: "profiles")                          // SCAN + UNLINK, this namespace only
 
-var cacheConfiguration = Cache<String, String>.Configuration(name: "profiles")
-cacheConfiguration.remoteStores = [store]        // other instances' writes drop keys from memory
-let profiles = try Cache<String, String>(configuration: cacheConfiguration)
+let memory = try MemoryCache<String, Data>()
+for await change in store.invalidations(in: "profiles") {          // other instances' writes
+    switch change {
+    case .key(let key): memory.removeValue(for: key)
+    case .all: memory.removeAll()
+    }
+}
 #endif

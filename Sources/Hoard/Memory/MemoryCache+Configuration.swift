@@ -49,6 +49,13 @@ extension MemoryCache {
         /// it. On one thread the shard count made no consistent difference.
         public var shards: Int
 
+        /// How the cache gives memory back when the system signals memory pressure,
+        /// or `nil` to ignore it. Defaults to ``MemoryPressureResponse/init(warningFraction:criticalFraction:source:)``
+        /// with its defaults: on a warning the cache evicts down to half of what it
+        /// holds, on critical pressure it empties, listening to
+        /// ``SystemMemoryPressure``.
+        public var memoryPressure: MemoryPressureResponse?
+
         /// The cost of a value. Defaults to `nil`: the value's ``CacheValue/cacheCost``
         /// when `Value` conforms to ``CacheValue`` (the byte count for `Data` and
         /// `String`), and 0 otherwise. Called outside the cache's locks.
@@ -62,7 +69,8 @@ extension MemoryCache {
             policy: EvictionPolicy = .lru,
             defaultExpiry: Expiry = .never,
             shards: Int = 1,
-            cost: (@Sendable (Value) -> Int)? = nil
+            cost: (@Sendable (Value) -> Int)? = nil,
+            memoryPressure: MemoryPressureResponse? = MemoryPressureResponse()
         ) {
             self.countLimit = countLimit
             self.costLimit = costLimit
@@ -71,6 +79,7 @@ extension MemoryCache {
             self.defaultExpiry = defaultExpiry
             self.shards = shards
             self.cost = cost
+            self.memoryPressure = memoryPressure
         }
 
         /// Checks every setting and returns the shard count rounded up to a power of two.
@@ -90,6 +99,15 @@ extension MemoryCache {
             guard lowWaterMark > 0, lowWaterMark <= 1 else {
                 throw HoardError(
                     .invalidConfiguration, "lowWaterMark must be greater than 0 and at most 1, not \(lowWaterMark)")
+            }
+            if let memoryPressure {
+                for (name, fraction) in [
+                    ("warningFraction", memoryPressure.warningFraction),
+                    ("criticalFraction", memoryPressure.criticalFraction),
+                ] where !(0...1).contains(fraction) {
+                    throw HoardError(
+                        .invalidConfiguration, "memoryPressure.\(name) must be between 0 and 1, not \(fraction)")
+                }
             }
             guard shards >= 1, shards <= 1024 else {
                 throw HoardError(.invalidConfiguration, "shards must be between 1 and 1024, not \(shards)")

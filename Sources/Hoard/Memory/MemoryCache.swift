@@ -29,6 +29,9 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     @usableFromInline let observers = _MemoryObservers<Key, Value>()
     @usableFromInline let costOf: (@Sendable (Value) -> Int)?
     @usableFromInline let defaultExpiry: Expiry
+    /// The cache's registration with its memory-pressure source, set once the cache
+    /// exists; releasing it (with the cache) ends it.
+    let pressureObservation = Mutex<MemoryPressureObservation?>(nil)
 
     /// Creates an empty cache.
     ///
@@ -52,6 +55,12 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
                 costLimit: configuration.costLimit.map { $0 / shardCount },
                 lowWaterMark: configuration.lowWaterMark,
                 policy: configuration.policy)
+        }
+        if let response = configuration.memoryPressure {
+            let observation = response.source.observe { [weak self] level in
+                self?.relieve(level, fraction: level == .critical ? response.criticalFraction : response.warningFraction)
+            }
+            pressureObservation.withLock { $0 = observation }
         }
     }
 
@@ -292,6 +301,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
                 total.hits += shard.hits
                 total.misses += shard.misses
                 total.evictions += shard.evictions
+                total.memoryPressureEvictions += shard.pressureEvictions
                 total.expirations += shard.expirations
             }
         }

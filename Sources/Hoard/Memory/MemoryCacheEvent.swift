@@ -21,6 +21,8 @@ public enum EvictionReason: String, Sendable, Hashable, CustomStringConvertible 
     case costLimit
     /// A `purge(downTo…)` call asked for room.
     case purge
+    /// The system signalled memory pressure (see ``MemoryPressureResponse``).
+    case memoryPressure
 
     public var description: String { rawValue }
 }

@@ -34,6 +34,8 @@ struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable>: ~Copyable {
     @usableFromInline var hits = 0
     @usableFromInline var misses = 0
     @usableFromInline var evictions = 0
+    /// The part of ``evictions`` made for memory pressure.
+    @usableFromInline var pressureEvictions = 0
     @usableFromInline var expirations = 0
 
     @usableFromInline
@@ -200,6 +202,7 @@ struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable>: ~Copyable {
             guard victim >= 0, victim != protected, let key = nodes[Int(victim)].entry?.key else { break }
             removeNode(victim, key: key, observers: nil)
             evictions &+= 1
+            if reason == .memoryPressure { pressureEvictions &+= 1 }
             observers?.publish(.evicted(key, reason: reason), key: key, value: nil)
         }
         if usesTinyLFU { tinyLFU.endEvictionRound() }

@@ -89,7 +89,8 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
             lowWaterMark: configuration.memory.lowWaterMark,
             policy: configuration.memory.policy,
             defaultExpiry: .never,
-            shards: configuration.memory.shards)
+            shards: configuration.memory.shards,
+            memoryPressure: configuration.memory.memoryPressure)
         if let cost = configuration.memory.cost ?? _defaultCost(of: Value.self) {
             memoryConfiguration.cost = { slot in
                 if case .value(let value) = slot { cost(value) } else { 0 }
