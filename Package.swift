@@ -1,5 +1,4 @@
 // swift-tools-version: 6.2
-import Foundation
 import PackageDescription
 
 // Swift 6 language mode (complete strict concurrency) is the package default. Warnings
@@ -16,11 +15,10 @@ import PackageDescription
 // trait's modules are compiled under `#if TRAIT`, so a build of this package with
 // the trait off gives empty modules, not errors. scripts/test enables every trait.
 // Every code block of the README, verbatim, as an executable target of its own, so
-// that building the package compiles each one (scripts/readme-examples writes
-// Examples/ReadmeBlocks from README.md and checks that they still match). A block
-// depends on the modules it imports; one that imports a trait's module is compiled
-// under `#if TRAIT`.
-let readmeBlocksPath = "Examples/ReadmeBlocks"
+// that building the package compiles each one. scripts/readme-examples writes the
+// files in Examples/ReadmeBlocks and the list below from README.md, and checks that
+// they still match it; a block depends on the modules it imports, and one that
+// imports a trait's module is compiled under `#if TRAIT`.
 let readmeBlockModules: [String: Target.Dependency] = [
     "Hoard": "Hoard", "HoardRedis": "HoardRedis", "HoardPostgres": "HoardPostgres",
     "HoardServiceLifecycle": "HoardServiceLifecycle", "HoardMetrics": "HoardMetrics",
@@ -28,16 +26,27 @@ let readmeBlockModules: [String: Target.Dependency] = [
     "ServiceLifecycle": .product(
         name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["ServiceLifecycle"])),
 ]
-let readmeBlocks: [Target] = ((try? FileManager.default.contentsOfDirectory(
-    atPath: Context.packageDirectory + "/" + readmeBlocksPath)) ?? []).sorted().map { name in
-    let source = (try? String(contentsOfFile: Context.packageDirectory + "/\(readmeBlocksPath)/\(name)/main.swift",
-                              encoding: .utf8)) ?? ""
-    let imports = source.split(separator: "\n").compactMap { line in
-        line.hasPrefix("import ") ? String(line.dropFirst("import ".count)) : nil
-    }
-    return .executableTarget(
-        name: name, dependencies: imports.compactMap { readmeBlockModules[$0] }, path: "\(readmeBlocksPath)/\(name)")
-}
+// BEGIN README BLOCKS (written by scripts/readme-examples --write)
+let readmeBlocks: [(name: String, imports: [String])] = [
+    ("ReadmeBlock01", ["Foundation", "Hoard", "Logging"]),
+    ("ReadmeBlock02", ["Hoard", "HoardServiceLifecycle", "Logging", "ServiceLifecycle"]),
+    ("ReadmeBlock03", ["Hoard", "HoardMetrics"]),
+    ("ReadmeBlock04", ["Foundation", "Hoard"]),
+    ("ReadmeBlock05", ["Foundation", "Hoard"]),
+    ("ReadmeBlock06", ["Foundation", "Hoard"]),
+    ("ReadmeBlock07", ["Hoard"]),
+    ("ReadmeBlock08", ["Hoard"]),
+    ("ReadmeBlock09", ["Hoard"]),
+    ("ReadmeBlock10", ["Foundation", "Hoard"]),
+    ("ReadmeBlock11", ["Foundation", "Hoard"]),
+    ("ReadmeBlock12", ["Foundation", "Hoard"]),
+    ("ReadmeBlock13", ["Hoard"]),
+    ("ReadmeBlock14", ["Hoard"]),
+    ("ReadmeBlock15", ["Foundation", "Hoard"]),
+    ("ReadmeBlock16", ["Foundation", "Hoard", "HoardRedis"]),
+    ("ReadmeBlock17", ["Foundation", "Hoard", "HoardPostgres"]),
+]
+// END README BLOCKS
 
 let package = Package(
     name: "Hoard",
@@ -254,5 +263,9 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
-package.targets += readmeBlocks
+package.targets += readmeBlocks.map { block in
+    .executableTarget(
+        name: block.name, dependencies: block.imports.compactMap { readmeBlockModules[$0] },
+        path: "Examples/ReadmeBlocks/\(block.name)")
+}
 

@@ -11,8 +11,9 @@ import Synchronization
 /// `hoard_cache_fetches`, `hoard_cache_fetch_failures`, `hoard_cache_coalesced_waits`,
 /// `hoard_cache_negative_hits`, `hoard_cache_stale_hits`,
 /// `hoard_cache_dropped_promotions`, `hoard_cache_failures` by `operation` (`read`,
-/// `write`, `decode`), and `hoard_cache_evictions` and `hoard_cache_expirations` of
-/// the memory tier. Gauges: `hoard_cache_entries` and `hoard_cache_cost` of the memory
+/// `write`, `decode`), and `hoard_cache_evictions` (all of them),
+/// `hoard_cache_memory_pressure_evictions` (the part made for memory pressure) and
+/// `hoard_cache_expirations` of the memory tier. Gauges: `hoard_cache_entries` and `hoard_cache_cost` of the memory
 /// tier. Timers, from ``timings(cache:factory:)``: `hoard_cache_duration` by
 /// `operation` (`fetch`, `read`, `write`), `tier` and `result` (`success`,
 /// `failure`).

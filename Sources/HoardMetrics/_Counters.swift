@@ -13,6 +13,7 @@ struct _Counters: Sendable {
         }
         var followed: [(Counter, @Sendable (CacheStatistics) -> Int)] = [
             (counter("hoard_cache_evictions", [("tier", "memory")]), { $0.evictions }),
+            (counter("hoard_cache_memory_pressure_evictions", [("tier", "memory")]), { $0.memoryPressureEvictions }),
             (counter("hoard_cache_expirations", [("tier", "memory")]), { $0.expirations }),
         ]
         let tiers: [(String, @Sendable (CacheStatistics) -> CacheStatistics.Tier)] = [

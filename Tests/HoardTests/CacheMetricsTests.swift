@@ -14,7 +14,8 @@ struct CacheMetricsTests {
             let disk = try DiskStore(directory: directory)
             try disk.set(Data("d".utf8), for: "onDisk", in: "metered", storedAt: Date(), expiresAt: nil)
             var configuration: Cache<String, String>.Configuration = CacheTest.configuration("metered", disk: disk)
-            configuration.memory = .init(countLimit: 2, lowWaterMark: 1.0)
+            let pressure = ManualMemoryPressure()
+            configuration.memory = .init(countLimit: 2, lowWaterMark: 1.0, memoryPressure: .init(source: pressure))
             configuration.negativeCaching = 60
             configuration.timings = CacheMetrics.timings(cache: "metered", factory: metrics)
             let cache = try Cache<String, String>(configuration: configuration) { key in
@@ -64,6 +65,14 @@ struct CacheMetricsTests {
             reporter.update()
             #expect(total("hoard_cache_hits", [("tier", "memory")]) == 2)
             #expect(total("hoard_cache_fetches") == 3)
+            #expect(total("hoard_cache_memory_pressure_evictions", [("tier", "memory")]) == 0)
+
+            // Critical memory pressure empties the memory tier: two more evictions, both for pressure.
+            pressure.signal(.critical)
+            reporter.update()
+            #expect(total("hoard_cache_evictions", [("tier", "memory")]) == 3)
+            #expect(total("hoard_cache_memory_pressure_evictions", [("tier", "memory")]) == 2)
+            #expect(try metrics.expectGauge("hoard_cache_entries", [("cache", "metered"), ("tier", "memory")]).lastValue == 0)
         }
     }
 }

@@ -33,9 +33,11 @@ public struct CacheStatistics: Sendable, Hashable, CustomStringConvertible {
     public var local = Tier()
     /// The remote stores together; consulted by asynchronous reads only.
     public var remote = Tier()
-    /// Entries the memory tier evicted to stay within its limits (the stores
-    /// still hold them).
+    /// Entries the memory tier evicted to stay within its limits or for memory
+    /// pressure (the stores still hold them).
     public var evictions = 0
+    /// The part of ``evictions`` made because the system signalled memory pressure.
+    public var memoryPressureEvictions = 0
     /// Entries the memory tier dropped because they had expired.
     public var expirations = 0
     /// Reads that no tier could answer: one per read that then returned `nil`

@@ -34,6 +34,7 @@ final class _CacheCounters: Sendable {
         statistics.memory.misses = max(0, memoryTier.misses - pending)
         statistics.memory.promotions = memoryPromotions.load(ordering: .relaxed)
         statistics.evictions = memoryTier.evictions
+        statistics.memoryPressureEvictions = memoryTier.memoryPressureEvictions
         statistics.expirations = memoryTier.expirations
         statistics.local.hits = localHits.load(ordering: .relaxed)
         statistics.local.misses = localMisses.load(ordering: .relaxed)
