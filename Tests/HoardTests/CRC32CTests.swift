@@ -64,6 +64,18 @@ struct CRC32CTests {
                 #expect(dispatched == portable, "bytes \(start)..<\(end)")
             }
         }
+        // Lengths around the three-stream blocks (3 × 256 and 3 × 8,192 bytes), which the
+        // instruction's loop joins with shift tables.
+        let long = (0..<100_003).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
+        for count in [767, 768, 769, 1_536, 24_575, 24_576, 24_577, 24_576 + 768 + 9, 49_152, 99_999] {
+            for start in [0, 3] {
+                let slice = long[start..<(start + count)]
+                let seed = UInt32(truncatingIfNeeded: generator.next())
+                let dispatched = slice.withUnsafeBytes { _CRC32C.update(seed, $0) }
+                let portable = slice.withUnsafeBytes { _CRC32C.portableUpdate(seed, $0) }
+                #expect(dispatched == portable, "\(count) bytes from \(start)")
+            }
+        }
         #expect(Array("123456789".utf8).withUnsafeBytes { _CRC32C.portableUpdate(0, $0) } == 0xE306_9283)
         #expect(_CRC32C.update(0, UnsafeRawBufferPointer(start: nil, count: 0)) == 0)
     }
