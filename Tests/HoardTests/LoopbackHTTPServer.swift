@@ -9,16 +9,38 @@ import Darwin
 private let streamSocket = SOCK_STREAM
 #endif
 
-/// A minimal HTTP/1.1 server on 127.0.0.1 for tests: answers each request from a
-/// route table, one connection at a time, and counts requests per path.
+/// A request as ``LoopbackHTTPServer`` received it: path and header fields (names
+/// lowercased).
+struct LoopbackRequest: Sendable {
+    var path: String
+    var headers: [String: String]
+}
+
+/// What ``LoopbackHTTPServer`` answers.
+struct LoopbackResponse: Sendable {
+    var status: Int
+    var headers: [String: String] = [:]
+    var body: String = ""
+}
+
+/// A minimal HTTP/1.1 server on 127.0.0.1 for tests: answers each request with a
+/// handler (or from a route table), one connection at a time, and counts requests
+/// per path.
 final class LoopbackHTTPServer: Sendable {
     let port: UInt16
     private let listener: Int32
-    private let routes: [String: (status: Int, body: String)]
+    private let handler: @Sendable (LoopbackRequest) -> LoopbackResponse
     private let counts = Mutex<[String: Int]>([:])
 
-    init(routes: [String: (status: Int, body: String)]) throws {
-        self.routes = routes
+    convenience init(routes: [String: (status: Int, body: String)]) throws {
+        try self.init { request in
+            let (status, body) = routes[request.path] ?? (404, "not found")
+            return LoopbackResponse(status: status, body: body)
+        }
+    }
+
+    init(handler: @escaping @Sendable (LoopbackRequest) -> LoopbackResponse) throws {
+        self.handler = handler
         let fd = socket(AF_INET, streamSocket, 0)
         guard fd >= 0 else { throw POSIXError(.EIO) }
         var address = sockaddr_in()
@@ -60,11 +82,19 @@ final class LoopbackHTTPServer: Sendable {
                 if count <= 0 { break }
                 request += buffer.prefix(count)
             }
-            let line = String(decoding: request, as: UTF8.self).split(separator: "\r\n").first ?? ""
-            let path = line.split(separator: " ").dropFirst().first.map(String.init) ?? "/"
+            let lines = String(decoding: request, as: UTF8.self).split(separator: "\r\n")
+            let path = (lines.first ?? "").split(separator: " ").dropFirst().first.map(String.init) ?? "/"
+            var headers: [String: String] = [:]
+            for line in lines.dropFirst() {
+                guard let colon = line.firstIndex(of: ":") else { continue }
+                headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            }
             counts.withLock { $0[path, default: 0] += 1 }
-            let (status, body) = routes[path] ?? (404, "not found")
-            let response = "HTTP/1.1 \(status) X\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)"
+            let answer = handler(LoopbackRequest(path: path, headers: headers))
+            let fields = answer.headers.map { "\($0.key): \($0.value)\r\n" }.joined()
+            let body = answer.status == 304 ? "" : answer.body
+            let response = "HTTP/1.1 \(answer.status) X\r\n\(fields)Content-Length: \(body.utf8.count)\r\n"
+                + "Connection: close\r\n\r\n\(body)"
             _ = response.utf8CString.withUnsafeBufferPointer { write(connection, $0.baseAddress, $0.count - 1) }
             close(connection)
         }

@@ -5,7 +5,10 @@ import FoundationNetworking
 #endif
 
 extension Cache where Key == URL, Value == Data {
-    /// A cache of HTTP resources: a miss downloads the URL with `session`.
+    /// A cache of HTTP resources: a miss downloads the URL with `session`, and the
+    /// bytes are kept as the configuration says, whatever the server said about them.
+    /// For a cache that follows the server's `Cache-Control`, validators and `Vary`,
+    /// use ``HTTPResponseCache``.
     ///
     /// ```swift
     /// let images = try Cache.http(configuration: .init(name: "images"))

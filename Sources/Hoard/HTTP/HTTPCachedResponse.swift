@@ -1,0 +1,136 @@
+import Foundation
+
+/// A response as an ``HTTPResponseCache`` stores and returns it: status, header
+/// fields, body, the request header fields its `Vary` names, and when it was
+/// requested and received (RFC 9111's `request_time` and `response_time`).
+public struct HTTPCachedResponse: Sendable, Hashable {
+    /// The URL requested.
+    public var url: URL
+    /// The status code.
+    public var statusCode: Int
+    /// The header fields, names lowercased; repeated fields joined with ", ".
+    public var headers: [String: String]
+    /// The body.
+    public var body: Data
+    /// The values of the request header fields the response's `Vary` names (names
+    /// lowercased; an absent field is absent here too).
+    public var varyingRequestHeaders: [String: String]
+    /// When the request that brought this response (or its last revalidation) left.
+    public var requestTime: Date
+    /// When the response (or the `304` that revalidated it) arrived.
+    public var responseTime: Date
+    /// Whether the caller is served from storage: `false` for a response just
+    /// received from the origin, `true` for a stored one, fresh or revalidated.
+    public var isFromCache: Bool
+
+    /// Creates a response.
+    public init(
+        url: URL, statusCode: Int, headers: [String: String], body: Data, varyingRequestHeaders: [String: String] = [:],
+        requestTime: Date, responseTime: Date, isFromCache: Bool = false
+    ) {
+        self.url = url
+        self.statusCode = statusCode
+        self.headers = Dictionary(headers.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { "\($0), \($1)" })
+        self.body = body
+        self.varyingRequestHeaders = varyingRequestHeaders
+        self.requestTime = requestTime
+        self.responseTime = responseTime
+        self.isFromCache = isFromCache
+    }
+
+    /// The value of the header field `name` (any case), or `nil`.
+    public subscript(header name: String) -> String? { headers[name.lowercased()] }
+
+    /// The response's `Cache-Control` directives.
+    public var cacheControl: HTTPCacheControl { HTTPCacheControl(self[header: "cache-control"].map { [$0] } ?? []) }
+
+    /// The lowercased field names of `Vary`; `["*"]` for `Vary: *`.
+    public var varyNames: [String] {
+        (self[header: "vary"] ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+            .filter { !$0.isEmpty }
+    }
+
+    /// The response's age at `now`, in seconds (RFC 9111, section 4.2.3).
+    public func age(at now: Date) -> TimeInterval {
+        let date = self[header: "date"].flatMap(_HTTPDate.parse) ?? responseTime
+        let apparentAge = max(0, responseTime.timeIntervalSince(date))
+        let ageValue = self[header: "age"].flatMap { TimeInterval($0.trimmingCharacters(in: .whitespaces)) } ?? 0
+        let responseDelay = max(0, responseTime.timeIntervalSince(requestTime))
+        let correctedInitialAge = max(apparentAge, ageValue + responseDelay)
+        return correctedInitialAge + max(0, now.timeIntervalSince(responseTime))
+    }
+}
+
+/// What an ``HTTPResponseCache`` stores under one URL: a response per set of
+/// request header values its `Vary` selects, newest first. Stored in any Hoard tier
+/// as the metadata in JSON followed by the bodies as they are.
+public struct HTTPStoredResponses: Sendable, Hashable {
+    /// The responses, newest first.
+    public var responses: [HTTPCachedResponse]
+
+    /// Creates a list of stored responses.
+    public init(responses: [HTTPCachedResponse]) {
+        self.responses = responses
+    }
+}
+
+extension HTTPStoredResponses: CacheValue {
+    /// The metadata of every response as JSON, then the bodies back to back:
+    /// `UInt32` length of the JSON (little-endian), the JSON, the bodies.
+    private struct Metadata: Codable {
+        var url: URL
+        var statusCode: Int
+        var headers: [String: String]
+        var bodyLength: Int
+        var varyingRequestHeaders: [String: String]
+        var requestTime: Date
+        var responseTime: Date
+    }
+
+    /// The metadata as JSON, then the bodies.
+    public func cacheEncoded() throws -> Data {
+        let metadata = responses.map {
+            Metadata(
+                url: $0.url, statusCode: $0.statusCode, headers: $0.headers, bodyLength: $0.body.count,
+                varyingRequestHeaders: $0.varyingRequestHeaders, requestTime: $0.requestTime,
+                responseTime: $0.responseTime)
+        }
+        let json = try JSONEncoder().encode(metadata)
+        var data = Data()
+        var length = UInt32(json.count).littleEndian
+        withUnsafeBytes(of: &length) { data.append(contentsOf: $0) }
+        data.append(json)
+        for response in responses { data.append(response.body) }
+        return data
+    }
+
+    /// Decodes what ``cacheEncoded()`` wrote.
+    ///
+    /// - Throws: ``HoardError/Code/decodingFailed`` for bytes it did not write.
+    public init(cacheData data: Data) throws {
+        let bytes = [UInt8](data)
+        guard bytes.count >= 4 else { throw HoardError(.decodingFailed, "a stored HTTP response is truncated") }
+        let length = Int(UInt32(bytes[0]) | UInt32(bytes[1]) << 8 | UInt32(bytes[2]) << 16 | UInt32(bytes[3]) << 24)
+        guard length <= bytes.count - 4 else { throw HoardError(.decodingFailed, "a stored HTTP response is truncated") }
+        let metadata = try JSONDecoder().decode([Metadata].self, from: Data(bytes[4..<(4 + length)]))
+        var offset = 4 + length
+        var responses: [HTTPCachedResponse] = []
+        for item in metadata {
+            guard item.bodyLength >= 0, item.bodyLength <= bytes.count - offset else {
+                throw HoardError(.decodingFailed, "a stored HTTP response's body is truncated")
+            }
+            responses.append(
+                HTTPCachedResponse(
+                    url: item.url, statusCode: item.statusCode, headers: item.headers,
+                    body: Data(bytes[offset..<(offset + item.bodyLength)]),
+                    varyingRequestHeaders: item.varyingRequestHeaders, requestTime: item.requestTime,
+                    responseTime: item.responseTime, isFromCache: true))
+            offset += item.bodyLength
+        }
+        guard offset == bytes.count else { throw HoardError(.decodingFailed, "a stored HTTP response has extra bytes") }
+        self.responses = responses
+    }
+
+    /// The bytes of the bodies.
+    public var cacheCost: Int { responses.reduce(0) { $0 + $1.body.count } }
+}

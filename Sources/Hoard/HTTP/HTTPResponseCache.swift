@@ -1,0 +1,305 @@
+import Foundation
+import Logging
+import Synchronization
+
+/// An HTTP cache that follows HTTP caching (RFC 9111) over any Hoard tiers: memory,
+/// disk, Redis, PostgreSQL.
+///
+/// ```swift
+/// let http = try HTTPResponseCache()
+/// let response = try await http.response(for: url, headers: ["Accept-Language": "en"])
+/// let fresh = response.isFromCache       // true when no request reached the origin
+/// let body = try await http.data(from: url)   // throws on a non-2xx status
+/// ```
+///
+/// What it does, as a shared cache (``Configuration/isShared``, the default):
+/// - Stores only responses to `GET` with a final status that may be stored: never
+///   with `no-store` (request or response), `private` (unless the cache is private),
+///   or to a request with `Authorization` unless the response says `public`,
+///   `must-revalidate` or `s-maxage`; and only when the response gives a freshness
+///   lifetime or its status is cacheable by default (200, 203, 204, 300, 301, 308,
+///   404, 405, 410, 414, 501). `Vary: *` is never stored.
+/// - Freshness from `s-maxage`, then `max-age`, then `Expires` minus `Date`, else a
+///   tenth of the time since `Last-Modified` (at most a day, by default) for statuses
+///   cacheable by default; age as RFC 9111, section 4.2.3 computes it.
+/// - A fresh response is served without a request. A stale one (or any with
+///   `no-cache`, or when the request says `no-cache` or a `max-age` it exceeds) is
+///   revalidated with `If-None-Match` / `If-Modified-Since`; a `304` refreshes the
+///   stored headers and dates without a body. `stale-while-revalidate` serves a stale
+///   response while one background request revalidates it; `stale-if-error` serves
+///   it when the origin fails or answers 5xx. `must-revalidate` (and
+///   `proxy-revalidate` for a shared cache) forbids both.
+/// - The stored response is chosen by the request header fields its `Vary` names;
+///   up to ``Configuration/maximumVariants`` are kept per URL.
+/// - Concurrent requests for the same URL with the same header fields make one
+///   request to the origin.
+public final class HTTPResponseCache: Sendable {
+    /// How an ``HTTPResponseCache`` stores and decides.
+    public struct Configuration: Sendable {
+        /// Where responses are stored, as any ``Cache``: memory, local and remote
+        /// tiers. Defaults to a cache named "http-responses" with a disk store in
+        /// the default location and 64 MiB of bodies in memory.
+        public var storage: Cache<String, HTTPStoredResponses>.Configuration
+        /// Whether the cache is shared between users (RFC 9111's shared cache, as a
+        /// server's is): `s-maxage` and `proxy-revalidate` apply, `private`
+        /// responses are not stored. Defaults to `true`.
+        public var isShared: Bool
+        /// The fraction of the time since `Last-Modified` a response without an
+        /// explicit lifetime stays fresh. Defaults to 0.1.
+        public var heuristicFraction: Double
+        /// The longest heuristic lifetime, in seconds. Defaults to one day.
+        public var maximumHeuristicLifetime: TimeInterval
+        /// The most responses kept per URL for different `Vary` selections.
+        /// Defaults to 8.
+        public var maximumVariants: Int
+        /// Where background revalidation failures are logged; `nil` logs nothing
+        /// (they are still counted in ``Statistics/backgroundFailures``).
+        public var logger: Logger?
+
+        /// Creates a configuration; every parameter defaults as its property says.
+        public init(
+            storage: Cache<String, HTTPStoredResponses>.Configuration? = nil, isShared: Bool = true,
+            heuristicFraction: Double = 0.1, maximumHeuristicLifetime: TimeInterval = 86_400,
+            maximumVariants: Int = 8, logger: Logger? = nil
+        ) {
+            if let storage {
+                self.storage = storage
+            } else {
+                var storage = Cache<String, HTTPStoredResponses>.Configuration(name: "http-responses")
+                storage.memory = .init(costLimit: 64 << 20)
+                self.storage = storage
+            }
+            self.isShared = isShared
+            self.heuristicFraction = heuristicFraction
+            self.maximumHeuristicLifetime = maximumHeuristicLifetime
+            self.maximumVariants = maximumVariants
+            self.logger = logger
+        }
+    }
+
+    /// How requests were answered since the cache was created.
+    public struct Statistics: Sendable, Hashable {
+        /// Served fresh from storage, with no request to the origin.
+        public var freshHits = 0
+        /// Served stale from storage (`stale-while-revalidate`, `stale-if-error`,
+        /// `max-stale`).
+        public var staleHits = 0
+        /// Revalidated with a `304`, served from storage.
+        public var revalidations = 0
+        /// Answered by a full response from the origin.
+        public var fetches = 0
+        /// Requests sent to the origin (conditional ones and background ones
+        /// included).
+        public var originRequests = 0
+        /// Requests that waited for a request to the origin another caller had
+        /// started, instead of sending their own.
+        public var coalescedWaits = 0
+        /// Background revalidations that failed.
+        public var backgroundFailures = 0
+    }
+
+    /// The configuration the cache was created with.
+    public let configuration: Configuration
+    /// Where responses are stored.
+    public let storage: Cache<String, HTTPStoredResponses>
+    let transport: any HTTPCacheTransport
+    let clock: any CacheClock
+    let flights = _SingleFlight<String, HTTPCachedResponse>()
+    let counters = Mutex(Statistics())
+
+    /// Creates a cache.
+    ///
+    /// - Parameters:
+    ///   - configuration: Storage and policy.
+    ///   - transport: How requests reach the origin. Defaults to
+    ///     ``URLSessionHTTPTransport``.
+    ///   - clock: Where the cache reads the time, for ages and freshness.
+    /// - Throws: ``HoardError/Code/invalidConfiguration`` for a setting out of
+    ///   range, and what opening the storage throws.
+    public init(
+        configuration: Configuration = .init(), transport: any HTTPCacheTransport = URLSessionHTTPTransport(),
+        clock: any CacheClock = SystemClock()
+    ) throws(HoardError) {
+        guard configuration.maximumVariants >= 1 else {
+            throw HoardError(.invalidConfiguration, "maximumVariants must be at least 1")
+        }
+        guard (0...1).contains(configuration.heuristicFraction), configuration.maximumHeuristicLifetime >= 0 else {
+            throw HoardError(
+                .invalidConfiguration,
+                "heuristicFraction must be between 0 and 1 and maximumHeuristicLifetime not negative")
+        }
+        self.configuration = configuration
+        self.transport = transport
+        self.clock = clock
+        storage = try Cache(configuration: configuration.storage, clock: clock)
+    }
+
+    /// How requests were answered so far.
+    public var statistics: Statistics { counters.withLock { $0 } }
+
+    /// The body of a `GET` of `url`, from storage when HTTP allows, else from the
+    /// origin.
+    ///
+    /// - Throws: ``HoardError/Code/httpFailed`` when the response's status is not
+    ///   2xx (nothing is stored unless HTTP allows it, as for 404), and what the
+    ///   transport throws.
+    public func data(from url: URL, headers: [String: String] = [:]) async throws -> Data {
+        let response = try await response(for: url, headers: headers)
+        guard (200..<300).contains(response.statusCode) else {
+            throw HoardError(
+                .httpFailed, "the server answered HTTP \(response.statusCode) for \(url.absoluteString)",
+                key: url.absoluteString)
+        }
+        return response.body
+    }
+
+    /// The response to a `GET` of `url` with the request header fields `headers`:
+    /// a stored one when HTTP allows it, a revalidated one, or the origin's.
+    ///
+    /// - Throws: What the transport throws when no stored response may be served
+    ///   instead (see `stale-if-error`).
+    public func response(for url: URL, headers: [String: String] = [:]) async throws -> HTTPCachedResponse {
+        let request = _HTTPRequest(url: url, headers: headers)
+        let requestControl = request.cacheControl
+        if requestControl.noStore {
+            return try await flights.run(request.flightKey, joined: { self.count { $0.coalescedWaits += 1 } }) { try await self.fetch(request, storing: false) }
+        }
+        let stored = try? await storage.value(for: request.key)
+        let now = clock.now()
+        guard let candidate = stored?.responses.first(where: { request.selects($0) }) else {
+            if requestControl.onlyIfCached { return request.gatewayTimeout(now: now) }
+            return try await flights.run(request.flightKey, joined: { self.count { $0.coalescedWaits += 1 } }) { try await self.fetch(request, storing: true) }
+        }
+        let policy = _HTTPFreshness(candidate, configuration: configuration, now: now)
+        let control = candidate.cacheControl
+        let mayServeStale = !control.mustRevalidate && !(configuration.isShared && control.proxyRevalidate)
+            && !control.noCache
+        let mustValidate = control.noCache || requestControl.noCache
+            || requestControl.maxAge.map { policy.age > TimeInterval($0) } ?? false
+        if !mustValidate {
+            let minFresh = TimeInterval(requestControl.minFresh ?? 0)
+            if policy.age + minFresh < policy.lifetime {
+                count { $0.freshHits += 1 }
+                return candidate
+            }
+            if mayServeStale, let maxStale = requestControl.maxStale, policy.staleness <= TimeInterval(maxStale) {
+                count { $0.staleHits += 1 }
+                return candidate
+            }
+            if mayServeStale, let window = control.staleWhileRevalidate, policy.staleness < TimeInterval(window) {
+                count { $0.staleHits += 1 }
+                revalidateInBackground(candidate, request)
+                return candidate
+            }
+        }
+        if requestControl.onlyIfCached { return request.gatewayTimeout(now: now) }
+        return try await flights.run(request.flightKey, joined: { self.count { $0.coalescedWaits += 1 } }) {
+            try await self.revalidate(candidate, request, mayServeStale: mayServeStale)
+        }
+    }
+
+    // MARK: Talking to the origin
+
+    /// Sends `request` (with `extraHeaders`), timing it.
+    private func send(
+        _ request: _HTTPRequest, extraHeaders: [String: String] = [:]
+    ) async throws -> (response: HTTPTransportResponse, requestTime: Date, responseTime: Date) {
+        count { $0.originRequests += 1 }
+        let requestTime = clock.now()
+        let response = try await transport.send(
+            method: "GET", url: request.url, headers: request.headers.merging(extraHeaders) { $1 })
+        return (response, requestTime, clock.now())
+    }
+
+    /// A full request to the origin; the response is stored when HTTP allows.
+    private func fetch(_ request: _HTTPRequest, storing: Bool) async throws -> HTTPCachedResponse {
+        let (response, requestTime, responseTime) = try await send(request)
+        count { $0.fetches += 1 }
+        let received = request.cached(response, requestTime: requestTime, responseTime: responseTime)
+        if storing { await store(received, for: request) }
+        return received
+    }
+
+    /// A conditional request for `candidate`; a `304` refreshes it.
+    private func revalidate(
+        _ candidate: HTTPCachedResponse, _ request: _HTTPRequest, mayServeStale: Bool
+    ) async throws -> HTTPCachedResponse {
+        var conditions: [String: String] = [:]
+        if let tag = candidate[header: "etag"] { conditions["if-none-match"] = tag }
+        if let modified = candidate[header: "last-modified"] { conditions["if-modified-since"] = modified }
+        let staleIfError: Bool = {
+            guard mayServeStale else { return false }
+            let window = candidate.cacheControl.staleIfError ?? request.cacheControl.staleIfError
+            let staleness = _HTTPFreshness(candidate, configuration: configuration, now: clock.now()).staleness
+            return window.map { staleness < TimeInterval($0) } ?? false
+        }()
+        let exchange: (response: HTTPTransportResponse, requestTime: Date, responseTime: Date)
+        do {
+            exchange = try await send(request, extraHeaders: conditions)
+        } catch {
+            guard staleIfError else { throw error }
+            count { $0.staleHits += 1 }
+            return candidate
+        }
+        if exchange.response.statusCode == 304 {
+            var refreshed = candidate
+            for (name, value) in exchange.response.headers where !["content-length", "content-encoding", "transfer-encoding"].contains(name.lowercased()) {
+                refreshed.headers[name.lowercased()] = value
+            }
+            refreshed.requestTime = exchange.requestTime
+            refreshed.responseTime = exchange.responseTime
+            refreshed.isFromCache = true
+            count { $0.revalidations += 1 }
+            await store(refreshed, for: request)
+            return refreshed
+        }
+        if (500..<600).contains(exchange.response.statusCode), staleIfError {
+            count { $0.staleHits += 1 }
+            return candidate
+        }
+        count { $0.fetches += 1 }
+        let received = request.cached(
+            exchange.response, requestTime: exchange.requestTime, responseTime: exchange.responseTime)
+        await store(received, for: request)
+        return received
+    }
+
+    /// Starts one background revalidation of `candidate` (none when one is running).
+    private func revalidateInBackground(_ candidate: HTTPCachedResponse, _ request: _HTTPRequest) {
+        guard !flights.isRunning(request.flightKey) else { return }
+        Task {
+            do {
+                _ = try await flights.run(request.flightKey, joined: { self.count { $0.coalescedWaits += 1 } }) {
+                    try await self.revalidate(candidate, request, mayServeStale: false)
+                }
+            } catch {
+                count { $0.backgroundFailures += 1 }
+                configuration.logger?.warning(
+                    "background revalidation failed",
+                    metadata: [
+                        "hoard.store": "\(configuration.storage.name)", "hoard.key": "\(request.key)",
+                        "hoard.operation": "revalidate", "hoard.error": "\(error)",
+                    ])
+            }
+        }
+    }
+
+    // MARK: Storing
+
+    /// Stores `response` as the variant `request` selects, when HTTP allows.
+    /// (Read through the tiers asynchronously: never a disk read on the caller's
+    /// executor.)
+    private func store(_ response: HTTPCachedResponse, for request: _HTTPRequest) async {
+        guard _HTTPStorability.allows(response, request: request, shared: configuration.isShared) else { return }
+        var stored = (try? await storage.value(for: request.key))?.responses ?? []
+        stored.removeAll { $0.varyingRequestHeaders == response.varyingRequestHeaders && $0.varyNames == response.varyNames }
+        var kept = response
+        kept.isFromCache = true
+        stored.insert(kept, at: 0)
+        storage[request.key] = HTTPStoredResponses(responses: Array(stored.prefix(configuration.maximumVariants)))
+    }
+
+    private func count(_ change: (inout Statistics) -> Void) {
+        counters.withLock { change(&$0) }
+    }
+}
