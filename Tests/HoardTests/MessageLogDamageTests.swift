@@ -141,6 +141,56 @@ struct MessageLogDamageTests {
         }
     }
 
+    @Test("A crash after the header of a wrapping append but before its wrap marker is a torn append, not damage",
+          arguments: 0..<12)
+    func crashBeforeWrapMarker(seed: Int) throws {
+        try withTemporaryDirectory { directory in
+            // Given a ring log whose next append wraps, leaving 8 or more bytes at the end
+            let budget = 64 + 600
+            let url = directory.appendingPathComponent("ring.log")
+            let log = try rawLog(url, maximumBytes: budget, overwrites: true)
+            var model = LogModel(maximumBytes: budget, overwrites: true)
+            var random = SplitMix64(seed: UInt64(seed))
+            var sequence = 0
+            var wrapping: Data?
+            while wrapping == nil {
+                let message = taggedMessage(writer: 0, sequence: sequence, padding: Int(random.next() % 40))
+                sequence += 1
+                let end = model.records.last.map { $0.offset + $0.size } ?? 64
+                if end + 8 + message.count > budget, budget - end >= 8, sequence > 20 {
+                    wrapping = message
+                } else {
+                    try log.append(message)
+                    _ = model.append(message)
+                }
+            }
+            let message = try #require(wrapping)
+            let marker = try #require(model.records.last).offset + (try #require(model.records.last)).size
+            let before = try restingBytes(of: url, after: log)
+            try log.append(message)
+            _ = model.append(message)
+            let after = try restingBytes(of: url, after: log)
+
+            // When the process died after writing that header, before the marker and the record
+            // (what lay from the marker on before the append, the file ending where it did)
+            var image = Array(after[0..<marker]) + Array(before[min(marker, before.count)...])
+            for offset in 64..<(64 + 8 + message.count) { image[offset] = before[offset] }
+            let copy = directory.appendingPathComponent("crashed.log")
+            try write(image, to: copy)
+
+            // Then a reader sees a torn last append and no damage, and a writer drops it
+            let report = try MessageLog<Data>(forReadingFrom: copy, codec: .cacheValue).verify()
+            #expect(report.damagedRanges.isEmpty, "seed \(seed): \(report)")
+            #expect(!report.tornAppendRanges.isEmpty)
+            model.dropLast()
+            let writer = try rawLog(copy, maximumBytes: budget, overwrites: true)
+            #expect(try writer.messages() == model.messages, "seed \(seed)")
+            #expect(try writer.verify().isIntact)
+            try writer.append(Data("after".utf8))
+            #expect(try writer.messages() == model.messages + [Data("after".utf8)])
+        }
+    }
+
     @Test("An instance that stays open drops the torn append of a writer that crashed, then appends")
     func otherWriterCrashed() throws {
         try withTemporaryDirectory { directory in

@@ -67,7 +67,11 @@ extension MessageLog {
             var placed = header
             let placement = try placed.place(
                 recordSize: _LogRecord.prefixSize + payload.count, path: path, source: &state.evictions)
-            placed.lastAppendStart = placement.offset
+            // The append starts with its wrap marker when it writes one that stays live:
+            // a crash between the header and the marker then leaves a torn last append
+            // (dropped on open), not a gap where the marker should be.
+            placed.lastAppendStart = placement.wrapMarker.flatMap { placed.isInUpperSegment($0) ? $0 : nil }
+                ?? placement.offset
             do throws(HoardError) {
                 if placement.evicted > lease.aheadCount {
                     try _writeCheckpoint(
@@ -109,7 +113,13 @@ extension MessageLog {
             // it must not outlive the batch.
             state.window = nil
             let live = source.pending[source.head...]
-            placed.lastAppendStart = live.first { $0.record != nil }?.offset ?? placed.next
+            // As for one append: a leading wrap marker that stays live starts the batch.
+            let firstRecord = live.first { $0.record != nil }?.offset ?? placed.next
+            if let first = live.first, first.record == nil, placed.isInUpperSegment(first.offset) {
+                placed.lastAppendStart = first.offset
+            } else {
+                placed.lastAppendStart = firstRecord
+            }
             do throws(HoardError) {
                 if evicted > lease.aheadCount {
                     // No records dropped ahead: the oldest ones may be this batch's own,
@@ -152,6 +162,9 @@ extension MessageLog {
         var ahead = _WindowSlotSource(file: state.file, pending: pending, payloadLength: payloadLength)
         let dropped = try checkpoint.evictAhead(
             toFree: _LogLease.aheadBytes(maximumBytes: maximumBytes), path: path, source: &ahead)
+        // Dropping ahead may take the records before the wrap point, and with them the
+        // wrap marker the append starts with: the append then starts at its record.
+        if !checkpoint.isLive(checkpoint.lastAppendStart) { checkpoint.lastAppendStart = pending.offset }
         try state.file.writeMutableHeader(checkpoint)
         if durability == .fsync { try state.file.synchronize() }
         lease.aheadCount = dropped

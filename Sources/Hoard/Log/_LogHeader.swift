@@ -11,7 +11,8 @@
 /// 24  8  oldest: offset of the oldest record (equal to next when empty)
 /// 32  8  next: offset just past the newest record
 /// 40  8  count: the number of records
-/// 48  8  lastAppendStart: offset of the first record of the most recent append
+/// 48  8  lastAppendStart: where the most recent append starts: its wrap marker, when
+///          it wrote one that is still live, else its first record
 ///        still in the log (next when there is none)
 /// 56  4  lap: how many times writing restarted at offset 64
 /// 60  4  CRC-32C of bytes 0..<60
@@ -76,6 +77,11 @@ struct _LogHeader: Equatable, Sendable {
     /// Where the segment holding the oldest record ends: the budget when the log
     /// wraps, `next` otherwise.
     var oldestSegmentEnd: Int { wraps ? maximumBytes : next }
+
+    /// Whether `position` lies between the oldest record and `next`, around the ring.
+    func isLive(_ position: Int) -> Bool {
+        wraps ? position >= oldest || position < next : position >= oldest && position < next
+    }
 
     /// Whether `position` lies in the segment before the wrap point (assuming it is a
     /// live offset).
@@ -165,11 +171,11 @@ struct _LogHeader: Equatable, Sendable {
             }
             guard lap != 0 else { return "a log with records has lap 0" }
             guard maximumBytes - oldest >= _LogRecord.prefixSize else { return "the oldest record starts past the budget" }
-            // The last append starts at a live record, or equals next when there is none.
-            let live = wraps
-                ? lastAppendStart >= oldest || lastAppendStart < next
-                : lastAppendStart >= oldest && lastAppendStart < next
-            guard live || lastAppendStart == next else { return "the last append starts outside the log's records" }
+            // The last append starts at a live record or marker, or equals next when
+            // there is none.
+            guard isLive(lastAppendStart) || lastAppendStart == next else {
+                return "the last append starts outside the log's records"
+            }
         }
         return nil
     }
