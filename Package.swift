@@ -25,26 +25,32 @@ let readmeBlockModules: [String: Target.Dependency] = [
     "Logging": .product(name: "Logging", package: "swift-log"),
     "ServiceLifecycle": .product(
         name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: ["ServiceLifecycle"])),
+    "HoardHummingbird": "HoardHummingbird", "HoardVapor": "HoardVapor",
+    "Hummingbird": .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Hummingbird"])),
+    "Vapor": .product(name: "Vapor", package: "vapor", condition: .when(traits: ["Vapor"])),
 ]
 // BEGIN README BLOCKS (written by scripts/readme-examples --write)
 let readmeBlocks: [(name: String, imports: [String])] = [
     ("ReadmeBlock01", ["Foundation", "Hoard", "Logging"]),
     ("ReadmeBlock02", ["Hoard", "HoardServiceLifecycle", "Logging", "ServiceLifecycle"]),
     ("ReadmeBlock03", ["Hoard", "HoardMetrics"]),
-    ("ReadmeBlock04", ["Foundation", "Hoard"]),
-    ("ReadmeBlock05", ["Foundation", "Hoard"]),
+    ("ReadmeBlock04", ["Foundation", "Hoard", "HoardHummingbird", "Hummingbird"]),
+    ("ReadmeBlock05", ["Foundation", "Hoard", "HoardVapor", "Vapor"]),
     ("ReadmeBlock06", ["Foundation", "Hoard"]),
-    ("ReadmeBlock07", ["Hoard"]),
-    ("ReadmeBlock08", ["Hoard"]),
-    ("ReadmeBlock09", ["Hoard"]),
-    ("ReadmeBlock10", ["Foundation", "Hoard"]),
-    ("ReadmeBlock11", ["Foundation", "Hoard"]),
-    ("ReadmeBlock12", ["Foundation", "Hoard"]),
-    ("ReadmeBlock13", ["Hoard"]),
-    ("ReadmeBlock14", ["Hoard"]),
+    ("ReadmeBlock07", ["Foundation", "Hoard"]),
+    ("ReadmeBlock08", ["Foundation", "Hoard"]),
+    ("ReadmeBlock09", ["Foundation", "Hoard"]),
+    ("ReadmeBlock10", ["Hoard"]),
+    ("ReadmeBlock11", ["Hoard"]),
+    ("ReadmeBlock12", ["Hoard"]),
+    ("ReadmeBlock13", ["Foundation", "Hoard"]),
+    ("ReadmeBlock14", ["Foundation", "Hoard"]),
     ("ReadmeBlock15", ["Foundation", "Hoard"]),
-    ("ReadmeBlock16", ["Foundation", "Hoard", "HoardRedis"]),
-    ("ReadmeBlock17", ["Foundation", "Hoard", "HoardPostgres"]),
+    ("ReadmeBlock16", ["Hoard"]),
+    ("ReadmeBlock17", ["Hoard"]),
+    ("ReadmeBlock18", ["Foundation", "Hoard"]),
+    ("ReadmeBlock19", ["Foundation", "Hoard", "HoardRedis"]),
+    ("ReadmeBlock20", ["Foundation", "Hoard", "HoardPostgres"]),
 ]
 // END README BLOCKS
 
@@ -57,6 +63,8 @@ let package = Package(
         .library(name: "HoardPostgres", targets: ["HoardPostgres"]),
         .library(name: "HoardServiceLifecycle", targets: ["HoardServiceLifecycle"]),
         .library(name: "HoardMetrics", targets: ["HoardMetrics"]),
+        .library(name: "HoardHummingbird", targets: ["HoardHummingbird"]),
+        .library(name: "HoardVapor", targets: ["HoardVapor"]),
         .executable(name: "hoard", targets: ["hoard"]),
     ],
     traits: [
@@ -66,6 +74,8 @@ let package = Package(
             name: "ServiceLifecycle",
             description: "HoardServiceLifecycle: a Cache (and the remote stores) as swift-service-lifecycle Services."),
         .trait(name: "Metrics", description: "HoardMetrics: a Cache's statistics and timings through swift-metrics."),
+        .trait(name: "Hummingbird", description: "HoardHummingbird: a Hummingbird PersistDriver backed by a Hoard Cache."),
+        .trait(name: "Vapor", description: "HoardVapor: a Vapor Cache (app.caches.use(.hoard(...))) backed by a Hoard Cache."),
         .default(enabledTraits: []),
     ],
     dependencies: [
@@ -75,6 +85,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/vapor/vapor", from: "4.122.3"),
         // Only for `swift package generate-documentation`; no target depends on it.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
@@ -116,6 +128,36 @@ let package = Package(
                 "Hoard",
                 .product(name: "CoreMetrics", package: "swift-metrics", condition: .when(traits: ["Metrics"])),
             ]
+        ),
+        // A Hummingbird PersistDriver over a Hoard Cache; apart from the core so that the
+        // core's users never build Hummingbird.
+        .target(
+            name: "HoardHummingbird",
+            dependencies: [
+                "Hoard",
+                .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Hummingbird"])),
+            ]
+        ),
+        // A Vapor Cache and Application.Caches.Provider over a Hoard Cache.
+        .target(
+            name: "HoardVapor",
+            dependencies: [
+                "Hoard",
+                .product(name: "Vapor", package: "vapor", condition: .when(traits: ["Vapor"])),
+            ]
+        ),
+        // Not a product: a Hummingbird server that serves a slow upstream value through
+        // a Hoard Cache (Benchmarks/scripts/wrk-server drives it with wrk).
+        .executableTarget(
+            name: "HoardServer",
+            dependencies: [
+                "Hoard", "HoardHummingbird", "HoardRedis",
+                .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Hummingbird"])),
+                .product(
+                    name: "ServiceLifecycle", package: "swift-service-lifecycle",
+                    condition: .when(traits: ["Hummingbird"])),
+            ],
+            path: "Examples/HoardServer"
         ),
         // Not a product: what the Redis and PostgreSQL stores share on SwiftNIO (the
         // task executor that runs a caller on a store's event loop).
@@ -222,6 +264,22 @@ let package = Package(
                 .product(
                     name: "ServiceLifecycle", package: "swift-service-lifecycle",
                     condition: .when(traits: ["ServiceLifecycle"])),
+            ]
+        ),
+        .testTarget(
+            name: "HoardHummingbirdTests",
+            dependencies: [
+                "Hoard", "HoardHummingbird",
+                .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Hummingbird"])),
+                .product(name: "HummingbirdTesting", package: "hummingbird", condition: .when(traits: ["Hummingbird"])),
+            ]
+        ),
+        .testTarget(
+            name: "HoardVaporTests",
+            dependencies: [
+                "Hoard", "HoardVapor",
+                .product(name: "Vapor", package: "vapor", condition: .when(traits: ["Vapor"])),
+                .product(name: "VaporTesting", package: "vapor", condition: .when(traits: ["Vapor"])),
             ]
         ),
         .testTarget(

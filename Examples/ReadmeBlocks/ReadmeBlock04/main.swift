@@ -1,7 +1,16 @@
+#if Hummingbird
 import Foundation
 import Hoard
+import HoardHummingbird
+import Hummingbird
 
-let cache = try MemoryCache<String, Data>(configuration: .init(countLimit: 1_000))
-cache["avatar"] = Data([0x89, 0x50, 0x4E, 0x47])
-let avatar = cache["avatar"]          // Data?
-cache["avatar"] = nil                 // removes
+let persist = try HoardPersistDriver(configuration: .init(name: "sessions"))
+let router = Router()
+router.get("/visits") { _, _ -> String in
+    let visits = (try await persist.get(key: "visits", as: Int.self) ?? 0) + 1
+    try await persist.set(key: "visits", value: visits, expires: .seconds(3_600))
+    return "\(visits)"
+}
+let app = Application(router: router, services: [persist])   // run() flushes queued writes on shutdown
+// try await app.runService()
+#endif

@@ -1,12 +1,16 @@
+#if Vapor
 import Foundation
 import Hoard
+import HoardVapor
+import Vapor
 
-let images = try MemoryCache<URL, Data>(configuration: .init(
-    costLimit: 64 << 20,       // 64 MiB: a Data value costs its byte count
-    lowWaterMark: 0.75,        // over the limit, evict down to 75% of it (the default)
-    policy: .tinyLFU))         // or .lru (exact least-recently-used, the default)
-
-let url = URL(filePath: "/tmp/huge.png")
-let hugeData = Data(count: 65 << 20)
-let stored = images.set(hugeData, for: url)   // false: one value over the whole limit is not stored
-images.purge(downTo: 16 << 20)                // make room on demand
+let app = try await Application.make(.development)
+try app.caches.use(.hoard(configuration: .init(name: "vapor")))
+app.get("greeting") { request async throws -> String in
+    if let cached = try await request.cache.get("greeting", as: String.self) { return cached }
+    try await request.cache.set("greeting", to: "hello", expiresIn: .minutes(5))
+    return "hello"
+}
+// try await app.execute()
+try await app.asyncShutdown()
+#endif

@@ -1,12 +1,8 @@
 import Foundation
 import Hoard
 
-let lastLogout = Date.now
-let sessions = try MemoryCache<String, String>(configuration: .init(defaultExpiry: .minutes(30)))
-sessions["alice"] = "token-a"                              // expires in 30 minutes
-sessions.set("token-b", for: "bob", expires: .seconds(60)) // per-entry override
-sessions.set("token-c", for: "carol", expires: .never)
-
-let fresh = sessions["alice", maxAge: 60]                  // nil if stored more than 60 s ago
-let recent = sessions["alice", newerThan: lastLogout]      // nil unless stored after lastLogout
-sessions.removeExpired()                                   // sweep; reads also drop expired entries
+let http = try HTTPResponseCache()
+let url = URL(string: "https://example.com/catalog.json")!
+let response = try await http.response(for: url, headers: ["Accept-Language": "en"])
+print(response.statusCode, response.isFromCache, response.body.count)
+let body = try await http.data(from: url)   // throws for a non-2xx status

@@ -1,7 +1,7 @@
+import Foundation
 import Hoard
 
-let clock = ManualClock()
-let cache = try MemoryCache<String, Int>(clock: clock)
-cache.set(1, for: "k", expires: .seconds(10))
-clock.advance(by: 11)
-assert(cache["k"] == nil)
+let cache = try MemoryCache<String, Data>(configuration: .init(countLimit: 1_000))
+cache["avatar"] = Data([0x89, 0x50, 0x4E, 0x47])
+let avatar = cache["avatar"]          // Data?
+cache["avatar"] = nil                 // removes

@@ -1,15 +1,12 @@
+import Foundation
 import Hoard
 
-let users = try Cache<Int, String>(configuration: .memoryOnly(name: "users"))
-let cache = try MemoryCache<String, Int>()
-let userID = 42
+let images = try MemoryCache<URL, Data>(configuration: .init(
+    costLimit: 64 << 20,       // 64 MiB: a Data value costs its byte count
+    lowWaterMark: 0.75,        // over the limit, evict down to 75% of it (the default)
+    policy: .tinyLFU))         // or .lru (exact least-recently-used, the default)
 
-for await user in users.updates(for: userID) {  // current value first, then every change
-    print(user ?? "none")                         // nil after removal, eviction or expiry
-}
-
-for await event in cache.events {                 // .set, .removed, .evicted(key, reason:), .expired, .removedAll
-    print(event)
-}
-
-print(cache.statistics)   // hits 90, misses 10 (hit ratio 90.0%), evictions 3, expirations 1
+let url = URL(filePath: "/tmp/huge.png")
+let hugeData = Data(count: 65 << 20)
+let stored = images.set(hugeData, for: url)   // false: one value over the whole limit is not stored
+images.purge(downTo: 16 << 20)                // make room on demand

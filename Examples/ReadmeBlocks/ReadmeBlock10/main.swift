@@ -1,7 +1,7 @@
-import Foundation
 import Hoard
 
-struct User: Codable, Sendable { var name: String; var joined: Date }
-let codec = try ValueCodec<User>.automatic()
-let bytes = try codec.encode(User(name: "Ada", joined: .now))
-let user = try codec.decode(bytes)
+let clock = ManualClock()
+let cache = try MemoryCache<String, Int>(clock: clock)
+cache.set(1, for: "k", expires: .seconds(10))
+clock.advance(by: 11)
+assert(cache["k"] == nil)
