@@ -5,7 +5,7 @@ import Hummingbird
 import ServiceLifecycle
 import Synchronization
 
-/// A Hummingbird `PersistDriver` backed by a Hoard ``Cache``: a memory tier over a
+/// A Hummingbird `PersistDriver` backed by a Hoard `Cache`: a memory tier over a
 /// disk store, Redis or PostgreSQL (any tiers the cache has), with invalidation
 /// across instances when the cache has remote stores.
 ///

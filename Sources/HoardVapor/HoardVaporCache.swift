@@ -4,7 +4,7 @@ import Hoard
 import NIOCore
 import Vapor
 
-/// A Vapor `Cache` backed by a Hoard ``Hoard/Cache``: a memory tier over a disk store,
+/// A Vapor `Cache` backed by a Hoard `Cache`: a memory tier over a disk store,
 /// Redis or PostgreSQL (any tiers the cache has), with single-flight reads and
 /// invalidation across instances when the cache has remote stores.
 ///
