@@ -74,9 +74,11 @@ public struct HoardPersistDriver: PersistDriver {
         key: String, as type: Object.Type
     ) async throws -> (object: Object, ttl: Duration?)? {
         guard let entry = try await cache.entry(for: key),
-              let object = try? JSONDecoder().decode(Object.self, from: entry.value)
+            let object = try? JSONDecoder().decode(Object.self, from: entry.value)
         else { return nil }
-        let ttl = entry.expiresAt.map { Duration.milliseconds(Int64(($0.timeIntervalSince(clock.now()) * 1000).rounded())) }
+        let ttl = entry.expiresAt.map {
+            Duration.milliseconds(Int64(($0.timeIntervalSince(clock.now()) * 1000).rounded()))
+        }
         return (object, ttl)
     }
 

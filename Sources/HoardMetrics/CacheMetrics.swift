@@ -45,7 +45,8 @@ public final class CacheMetrics: Sendable {
         memory = { (cache.memoryCount, cache.memoryCost) }
         let name = cache.configuration.name
         counters = _Counters(cache: name, factory: factory)
-        entries = Gauge(label: "hoard_cache_entries", dimensions: [("cache", name), ("tier", "memory")], factory: factory)
+        entries = Gauge(
+            label: "hoard_cache_entries", dimensions: [("cache", name), ("tier", "memory")], factory: factory)
         cost = Gauge(label: "hoard_cache_cost", dimensions: [("cache", name), ("tier", "memory")], factory: factory)
     }
 

@@ -195,15 +195,20 @@ extension PostgresStore {
                 throw PostgresStoreError(.invalidConfiguration, "\"\(url)\" is not a URL.")
             }
             guard let scheme = components.scheme?.lowercased(), scheme == "postgres" || scheme == "postgresql" else {
-                throw PostgresStoreError(.invalidConfiguration, "\"\(url)\" does not start with postgres:// or postgresql://.")
+                throw PostgresStoreError(
+                    .invalidConfiguration, "\"\(url)\" does not start with postgres:// or postgresql://.")
             }
             guard let host = components.host, !host.isEmpty else {
                 throw PostgresStoreError(.invalidConfiguration, "\"\(url)\" names no host.")
             }
             self.init(host: host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host)
             if let port = components.port { self.port = port }
-            if let user = components.percentEncodedUser, !user.isEmpty { username = user.removingPercentEncoding ?? user }
-            if let password = components.percentEncodedPassword { self.password = password.removingPercentEncoding ?? password }
+            if let user = components.percentEncodedUser, !user.isEmpty {
+                username = user.removingPercentEncoding ?? user
+            }
+            if let password = components.percentEncodedPassword {
+                self.password = password.removingPercentEncoding ?? password
+            }
             let path = components.path.drop { $0 == "/" }
             if !path.isEmpty { database = String(path).removingPercentEncoding ?? String(path) }
             for item in components.queryItems ?? [] where item.name == "sslmode" {
@@ -212,7 +217,8 @@ extension PostgresStore {
                 case "allow", "prefer": tls = .prefer(.makeClientConfiguration())
                 case "require", "verify-ca", "verify-full": tls = .require(.makeClientConfiguration())
                 default:
-                    throw PostgresStoreError(.invalidConfiguration, "\"\(url)\": unknown sslmode \"\(item.value ?? "")\".")
+                    throw PostgresStoreError(
+                        .invalidConfiguration, "\"\(url)\": unknown sslmode \"\(item.value ?? "")\".")
                 }
             }
         }
@@ -256,7 +262,8 @@ extension PostgresStore {
                 try check(
                     (1...63).contains(notificationChannel.utf8.count)
                         && notificationChannel.utf8.allSatisfy { Self.isChannelByte($0) || $0 == UInt8(ascii: ":") },
-                    "notificationChannel must be 1 to 63 bytes of letters, digits, _ . - :, not \"\(notificationChannel.prefix(100))\"")
+                    "notificationChannel must be 1 to 63 bytes of letters, digits, _ . - :, not \"\(notificationChannel.prefix(100))\""
+                )
             }
             try check(maximumConnections >= 1, "maximumConnections must be at least 1, not \(maximumConnections)")
             try check(connectTimeout > .zero, "connectTimeout must be positive")

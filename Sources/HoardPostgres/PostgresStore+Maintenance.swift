@@ -49,7 +49,8 @@ extension PostgresStore {
     public func usage() async throws(PostgresStoreError) -> StoreUsage {
         let statement = statements.usage
         return try await run("usage", key: nil) { connection in
-            let rows = try await _PostgresPreparedStatement.execute(statement, PostgresBindings(), on: connection, logger: self.logger)
+            let rows = try await _PostgresPreparedStatement.execute(
+                statement, PostgresBindings(), on: connection, logger: self.logger)
             var usage = StoreUsage()
             for try await row in rows {
                 let (count, bytes) = try row.decode((Int64, Int64).self)

@@ -163,9 +163,14 @@ private struct _PostgresWriteRound {
     /// The statement's parameters: rows to upsert, rows to delete, the channel and one
     /// notification payload per key.
     func bindings(channel: String, payload: (String, String) -> String) -> PostgresBindings {
-        var namespaces: [ByteBuffer] = [], keys: [ByteBuffer] = [], values: [ByteBuffer] = []
-        var storedAts: [_PostgresTimestamp] = [], expiresAts: [_PostgresTimestamp] = [], expires: [Bool] = []
-        var goneNamespaces: [ByteBuffer] = [], goneKeys: [ByteBuffer] = []
+        var namespaces: [ByteBuffer] = []
+        var keys: [ByteBuffer] = []
+        var values: [ByteBuffer] = []
+        var storedAts: [_PostgresTimestamp] = []
+        var expiresAts: [_PostgresTimestamp] = []
+        var expires: [Bool] = []
+        var goneNamespaces: [ByteBuffer] = []
+        var goneKeys: [ByteBuffer] = []
         var payloads: [String] = []
         payloads.reserveCapacity(changes.count)
         for change in changes {

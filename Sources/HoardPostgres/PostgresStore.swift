@@ -140,7 +140,8 @@ public final class PostgresStore: RemoteCacheStore {
             schema: configuration.schema, table: configuration.table, isUnlogged: configuration.isUnlogged)
         eventLoop = eventLoopGroup.next()
         pool = _PostgresPool(
-            configuration: configuration.clientConfiguration(connections: configuration.maximumConnections, keepsConnectionsOpen: true),
+            configuration: configuration.clientConfiguration(
+                connections: configuration.maximumConnections, keepsConnectionsOpen: true),
             eventLoop: eventLoop,
             settings: .init(
                 host: configuration.host, port: configuration.port,
@@ -187,11 +188,14 @@ public final class PostgresStore: RemoteCacheStore {
         let statement = statements.get
         let bindings = binds
         return try await run("get", key: key) { connection in
-            let rows = try await _PostgresPreparedStatement.execute(statement, bindings, on: connection, logger: self.logger)
+            let rows = try await _PostgresPreparedStatement.execute(
+                statement, bindings, on: connection, logger: self.logger)
             var entry: StoredEntry?
             for try await row in rows {
-                let (value, storedAt, expiresAt) = try row.decode((ByteBuffer, _PostgresTimestamp, _PostgresTimestamp?).self)
-                entry = StoredEntry(data: Data(value.readableBytesView), storedAt: storedAt.date, expiresAt: expiresAt?.date)
+                let (value, storedAt, expiresAt) = try row.decode(
+                    (ByteBuffer, _PostgresTimestamp, _PostgresTimestamp?).self)
+                entry = StoredEntry(
+                    data: Data(value.readableBytesView), storedAt: storedAt.date, expiresAt: expiresAt?.date)
             }
             return entry
         }
@@ -202,7 +206,9 @@ public final class PostgresStore: RemoteCacheStore {
     ///
     /// - Returns: The entries found, by key; expired entries are absent.
     /// - Throws: ``PostgresStoreError`` when the server cannot answer.
-    public func entries(for keys: [String], in namespace: String) async throws(PostgresStoreError) -> [String: StoredEntry] {
+    public func entries(for keys: [String], in namespace: String) async throws(PostgresStoreError) -> [String:
+        StoredEntry]
+    {
         guard !keys.isEmpty else { return [:] }
         var binds = PostgresBindings(capacity: 3)
         binds.append(ByteBuffer(string: namespace))
@@ -212,7 +218,8 @@ public final class PostgresStore: RemoteCacheStore {
         let bindings = binds
         let capacity = keys.count
         return try await run("multi-get", key: nil) { connection in
-            let rows = try await _PostgresPreparedStatement.execute(statement, bindings, on: connection, logger: self.logger)
+            let rows = try await _PostgresPreparedStatement.execute(
+                statement, bindings, on: connection, logger: self.logger)
             var entries: [String: StoredEntry] = [:]
             entries.reserveCapacity(capacity)
             for try await row in rows {
@@ -277,7 +284,8 @@ public final class PostgresStore: RemoteCacheStore {
         _ operation: String, key: String?, _ statement: _PostgresPreparedStatement.Text, _ binds: PostgresBindings
     ) async throws(PostgresStoreError) {
         try await run(operation, key: key) { connection in
-            let rows = try await _PostgresPreparedStatement.execute(statement, binds, on: connection, logger: self.logger)
+            let rows = try await _PostgresPreparedStatement.execute(
+                statement, binds, on: connection, logger: self.logger)
             for try await _ in rows {}
         }
     }
@@ -287,7 +295,8 @@ public final class PostgresStore: RemoteCacheStore {
         _ operation: String, _ statement: _PostgresPreparedStatement.Text, _ binds: PostgresBindings
     ) async throws(PostgresStoreError) -> Int {
         try await run(operation, key: nil) { connection in
-            let rows = try await _PostgresPreparedStatement.execute(statement, binds, on: connection, logger: self.logger)
+            let rows = try await _PostgresPreparedStatement.execute(
+                statement, binds, on: connection, logger: self.logger)
             var count = 0
             for try await row in rows { count = Int(try row.decode(Int64.self)) }
             return count
@@ -300,9 +309,10 @@ public final class PostgresStore: RemoteCacheStore {
         try await pool.run("create table", key: nil) { connection in
             try await connection.withTransaction(logger: self.logger) { connection in
                 try await connection.query("SELECT pg_advisory_xact_lock(hashtext(\(lockName)))", logger: self.logger)
-                for sql in [statements.createSchema, statements.createTable, statements.createStoredAtIndex,
-                    statements.createExpiresAtIndex].compactMap({ $0 })
-                {
+                for sql in [
+                    statements.createSchema, statements.createTable, statements.createStoredAtIndex,
+                    statements.createExpiresAtIndex,
+                ].compactMap({ $0 }) {
                     try await connection.query(PostgresQuery(unsafeSQL: sql), logger: self.logger)
                 }
             }

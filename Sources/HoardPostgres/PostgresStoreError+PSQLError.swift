@@ -20,7 +20,8 @@ extension PostgresStoreError {
         if String(reflecting: type(of: error)).hasSuffix("ConnectionPoolError") {
             let text = String(reflecting: error)
             if text.contains("requestCancelled") {
-                self.init(.cancelled, "The wait for a connection was cancelled.", operation: operation, underlying: error)
+                self.init(
+                    .cancelled, "The wait for a connection was cancelled.", operation: operation, underlying: error)
             } else if text.contains("poolShutdown") {
                 self.init(.shutdown, "The store has been shut down.", operation: operation, underlying: error)
             } else {
@@ -59,7 +60,9 @@ extension PostgresStoreError {
                     serverMessage: serverMessage, sqlState: sqlState, underlying: error)
             }
         case .connectionError, .sslUnsupported, .failedToAddSSLHandler, .receivedUnencryptedDataAfterSSLRequest:
-            self.init(.connectionFailed, "Could not connect to the PostgreSQL server.", operation: operation, underlying: error)
+            self.init(
+                .connectionFailed, "Could not connect to the PostgreSQL server.", operation: operation,
+                underlying: error)
         case .serverClosedConnection, .clientClosedConnection, .uncleanShutdown:
             self.init(
                 .connectionClosed, "The connection to the PostgreSQL server closed while the statement was in flight.",

@@ -99,7 +99,9 @@ public struct PostgresStoreError: Error, Sendable, CustomStringConvertible {
         if let key { text += " (key: \(key.prefix(200)))" }
         if let serverMessage, !message.contains(serverMessage) { text += " (server: \(serverMessage.prefix(500)))" }
         if let sqlState { text += " (SQLSTATE \(sqlState))" }
-        if let underlying, serverMessage == nil { text += " — caused by: \(String(describing: underlying).prefix(500))" }
+        if let underlying, serverMessage == nil {
+            text += " — caused by: \(String(describing: underlying).prefix(500))"
+        }
         return text
     }
 

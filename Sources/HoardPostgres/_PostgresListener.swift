@@ -78,7 +78,8 @@ final class _PostgresListener: Sendable {
                 }
                 if !Task.isCancelled {
                     state.withLock {
-                        $0.lastError = PostgresStoreError(.connectionClosed, "The listening connection closed.", operation: "listen")
+                        $0.lastError = PostgresStoreError(
+                            .connectionClosed, "The listening connection closed.", operation: "listen")
                     }
                 }
             } catch {

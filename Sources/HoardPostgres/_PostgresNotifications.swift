@@ -103,7 +103,9 @@ final class _PostgresNotifications: Sendable {
         var index = space + 3
         var length = 0
         let digitsStart = index
-        while index < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]), index - digitsStart < 6 {
+        while index < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]),
+            index - digitsStart < 6
+        {
             length = length * 10 + Int(bytes[index] - UInt8(ascii: "0"))
             index += 1
         }

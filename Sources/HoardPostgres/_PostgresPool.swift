@@ -232,7 +232,8 @@ final class _PostgresPool: Sendable {
     /// The error of an operation that waited in vain for a connection, saying why
     /// the latest connection attempt failed when one did.
     private func waitExpired(operation: String) -> PostgresStoreError {
-        var message = "No connection to the PostgreSQL server at \(settings.host):\(settings.port) within "
+        var message =
+            "No connection to the PostgreSQL server at \(settings.host):\(settings.port) within "
             + "\(settings.connectionWaitTimeout)"
         guard let reason = connectFailures.reason else {
             message += ": it does not answer, or every connection of the pool stayed busy."
@@ -240,7 +241,8 @@ final class _PostgresPool: Sendable {
         }
         message += "; the latest attempt failed: \(reason.prefix(1_000))"
         let refusedLogin = _ConnectFailureLog.isRefusedLogin(reason)
-        return PostgresStoreError(refusedLogin ? .authenticationFailed : .connectionFailed, message, operation: operation)
+        return PostgresStoreError(
+            refusedLogin ? .authenticationFailed : .connectionFailed, message, operation: operation)
     }
 
     /// Throws when the pool is shut down or backing off; starts the client on first use.
@@ -252,7 +254,9 @@ final class _PostgresPool: Sendable {
             }
             return (state.isShutdown, state.blockedUntil)
         }
-        if isShutdown { throw PostgresStoreError(.shutdown, "The store has been shut down.", operation: operation, key: key) }
+        if isShutdown {
+            throw PostgresStoreError(.shutdown, "The store has been shut down.", operation: operation, key: key)
+        }
         if let blockedUntil, ContinuousClock.now < blockedUntil {
             throw PostgresStoreError(
                 .connectionFailed,

@@ -132,7 +132,8 @@ struct _PostgresStatements: Sendable {
                 WITH removed AS (DELETE FROM \(t) WHERE expires_at <= $1 RETURNING 1)
                 SELECT count(*) FROM removed
                 """)
-        usage = .init(name: "hoard_usage", sql: "SELECT count(*), coalesce(sum(octet_length(value)), 0)::bigint FROM \(t)")
+        usage = .init(
+            name: "hoard_usage", sql: "SELECT count(*), coalesce(sum(octet_length(value)), 0)::bigint FROM \(t)")
         // Newest first, each row's running count and byte total; rows past either
         // budget are the oldest, and go. A row written again since the ranking has a
         // later stored_at and survives (the DELETE re-checks it).

@@ -140,8 +140,12 @@ extension RedisStore {
             }
             self.init(host: host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host)
             if let port = components.port { self.port = port }
-            if let user = components.percentEncodedUser, !user.isEmpty { username = user.removingPercentEncoding ?? user }
-            if let password = components.percentEncodedPassword { self.password = password.removingPercentEncoding ?? password }
+            if let user = components.percentEncodedUser, !user.isEmpty {
+                username = user.removingPercentEncoding ?? user
+            }
+            if let password = components.percentEncodedPassword {
+                self.password = password.removingPercentEncoding ?? password
+            }
             let path = components.path.drop { $0 == "/" }
             if !path.isEmpty {
                 guard let database = Int(path) else {

@@ -53,7 +53,8 @@ extension RedisStore {
                 let (encoded, changes, announcements) = encode(run)
                 let replies = try await self.run(key: changes.count == 1 ? changes[0].key : nil) {
                     connection throws(RedisError) in
-                    try await connection.send(encoded: encoded, count: changes.count + announcements, name: changes[0].command)
+                    try await connection.send(
+                        encoded: encoded, count: changes.count + announcements, name: changes[0].command)
                 }
                 guard firstError == nil else { continue }
                 do {
@@ -170,7 +171,9 @@ extension RedisStore {
                 try Self.check(reply, command: "SCAN")
                 guard let page = reply.elements, page.count == 2, let next = page[0].string,
                     let keys = page[1].elements
-                else { throw RedisError(.protocolError, "SCAN was answered with an unexpected reply.", command: "SCAN") }
+                else {
+                    throw RedisError(.protocolError, "SCAN was answered with an unexpected reply.", command: "SCAN")
+                }
                 let redisKeys = keys.compactMap(\.bytes)
                 if !redisKeys.isEmpty {
                     let unlinked = try await connection.send(

@@ -161,7 +161,8 @@ public final class RedisStore: RemoteCacheStore {
     ///   clock, or its value is not in the store's format (such a value is removed).
     /// - Throws: ``RedisError`` when the server cannot answer.
     public func entry(for key: String, in namespace: String) async throws(RedisError) -> StoredEntry? {
-        var writer = _RESPCommandWriter(capacity: 48 + keyspace.prefix.utf8.count + namespace.utf8.count + key.utf8.count)
+        var writer = _RESPCommandWriter(
+            capacity: 48 + keyspace.prefix.utf8.count + namespace.utf8.count + key.utf8.count)
         writer.command("GET", argumentCount: 1)
         keyspace.writeKey(key, in: namespace, to: &writer)
         let command = _RedisCommand(name: "GET", encoded: writer.buffer)
@@ -261,13 +262,15 @@ public final class RedisStore: RemoteCacheStore {
                 // Damaged, or from another format version: a miss, and removed so it
                 // does not come back on every read.
                 let unlink = _RedisCommand("UNLINK", .bytes(keyspace.key(key, in: namespace)))
-                _ = try? await pool.withConnection { connection throws(RedisError) in try await connection.send(unlink) }
+                _ = try? await pool.withConnection { connection throws(RedisError) in try await connection.send(unlink)
+                }
                 return nil
             }
             if let expiresAt = entry.expiresAt, expiresAt <= now { return nil }
             return entry
         default:
-            throw RedisError(.protocolError, "\(command) was answered with \(reply), not a string.", command: command, key: key)
+            throw RedisError(
+                .protocolError, "\(command) was answered with \(reply), not a string.", command: command, key: key)
         }
     }
 

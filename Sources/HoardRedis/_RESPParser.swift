@@ -197,7 +197,10 @@ struct _RESPParser {
                 guard payloadLength >= 4, payload.getInteger(at: payload.readerIndex + 3, as: UInt8.self) == 0x3A,
                     let format = payload.getString(at: payload.readerIndex, length: 3)
                 else { throw Self.error("a verbatim string does not start with a three-byte format and ':'") }
-                return .value(.verbatimString(format: format, text: payload.getSlice(at: payload.readerIndex + 4, length: payloadLength - 4)!))
+                return .value(
+                    .verbatimString(
+                        format: format, text: payload.getSlice(at: payload.readerIndex + 4, length: payloadLength - 4)!)
+                )
             }
 
         case UInt8(ascii: "*"), UInt8(ascii: "%"), UInt8(ascii: "~"), UInt8(ascii: "|"), UInt8(ascii: ">"):
@@ -263,7 +266,9 @@ struct _RESPParser {
         var index = start
         let end = start + length
         var negative = false
-        if let sign = buffer.getInteger(at: index, as: UInt8.self), sign == UInt8(ascii: "-") || sign == UInt8(ascii: "+") {
+        if let sign = buffer.getInteger(at: index, as: UInt8.self),
+            sign == UInt8(ascii: "-") || sign == UInt8(ascii: "+")
+        {
             negative = sign == UInt8(ascii: "-")
             index += 1
         }
@@ -291,7 +296,9 @@ struct _RESPParser {
         case "nan", "-nan": return .nan
         default:
             guard text.utf8.contains(where: { $0 >= 0x30 && $0 <= 0x39 }),
-                text.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2E || $0 == 0x2B || $0 == 0x2D || $0 == 0x65 || $0 == 0x45 })
+                text.utf8.allSatisfy({
+                    ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2E || $0 == 0x2B || $0 == 0x2D || $0 == 0x65 || $0 == 0x45
+                })
             else { return nil }
             return Double(text)
         }

@@ -80,7 +80,8 @@ final class _RedisConnection: Sendable {
             }.get()
         } catch {
             channel.close(mode: .all, promise: nil)
-            throw RedisError(.connectionClosed, "The connection to \(endpoint) closed while it was set up.", underlying: error)
+            throw RedisError(
+                .connectionClosed, "The connection to \(endpoint) closed while it was set up.", underlying: error)
         }
         let connection = _RedisConnection(channel: channel, handler: handler, settings: settings)
         do {

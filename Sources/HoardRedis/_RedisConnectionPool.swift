@@ -335,7 +335,8 @@ final class _RedisConnectionPool: Sendable {
             return (state.waiters.remove(at: index), state.slots.count)
         }
         guard let (waiter, connections) = expired else { return }
-        let seconds = Double(settings.connectionWaitTimeout.components.seconds)
+        let seconds =
+            Double(settings.connectionWaitTimeout.components.seconds)
             + Double(settings.connectionWaitTimeout.components.attoseconds) / 1e18
         waiter.continuation.resume(
             throwing: RedisError(

@@ -51,7 +51,8 @@ public struct HoardVaporCache: Vapor.Cache, Sendable {
         let cache = self.cache
         return eventLoop.makeFutureWithTask {
             guard let data else { return try await cache.removeValue(for: key) }
-            try await cache.set(data, for: key, expires: expirationTime.map { .seconds(TimeInterval($0.seconds)) } ?? .never)
+            try await cache.set(
+                data, for: key, expires: expirationTime.map { .seconds(TimeInterval($0.seconds)) } ?? .never)
         }
     }
 

@@ -46,8 +46,9 @@ struct CacheDemo {
             return try await group.reduce(into: Set<String?>()) { $0.insert($1) }
         }
         let stampedeFetches = fetches.load(ordering: .relaxed) - before
-        output("stampede: 1,000 concurrent value(for: 2) -> \(names.count) distinct answer, \(stampedeFetches) fetch, "
-            + "\(cache.statistics.coalescedWaits) callers waited for it")
+        output(
+            "stampede: 1,000 concurrent value(for: 2) -> \(names.count) distinct answer, \(stampedeFetches) fetch, "
+                + "\(cache.statistics.coalescedWaits) callers waited for it")
         output("statistics: \(cache.statistics)")
         try await cache.clear()
     }

@@ -21,7 +21,8 @@ struct DiskDemo {
 
         let previous = try store.value(for: "visits", as: Visits.self, in: namespace)
         if let previous {
-            output("found visits = \(previous.count), stored by an earlier run at \(StoreFormat.date(previous.lastRun))")
+            output(
+                "found visits = \(previous.count), stored by an earlier run at \(StoreFormat.date(previous.lastRun))")
         } else {
             output("found nothing: this is the first run (run the demo again to see the disk tier remember)")
         }
@@ -33,7 +34,9 @@ struct DiskDemo {
         try store.set(notes, for: "notes/large", in: namespace)
         let readBack = try store.value(for: "notes/large", as: Data.self, in: namespace)
         let inFile = try store.entries(in: namespace).first { $0.key == "notes/large" }?.isInFile == true
-        output("set   notes/large = 48 KiB, \(inFile ? "in its own file under blobs/ (over the 32 KiB spill threshold)" : "inline")")
+        output(
+            "set   notes/large = 48 KiB, \(inFile ? "in its own file under blobs/ (over the 32 KiB spill threshold)" : "inline")"
+        )
         output("get   notes/large -> \(readBack == notes ? "48 KiB, intact" : "wrong bytes!")")
 
         // A second instance on the same directory, with a clock the demo moves.
@@ -44,7 +47,9 @@ struct DiskDemo {
         output("get   token -> \(try timed.value(for: "token", as: String.self, in: namespace) ?? "miss")")
         clock.advance(by: 31)
         output("      ... 31 seconds later (manual clock)")
-        output("get   token -> \(try timed.value(for: "token", as: String.self, in: namespace) ?? "miss")   (expired, and removed)")
+        output(
+            "get   token -> \(try timed.value(for: "token", as: String.self, in: namespace) ?? "miss")   (expired, and removed)"
+        )
 
         output("usage \(try store.usage(in: namespace))")
         output("look inside: hoard ls \(store.directory.path)")

@@ -110,15 +110,19 @@ struct LogCommand: AsyncParsableCommand {
             let url = try LogFile.resolve(file)
             let report = try LogFile.open(url).verify()
             if json {
-                try JSONOutput.print(Output(
-                    file: url.standardizedFileURL.path, intact: report.isIntact,
-                    headerIntact: report.isHeaderIntact, maximumBytes: report.maximumBytes,
-                    overwritesOldMessages: report.overwritesOldMessages, headerMessageCount: report.headerMessageCount,
-                    intactMessageCount: report.intactMessageCount, intactBytes: report.intactBytes,
-                    damagedRanges: report.damagedRanges.map { Output.ByteRange(start: $0.lowerBound, end: $0.upperBound) },
-                    tornAppendRanges: report.tornAppendRanges.map {
-                        Output.ByteRange(start: $0.lowerBound, end: $0.upperBound)
-                    }))
+                try JSONOutput.print(
+                    Output(
+                        file: url.standardizedFileURL.path, intact: report.isIntact,
+                        headerIntact: report.isHeaderIntact, maximumBytes: report.maximumBytes,
+                        overwritesOldMessages: report.overwritesOldMessages,
+                        headerMessageCount: report.headerMessageCount,
+                        intactMessageCount: report.intactMessageCount, intactBytes: report.intactBytes,
+                        damagedRanges: report.damagedRanges.map {
+                            Output.ByteRange(start: $0.lowerBound, end: $0.upperBound)
+                        },
+                        tornAppendRanges: report.tornAppendRanges.map {
+                            Output.ByteRange(start: $0.lowerBound, end: $0.upperBound)
+                        }))
                 if !report.isIntact { throw ExitCode(1) }
                 return
             }
@@ -140,7 +144,8 @@ enum LogFile {
     /// The help of every `FILE` argument.
     static let argumentHelp = ArgumentHelp(
         "The message log: its file, or the name of a log in the default location (hoard-logs in the user's cache directory).",
-        discussion: "An argument with a '/', or naming something that exists, is a path; any other is a name, with or without .log.",
+        discussion:
+            "An argument with a '/', or naming something that exists, is a path; any other is a name, with or without .log.",
         valueName: "log")
 
     /// The log's file: `argument` as a path when it contains a `/` or names something
@@ -172,13 +177,13 @@ enum LogFile {
     static func jsonLine(_ message: Data) -> String {
         if let object = try? JSONSerialization.jsonObject(with: message, options: [.fragmentsAllowed]) {
             if !message.contains(UInt8(ascii: "\n")), !message.contains(UInt8(ascii: "\r")),
-               let text = String(data: message, encoding: .utf8)
+                let text = String(data: message, encoding: .utf8)
             {
                 return text
             }
             // Valid JSON across several lines: the same value on one line.
             if let compact = try? JSONSerialization.data(withJSONObject: object, options: [.fragmentsAllowed]),
-               let text = String(data: compact, encoding: .utf8)
+                let text = String(data: compact, encoding: .utf8)
             {
                 return text
             }

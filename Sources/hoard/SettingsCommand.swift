@@ -57,7 +57,9 @@ struct SettingsCommand: ParsableCommand {
     /// `hoard settings get NAMESPACE KEY`.
     struct Get: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Print one value's encoded bytes: as text when they are UTF-8 (JSON for Codable values), as a hex dump otherwise.")
+            abstract:
+                "Print one value's encoded bytes: as text when they are UTF-8 (JSON for Codable values), as a hex dump otherwise."
+        )
 
         @Argument(help: "The settings namespace.")
         var namespace: String
@@ -68,10 +70,13 @@ struct SettingsCommand: ParsableCommand {
         func run() throws {
             guard let data = try SettingsCommand.open(namespace).value(for: key) else {
                 throw StoreCommandError(
-                    "no value for key \(StoreFormat.quoted(key)) in settings namespace \(StoreFormat.quoted(namespace))")
+                    "no value for key \(StoreFormat.quoted(key)) in settings namespace \(StoreFormat.quoted(namespace))"
+                )
             }
             if let text = String(data: data, encoding: .utf8),
-                !text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control && !"\n\t\r".unicodeScalars.contains($0) })
+                !text.unicodeScalars.contains(where: {
+                    $0.properties.generalCategory == .control && !"\n\t\r".unicodeScalars.contains($0)
+                })
             {
                 print(text)
             } else {

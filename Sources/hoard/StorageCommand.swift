@@ -18,7 +18,8 @@ struct StorageCommand: ParsableCommand {
     /// `hoard storage list`.
     struct List: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "List every store with its namespaces, every log and every settings namespace, with counts and sizes.",
+            abstract:
+                "List every store with its namespaces, every log and every settings namespace, with counts and sizes.",
             discussion: """
                 With --json, one object: {"cachesDirectory": path, "logsDirectory": path, \
                 "stores": [{"name": String, "directory": path, "entries": Int, "bytesOnDisk": Int, \
@@ -89,39 +90,45 @@ struct StorageCommand: ParsableCommand {
             let storage = try LocalStorage()
             let inventory = try storage.inventory()
             if json {
-                try JSONOutput.print(Output(
-                    cachesDirectory: storage.cachesDirectory.path, logsDirectory: storage.logsDirectory.path,
-                    stores: inventory.stores.map { store in
-                        Output.Store(
-                            name: store.name, directory: store.directory.path, entries: store.entryCount,
-                            bytesOnDisk: store.bytesOnDisk, problem: store.problem.map { "\($0)" },
-                            namespaces: store.namespaces.sorted(by: { $0.key < $1.key }).map {
-                                Output.Namespace(name: $0.key, entries: $0.value.count, valueBytes: $0.value.bytes)
-                            })
-                    },
-                    logs: inventory.logs.map { log in
-                        Output.Log(
-                            name: log.name, file: log.file.path, messages: log.messageCount, bytesOnDisk: log.bytesOnDisk,
-                            problem: log.problem.map { "\($0)" })
-                    },
-                    settings: inventory.settings.map {
-                        Output.Settings(namespace: $0.namespace, items: $0.itemCount, bytes: $0.bytes)
-                    }))
+                try JSONOutput.print(
+                    Output(
+                        cachesDirectory: storage.cachesDirectory.path, logsDirectory: storage.logsDirectory.path,
+                        stores: inventory.stores.map { store in
+                            Output.Store(
+                                name: store.name, directory: store.directory.path, entries: store.entryCount,
+                                bytesOnDisk: store.bytesOnDisk, problem: store.problem.map { "\($0)" },
+                                namespaces: store.namespaces.sorted(by: { $0.key < $1.key }).map {
+                                    Output.Namespace(name: $0.key, entries: $0.value.count, valueBytes: $0.value.bytes)
+                                })
+                        },
+                        logs: inventory.logs.map { log in
+                            Output.Log(
+                                name: log.name, file: log.file.path, messages: log.messageCount,
+                                bytesOnDisk: log.bytesOnDisk,
+                                problem: log.problem.map { "\($0)" })
+                        },
+                        settings: inventory.settings.map {
+                            Output.Settings(namespace: $0.namespace, items: $0.itemCount, bytes: $0.bytes)
+                        }))
                 return
             }
             print("stores in \(storage.cachesDirectory.path): \(inventory.stores.count)")
             for store in inventory.stores {
-                var line = "  \(StoreFormat.quoted(store.name, limit: 60))  \(StoreFormat.count(store.entryCount, "entry", "entries")), "
+                var line =
+                    "  \(StoreFormat.quoted(store.name, limit: 60))  \(StoreFormat.count(store.entryCount, "entry", "entries")), "
                     + "\(StoreFormat.bytes(store.bytesOnDisk)) on disk"
                 if let problem = store.problem { line += "  (unreadable: \(problem))" }
                 print(line)
                 for (namespace, usage) in store.namespaces.sorted(by: { $0.key < $1.key }) {
-                    print("    namespace \(StoreFormat.quoted(namespace, limit: 40))  \(StoreFormat.count(usage.count, "entry", "entries")), \(StoreFormat.bytes(usage.bytes))")
+                    print(
+                        "    namespace \(StoreFormat.quoted(namespace, limit: 40))  \(StoreFormat.count(usage.count, "entry", "entries")), \(StoreFormat.bytes(usage.bytes))"
+                    )
                 }
             }
             print("logs in \(storage.logsDirectory.path): \(inventory.logs.count)")
             for log in inventory.logs {
-                var line = "  \(StoreFormat.quoted(log.name, limit: 60))  \(StoreFormat.count(log.messageCount, "message", "messages")), "
+                var line =
+                    "  \(StoreFormat.quoted(log.name, limit: 60))  \(StoreFormat.count(log.messageCount, "message", "messages")), "
                     + "\(StoreFormat.bytes(log.bytesOnDisk)) on disk"
                 if let problem = log.problem { line += "  (unreadable: \(problem))" }
                 print(line)
@@ -129,7 +136,9 @@ struct StorageCommand: ParsableCommand {
             let items = inventory.settings.reduce(0) { $0 + $1.itemCount }
             print("settings namespaces: \(inventory.settings.count), \(StoreFormat.count(items, "item", "items"))")
             for settings in inventory.settings {
-                print("  \(StoreFormat.quoted(settings.namespace, limit: 60))  \(StoreFormat.count(settings.itemCount, "item", "items")), \(StoreFormat.bytes(settings.bytes))")
+                print(
+                    "  \(StoreFormat.quoted(settings.namespace, limit: 60))  \(StoreFormat.count(settings.itemCount, "item", "items")), \(StoreFormat.bytes(settings.bytes))"
+                )
             }
         }
     }
@@ -158,10 +167,14 @@ struct StorageCommand: ParsableCommand {
             do {
                 if let store {
                     let removed = try storage.clearNamespace(namespace, inStore: store)
-                    print("removed \(StoreFormat.count(removed, "entry", "entries")) from namespace \(StoreFormat.quoted(namespace)) of store \(StoreFormat.quoted(store))")
+                    print(
+                        "removed \(StoreFormat.count(removed, "entry", "entries")) from namespace \(StoreFormat.quoted(namespace)) of store \(StoreFormat.quoted(store))"
+                    )
                 } else {
                     let removed = try storage.clearSettings(namespace: namespace)
-                    print("removed \(StoreFormat.count(removed, "value", "values")) from settings namespace \(StoreFormat.quoted(namespace))")
+                    print(
+                        "removed \(StoreFormat.count(removed, "value", "values")) from settings namespace \(StoreFormat.quoted(namespace))"
+                    )
                 }
             } catch {
                 throw StoreCommandError("nothing was cleared: \(error)")
@@ -173,11 +186,14 @@ struct StorageCommand: ParsableCommand {
     struct ClearDisk: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "clear-disk",
-            abstract: "Remove every entry of every store (or of the stores --name selects); the stores stay, empty. Asks first unless --yes.")
+            abstract:
+                "Remove every entry of every store (or of the stores --name selects); the stores stay, empty. Asks first unless --yes."
+        )
 
-        @Option(help: ArgumentHelp(
-            "Only the stores whose names start with this prefix (say, one application's com.example.).",
-            valueName: "prefix"))
+        @Option(
+            help: ArgumentHelp(
+                "Only the stores whose names start with this prefix (say, one application's com.example.).",
+                valueName: "prefix"))
         var name: String?
 
         @Flag(name: .shortAndLong, help: "Do not ask for confirmation.")
@@ -185,11 +201,15 @@ struct StorageCommand: ParsableCommand {
 
         func run() throws {
             let storage = try LocalStorage()
-            let stores = try storage.inventory().stores.filter { store in name.map { store.name.hasPrefix($0) } ?? true }
+            let stores = try storage.inventory().stores.filter { store in name.map { store.name.hasPrefix($0) } ?? true
+            }
             let entries = stores.reduce(0) { $0 + $1.entryCount }
             let which = name.map { " named \(StoreFormat.quoted($0))…" } ?? ""
-            guard yes || Confirmation.ask(
-                "Remove all \(StoreFormat.count(entries, "entry", "entries")) of \(StoreFormat.count(stores.count, "store", "stores"))\(which) in \(storage.cachesDirectory.path)?")
+            guard
+                yes
+                    || Confirmation.ask(
+                        "Remove all \(StoreFormat.count(entries, "entry", "entries")) of \(StoreFormat.count(stores.count, "store", "stores"))\(which) in \(storage.cachesDirectory.path)?"
+                    )
             else { throw Confirmation.declined }
             for (store, removed) in try storage.clearDiskStores(namePrefix: name) {
                 print("cleared \(StoreFormat.quoted(store)): \(StoreFormat.count(removed, "entry", "entries")) removed")
@@ -201,10 +221,14 @@ struct StorageCommand: ParsableCommand {
     struct DeleteAll: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "delete-all",
-            abstract: "Delete every store, every log and every settings suite Hoard made (or those --name selects). Asks first unless --yes.")
+            abstract:
+                "Delete every store, every log and every settings suite Hoard made (or those --name selects). Asks first unless --yes."
+        )
 
-        @Option(help: ArgumentHelp(
-            "Only the stores, logs and settings namespaces whose names start with this prefix.", valueName: "prefix"))
+        @Option(
+            help: ArgumentHelp(
+                "Only the stores, logs and settings namespaces whose names start with this prefix.", valueName: "prefix"
+            ))
         var name: String?
 
         @Flag(name: .shortAndLong, help: "Do not ask for confirmation.")
@@ -218,8 +242,11 @@ struct StorageCommand: ParsableCommand {
             let logs = inventory.logs.filter { matches($0.name) }.count
             let settings = inventory.settings.filter { matches($0.namespace) }.count
             let which = name.map { " named \(StoreFormat.quoted($0))…" } ?? ""
-            guard yes || Confirmation.ask(
-                "Delete \(StoreFormat.count(stores, "store", "stores")), \(StoreFormat.count(logs, "log", "logs")) and \(StoreFormat.count(settings, "settings namespace", "settings namespaces"))\(which)?")
+            guard
+                yes
+                    || Confirmation.ask(
+                        "Delete \(StoreFormat.count(stores, "store", "stores")), \(StoreFormat.count(logs, "log", "logs")) and \(StoreFormat.count(settings, "settings namespace", "settings namespaces"))\(which)?"
+                    )
             else { throw Confirmation.declined }
             let report = try storage.deleteAll(namePrefix: name)
             print(report)

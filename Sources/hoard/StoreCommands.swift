@@ -5,10 +5,11 @@ import Hoard
 /// What every store command takes: a store's directory, or the name of a store in the
 /// default location.
 struct StoreLocation: ParsableArguments {
-    @Argument(help: ArgumentHelp(
-        "The store: its directory (the one holding index.sqlite), or the name of a store in the user's cache directory.",
-        discussion: "An argument with a '/', or naming something that exists, is a path; any other is a name.",
-        valueName: "store"))
+    @Argument(
+        help: ArgumentHelp(
+            "The store: its directory (the one holding index.sqlite), or the name of a store in the user's cache directory.",
+            discussion: "An argument with a '/', or naming something that exists, is a path; any other is a name.",
+            valueName: "store"))
     var path: String
 
     /// The store's directory: `path` as a path when it contains a `/` or names
@@ -36,7 +37,7 @@ struct StoreLocation: ParsableArguments {
         do {
             return try DiskStore(
                 directory: url, configuration: .init(createsStore: false, collectsOrphansAtOpen: false))
-        } catch where error.code == .notAStore {
+        } catch  where error.code == .notAStore {
             throw StoreCommandError("\(url.path) is not a Hoard store: \(error.message)")
         } catch {
             throw StoreCommandError("cannot open the store at \(url.path): \(error)")
@@ -160,7 +161,8 @@ struct StatsCommand: ParsableCommand {
         var onDisk = 0
         var files = 0
         for name in (try? FileManager.default.subpathsOfDirectory(atPath: directory.path)) ?? [] {
-            let attributes = try? FileManager.default.attributesOfItem(atPath: directory.appendingPathComponent(name).path)
+            let attributes = try? FileManager.default.attributesOfItem(
+                atPath: directory.appendingPathComponent(name).path)
             if attributes?[.type] as? FileAttributeType == .typeRegular {
                 onDisk += (attributes?[.size] as? Int) ?? 0
                 if name.hasPrefix("blobs/") { files += 1 }
@@ -168,19 +170,26 @@ struct StatsCommand: ParsableCommand {
         }
         let sorted = namespaces.sorted(by: { $0.key < $1.key })
         if json {
-            try JSONOutput.print(Output(
-                store: directory.path, entries: total.count, valueBytes: total.bytes, bytesOnDisk: onDisk,
-                valueFiles: files,
-                namespaces: sorted.map { Output.Namespace(name: $0.key, entries: $0.value.count, valueBytes: $0.value.bytes) }))
+            try JSONOutput.print(
+                Output(
+                    store: directory.path, entries: total.count, valueBytes: total.bytes, bytesOnDisk: onDisk,
+                    valueFiles: files,
+                    namespaces: sorted.map {
+                        Output.Namespace(name: $0.key, entries: $0.value.count, valueBytes: $0.value.bytes)
+                    }))
             return
         }
         print("store      \(directory.path)")
         print("entries    \(total.count)")
         print("values     \(StoreFormat.bytes(total.bytes))")
-        print("on disk    \(StoreFormat.bytes(onDisk)) (index and \(StoreFormat.count(files, "value file", "value files")))")
+        print(
+            "on disk    \(StoreFormat.bytes(onDisk)) (index and \(StoreFormat.count(files, "value file", "value files")))"
+        )
         print("namespaces \(namespaces.count)")
         for (name, usage) in sorted {
-            print("  \(StoreFormat.quoted(name, limit: 40))  \(StoreFormat.count(usage.count, "entry", "entries")), \(StoreFormat.bytes(usage.bytes))")
+            print(
+                "  \(StoreFormat.quoted(name, limit: 40))  \(StoreFormat.count(usage.count, "entry", "entries")), \(StoreFormat.bytes(usage.bytes))"
+            )
         }
     }
 }
@@ -242,27 +251,32 @@ struct ListCommand: ParsableCommand {
         for entry in entries {
             let expired = entry.expiresAt.map { $0 <= now } ?? false
             if json {
-                try JSONOutput.print(Output(
-                    namespace: entry.namespace, key: entry.key, size: entry.size, inFile: entry.isInFile,
-                    storedAt: StoreFormat.isoDate(entry.storedAt), expiresAt: entry.expiresAt.map(StoreFormat.isoDate),
-                    accessedAt: StoreFormat.isoDate(entry.accessedAt), expired: expired))
+                try JSONOutput.print(
+                    Output(
+                        namespace: entry.namespace, key: entry.key, size: entry.size, inFile: entry.isInFile,
+                        storedAt: StoreFormat.isoDate(entry.storedAt),
+                        expiresAt: entry.expiresAt.map(StoreFormat.isoDate),
+                        accessedAt: StoreFormat.isoDate(entry.accessedAt), expired: expired))
                 continue
             }
-            print([
-                StoreFormat.quoted(entry.namespace, limit: 30),
-                StoreFormat.quoted(entry.key),
-                StoreFormat.bytes(entry.size),
-                entry.isInFile ? "file" : "inline",
-                "stored " + StoreFormat.date(entry.storedAt),
-                "expires " + StoreFormat.date(entry.expiresAt) + (expired ? " (expired)" : ""),
-                "accessed " + StoreFormat.date(entry.accessedAt),
-            ].joined(separator: "  "))
+            print(
+                [
+                    StoreFormat.quoted(entry.namespace, limit: 30),
+                    StoreFormat.quoted(entry.key),
+                    StoreFormat.bytes(entry.size),
+                    entry.isInFile ? "file" : "inline",
+                    "stored " + StoreFormat.date(entry.storedAt),
+                    "expires " + StoreFormat.date(entry.expiresAt) + (expired ? " (expired)" : ""),
+                    "accessed " + StoreFormat.date(entry.accessedAt),
+                ].joined(separator: "  "))
         }
         // Out of what was listed: the namespace's entries with --namespace.
         let total = try namespace.map { try store.usage(in: $0).count } ?? store.totalUsage().count
         if entries.count < total {
-            FileHandle.standardError.write(Data(
-                "(\(entries.count) of \(StoreFormat.count(total, "entry", "entries")); --limit to see more)\n".utf8))
+            FileHandle.standardError.write(
+                Data(
+                    "(\(entries.count) of \(StoreFormat.count(total, "entry", "entries")); --limit to see more)\n".utf8)
+            )
         }
     }
 }
@@ -321,19 +335,24 @@ struct GetCommand: ParsableCommand {
                 "no live entry for key \(StoreFormat.quoted(key)) in namespace \(StoreFormat.quoted(namespace))")
         }
         if json {
-            try JSONOutput.print(Output(
-                namespace: namespace, key: key, size: entry.data.count, storedAt: StoreFormat.isoDate(entry.storedAt),
-                expiresAt: entry.expiresAt.map(StoreFormat.isoDate)))
+            try JSONOutput.print(
+                Output(
+                    namespace: namespace, key: key, size: entry.data.count,
+                    storedAt: StoreFormat.isoDate(entry.storedAt),
+                    expiresAt: entry.expiresAt.map(StoreFormat.isoDate)))
             return
         }
         if raw {
             FileHandle.standardOutput.write(entry.data)
             return
         }
-        let header = "\(StoreFormat.bytes(entry.data.count)), stored \(StoreFormat.date(entry.storedAt)), expires \(StoreFormat.date(entry.expiresAt))\n"
+        let header =
+            "\(StoreFormat.bytes(entry.data.count)), stored \(StoreFormat.date(entry.storedAt)), expires \(StoreFormat.date(entry.expiresAt))\n"
         FileHandle.standardError.write(Data(header.utf8))
         if let text = String(data: entry.data, encoding: .utf8),
-            !text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control && !"\n\t\r".unicodeScalars.contains($0) })
+            !text.unicodeScalars.contains(where: {
+                $0.properties.generalCategory == .control && !"\n\t\r".unicodeScalars.contains($0)
+            })
         {
             print(text)
         } else {
@@ -349,7 +368,9 @@ struct GetCommand: ParsableCommand {
             let row = bytes[start..<min(start + 16, bytes.count)]
             let hex = row.map { String(format: "%02x", $0) }.joined(separator: " ")
             let text = String(row.map { (0x20..<0x7F).contains($0) ? Character(UnicodeScalar($0)) : "." })
-            lines += String(format: "%08x  ", start) + hex.padding(toLength: 48, withPad: " ", startingAt: 0) + "  " + text + "\n"
+            lines +=
+                String(format: "%08x  ", start) + hex.padding(toLength: 48, withPad: " ", startingAt: 0) + "  " + text
+                + "\n"
         }
         return lines
     }
@@ -379,7 +400,9 @@ struct RemoveCommand: ParsableCommand {
         let store = try location.open()
         if all {
             let count = try store.removeAll(in: namespace)
-            print("removed \(StoreFormat.count(count, "entry", "entries")) from namespace \(StoreFormat.quoted(namespace))")
+            print(
+                "removed \(StoreFormat.count(count, "entry", "entries")) from namespace \(StoreFormat.quoted(namespace))"
+            )
             return
         }
         var missing = 0
@@ -403,10 +426,12 @@ struct TrimCommand: ParsableCommand {
 
     @OptionGroup var location: StoreLocation
 
-    @Option(help: "Keep at most this many bytes of values (1048576, 512K, 64M, 2G).", transform: { text in
-        guard let size = StoreFormat.parseSize(text) else { throw ValidationError("not a size: \(text)") }
-        return size
-    })
+    @Option(
+        help: "Keep at most this many bytes of values (1048576, 512K, 64M, 2G).",
+        transform: { text in
+            guard let size = StoreFormat.parseSize(text) else { throw ValidationError("not a size: \(text)") }
+            return size
+        })
     var bytes: Int?
 
     @Option(help: "Keep at most this many entries.")
@@ -424,8 +449,9 @@ struct TrimCommand: ParsableCommand {
         let evicted = try store.trim(toBytes: bytes, count: count, progress: { bar.update($0.completed, of: $0.total) })
         bar.finish()
         let usage = try store.totalUsage()
-        print("removed \(StoreFormat.count(expired, "expired entry", "expired entries")), evicted \(evicted); "
-            + "now \(StoreFormat.count(usage.count, "entry", "entries")), \(StoreFormat.bytes(usage.bytes))")
+        print(
+            "removed \(StoreFormat.count(expired, "expired entry", "expired entries")), evicted \(evicted); "
+                + "now \(StoreFormat.count(usage.count, "entry", "entries")), \(StoreFormat.bytes(usage.bytes))")
     }
 }
 
@@ -478,23 +504,28 @@ struct VerifyCommand: ParsableCommand {
         let report = try store.verify(repairing: repair, progress: { bar.update($0.completed, of: $0.total) })
         bar.finish()
         if json {
-            try JSONOutput.print(Output(
-                store: store.directory.standardizedFileURL.path, entriesChecked: report.entriesChecked,
-                repaired: report.repaired, healthy: report.isHealthy,
-                damage: report.damage.map {
-                    Output.Damage(reason: $0.reason.rawValue, namespace: $0.namespace, key: $0.key, detail: $0.detail)
-                }))
+            try JSONOutput.print(
+                Output(
+                    store: store.directory.standardizedFileURL.path, entriesChecked: report.entriesChecked,
+                    repaired: report.repaired, healthy: report.isHealthy,
+                    damage: report.damage.map {
+                        Output.Damage(
+                            reason: $0.reason.rawValue, namespace: $0.namespace, key: $0.key, detail: $0.detail)
+                    }))
         } else {
             for damage in report.damage {
                 var line = "\(damage.reason)"
-                if let namespace = damage.namespace { line += "  namespace \(StoreFormat.quoted(namespace, limit: 30))" }
+                if let namespace = damage.namespace {
+                    line += "  namespace \(StoreFormat.quoted(namespace, limit: 30))"
+                }
                 if let key = damage.key { line += "  key \(StoreFormat.quoted(key))" }
                 print(line + "  " + damage.detail)
             }
             print(report)
         }
         let unrepaired = report.damage.contains { damage in
-            !repair || damage.reason == .damagedIndex || (damage.reason == .orphanedFile && !damage.detail.hasSuffix("deleted"))
+            !repair || damage.reason == .damagedIndex
+                || (damage.reason == .orphanedFile && !damage.detail.hasSuffix("deleted"))
         }
         if unrepaired { throw ExitCode(1) }
     }

@@ -41,7 +41,8 @@ struct HoardPersistDriverTests {
             return .ok
         }
         router.put("/number/:tag") { _, context -> HTTPResponse.Status in
-            try await persist.set(key: try context.parameters.require("tag"), value: Double.nan)  // JSON cannot encode it
+            // JSON cannot encode NaN.
+            try await persist.set(key: try context.parameters.require("tag"), value: Double.nan)
             return .ok
         }
         router.get("/persist/:tag") { _, context -> String? in
@@ -71,7 +72,9 @@ struct HoardPersistDriverTests {
             try await client.execute(uri: "/persist/a", method: .put, body: Self.body("one")) { _ in }
             try await client.execute(uri: "/persist/a", method: .put, body: Self.body("two")) { _ in }
             try await client.execute(uri: "/persist/a", method: .get) { #expect(String(buffer: $0.body) == "two") }
-            try await client.execute(uri: "/create/b", method: .put, body: Self.body("first")) { #expect($0.status == .ok) }
+            try await client.execute(uri: "/create/b", method: .put, body: Self.body("first")) {
+                #expect($0.status == .ok)
+            }
             try await client.execute(uri: "/create/b", method: .put, body: Self.body("second")) {
                 #expect($0.status == .conflict)
             }
@@ -89,7 +92,9 @@ struct HoardPersistDriverTests {
         try await app.test(.router) { client in
             try await client.execute(uri: "/persist/short/0", method: .put, body: Self.body("gone")) { _ in }
             try await client.execute(uri: "/persist/long/10", method: .put, body: Self.body("kept")) { _ in }
-            try await client.execute(uri: "/persist/long/ttl", method: .get) { #expect(String(buffer: $0.body) == "10") }
+            try await client.execute(uri: "/persist/long/ttl", method: .get) {
+                #expect(String(buffer: $0.body) == "10")
+            }
             clock.advance(by: 1)
             try await client.execute(uri: "/persist/short", method: .get) { #expect($0.status == .noContent) }
             try await client.execute(uri: "/persist/long", method: .get) { #expect(String(buffer: $0.body) == "kept") }

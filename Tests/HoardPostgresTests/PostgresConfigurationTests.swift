@@ -8,7 +8,8 @@ import Testing
 struct PostgresConfigurationTests {
     @Test("URLs: user, password, host, port, database and sslmode are read; others are refused")
     func urls() throws {
-        let full = try PostgresStore.Configuration(url: "postgresql://app%40x:p%3Ass@db.internal:6543/my%20db?sslmode=disable")
+        let full = try PostgresStore.Configuration(
+            url: "postgresql://app%40x:p%3Ass@db.internal:6543/my%20db?sslmode=disable")
         #expect(full.username == "app@x")
         #expect(full.password == "p:ss")
         #expect(full.host == "db.internal")

@@ -27,12 +27,14 @@ struct PostgresUnreachableTests {
         return configuration
     }
 
-    @Test("Server down at start: operations fail with connectionFailed within the wait, then at once during the backoff")
+    @Test(
+        "Server down at start: operations fail with connectionFailed within the wait, then at once during the backoff")
     func serverDown() async throws {
         let store = try PostgresStore(configuration: unreachable(port: try await freePort()))
         let started = ContinuousClock.now
         let first = await outcome { () async throws(PostgresStoreError) in try await store.entry(for: "k", in: "ns") }
-        #expect(ContinuousClock.now - started < .seconds(20), "bounded by the wait (300 ms), with room for a busy machine")
+        #expect(
+            ContinuousClock.now - started < .seconds(20), "bounded by the wait (300 ms), with room for a busy machine")
         guard case .failure(let error) = first else {
             Issue.record("nothing listens: the read must fail")
             return
@@ -84,7 +86,9 @@ struct PostgresUnreachableTests {
         configuration.connectTimeout = .seconds(60)
         let store = try PostgresStore(configuration: configuration)
         let started = ContinuousClock.now
-        let result = await outcome { () async throws(PostgresStoreError) in try await store.entries(for: ["a", "b"], in: "ns") }
+        let result = await outcome { () async throws(PostgresStoreError) in
+            try await store.entries(for: ["a", "b"], in: "ns")
+        }
         #expect(ContinuousClock.now - started < .seconds(20), "bounded by the wait, not the 60 s connect timeout")
         if case .failure(let error) = result {
             #expect(error.code == .connectionFailed)
@@ -116,10 +120,17 @@ struct PostgresUnreachableTests {
             cache["user:2"] = "Grace"  // write-behind: the remote failure is reported, not thrown
             await cache.flush()
             let failed = await firstEvent(in: events) { event in
-                if case .failed(let failure) = event { failure.tier == .remote(0) && failure.key == "user:2" } else { false }
+                if case .failed(let failure) = event {
+                    failure.tier == .remote(0) && failure.key == "user:2"
+                } else {
+                    false
+                }
             }
             #expect(failed != nil)
-            #expect(failures.all.contains { $0.tier == .remote(0) && $0.operation == .write && $0.error is PostgresStoreError })
+            #expect(
+                failures.all.contains {
+                    $0.tier == .remote(0) && $0.operation == .write && $0.error is PostgresStoreError
+                })
 
             // A second cache on the same disk, memory empty: the disk answers.
             var second = configuration
@@ -137,7 +148,9 @@ struct PostgresUnreachableTests {
     .enabled(if: PostgresTestServer.isAvailable, PostgresTestServer.skipMessage),
     .timeLimit(.minutes(3)))
 struct PostgresFaultTests {
-    @Test("A statement that runs past commandTimeout is cancelled by the server: timeout, and the connection stays usable")
+    @Test(
+        "A statement that runs past commandTimeout is cancelled by the server: timeout, and the connection stays usable"
+    )
     func slowStatement() async throws {
         var configuration = try PostgresTestServer.configuration()
         // The table is made by a store with the default timeout: a busy server may
@@ -186,12 +199,16 @@ struct PostgresFaultTests {
         } else {
             Issue.record("the stuck operation must time out")
         }
-        #expect(try await store.entry(for: "k", in: "ns")?.data == Data([1]), "another connection serves the next operation")
+        #expect(
+            try await store.entry(for: "k", in: "ns")?.data == Data([1]), "another connection serves the next operation"
+        )
         await store.shutdown()
         await PostgresTestServer.drop(configuration)
     }
 
-    @Test("A statement sent on a connection that has just closed fails at once with connectionClosed, not at commandTimeout")
+    @Test(
+        "A statement sent on a connection that has just closed fails at once with connectionClosed, not at commandTimeout"
+    )
     func statementOnClosedConnection() async throws {
         var configuration = try PostgresTestServer.configuration()
         configuration.commandTimeout = .seconds(40)
@@ -208,7 +225,9 @@ struct PostgresFaultTests {
                 binds.append(ByteBuffer(string: "ns"))
                 binds.append(ByteBuffer(string: "k"))
                 binds.append(_PostgresTimestamp(.now))
-                for try await _ in try await _PostgresPreparedStatement.execute(statement, binds, on: connection, logger: PostgresStore.silentLogger) {}
+                for try await _ in try await _PostgresPreparedStatement.execute(
+                    statement, binds, on: connection, logger: PostgresStore.silentLogger)
+                {}
             }
         }
         #expect(ContinuousClock.now - started < .seconds(20), "ended by the close, not by the 40 s commandTimeout")
@@ -223,7 +242,8 @@ struct PostgresFaultTests {
         await PostgresTestServer.drop(configuration)
     }
 
-    @Test("Sessions terminated by the server (pg_terminate_backend): the pool reconnects, the listener resumes with .all")
+    @Test(
+        "Sessions terminated by the server (pg_terminate_backend): the pool reconnects, the listener resumes with .all")
     func terminatedSessions() async throws {
         var configuration = try PostgresTestServer.configuration()
         configuration.applicationName = "hoard-terminate-\(UUID().uuidString.prefix(8))"
@@ -238,7 +258,8 @@ struct PostgresFaultTests {
         try await store.set(Data([1]), for: "k", in: "ns", storedAt: .now, expiresAt: nil)
 
         let terminated = try await PostgresTestServer.sql(
-            "SELECT pg_terminate_backend(pid)::text FROM pg_stat_activity WHERE application_name = '\(configuration.applicationName)'")
+            "SELECT pg_terminate_backend(pid)::text FROM pg_stat_activity WHERE application_name = '\(configuration.applicationName)'"
+        )
         #expect(terminated.count >= 2, "the pooled and the listening session")
 
         // The first operation may meet the dead connection; soon they work again.
@@ -253,7 +274,9 @@ struct PostgresFaultTests {
         await PostgresTestServer.drop(configuration)
     }
 
-    @Test("The first operation opens maximumConnections sessions; they stay open, and a terminated one is reopened at once")
+    @Test(
+        "The first operation opens maximumConnections sessions; they stay open, and a terminated one is reopened at once"
+    )
     func connectionsStayOpen() async throws {
         var configuration = try PostgresTestServer.configuration()
         let name = "hoard-open-\(UUID().uuidString.prefix(8))"
@@ -262,8 +285,10 @@ struct PostgresFaultTests {
         configuration.initialReconnectDelay = .milliseconds(20)
         let store = try PostgresStore(configuration: configuration)
         let sessions = { () async throws -> Set<String> in
-            Set(try await PostgresTestServer.sql(
-                "SELECT pid::text FROM pg_stat_activity WHERE application_name = '\(name)'").compactMap { $0 })
+            Set(
+                try await PostgresTestServer.sql(
+                    "SELECT pid::text FROM pg_stat_activity WHERE application_name = '\(name)'"
+                ).compactMap { $0 })
         }
         #expect(try await sessions().isEmpty, "nothing is opened before the first operation")
 
@@ -274,10 +299,11 @@ struct PostgresFaultTests {
         _ = try await PostgresTestServer.sql("SELECT pg_terminate_backend(\(victim))::text")
 
         // With no operation in between, the pool replaces the lost session.
-        #expect(await eventually {
-            guard let now = try? await sessions() else { return false }
-            return now.count == 3 && !now.contains(victim)
-        })
+        #expect(
+            await eventually {
+                guard let now = try? await sessions() else { return false }
+                return now.count == 3 && !now.contains(victim)
+            })
         #expect(try await store.entry(for: "k", in: "ns")?.data == Data([1]))
         await store.shutdown()
         await PostgresTestServer.drop(configuration)
@@ -297,13 +323,16 @@ struct PostgresFaultTests {
             // (The bound leaves room for a test process starved by the other suites:
             // one CI run saw every test of the process stall for about 13 s at once.)
             let started = ContinuousClock.now
-            let first = await outcome { () async throws(PostgresStoreError) in try await store.entry(for: "k", in: "ns") }
+            let first = await outcome { () async throws(PostgresStoreError) in try await store.entry(for: "k", in: "ns")
+            }
             #expect(ContinuousClock.now - started < .seconds(30), "\(first)")
             // The pool retries a refused login by itself; a starved test process may
             // see a wait run out before the first refusal, so ask again until it did.
             var last: PostgresStoreError?
             let refused = await eventually(timeout: .seconds(60), every: .milliseconds(200)) {
-                let result = await outcome { () async throws(PostgresStoreError) in try await store.entry(for: "k", in: "ns") }
+                let result = await outcome { () async throws(PostgresStoreError) in
+                    try await store.entry(for: "k", in: "ns")
+                }
                 guard case .failure(let error) = result else { return false }
                 last = error
                 return error.code == .authenticationFailed && error.description.contains(name)

@@ -24,7 +24,8 @@ struct PostgresInvalidationTests {
 
         try await writer.set(Data([1]), for: "alice", in: "users", storedAt: .now, expiresAt: nil)
         try await writer.removeValue(for: "bob:1", in: "users")
-        try await writer.set(Data([1]), for: String(repeating: "x", count: 9_000), in: "users", storedAt: .now, expiresAt: nil)
+        try await writer.set(
+            Data([1]), for: String(repeating: "x", count: 9_000), in: "users", storedAt: .now, expiresAt: nil)
         try await writer.removeAll(in: "users")
         #expect(await seenByReader.wait(forCount: 4) == [.key("alice"), .key("bob:1"), .all, .all])
 
@@ -44,7 +45,9 @@ struct PostgresInvalidationTests {
         await PostgresTestServer.drop(configuration)
     }
 
-    @Test("write(_:) applies a batch in rounds of one statement: the last change to a key wins, every changed key is notified")
+    @Test(
+        "write(_:) applies a batch in rounds of one statement: the last change to a key wins, every changed key is notified"
+    )
     func batchWrite() async throws {
         let configuration = try PostgresTestServer.configuration()
         let writer = try PostgresStore(configuration: configuration)
@@ -76,9 +79,15 @@ struct PostgresInvalidationTests {
         ]
         try await writer.write(batch)
 
-        #expect(try await reader.entry(for: "same", in: "batch") == StoredEntry(data: Data([2]), storedAt: now, expiresAt: later))
-        #expect(try await reader.entry(for: "k1", in: "batch") == StoredEntry(data: Data([1]), storedAt: now, expiresAt: nil))
-        #expect(try await reader.entry(for: "k2", in: "batch") == StoredEntry(data: Data([2]), storedAt: now, expiresAt: later))
+        #expect(
+            try await reader.entry(for: "same", in: "batch")
+                == StoredEntry(data: Data([2]), storedAt: now, expiresAt: later))
+        #expect(
+            try await reader.entry(for: "k1", in: "batch")
+                == StoredEntry(data: Data([1]), storedAt: now, expiresAt: nil))
+        #expect(
+            try await reader.entry(for: "k2", in: "batch")
+                == StoredEntry(data: Data([2]), storedAt: now, expiresAt: later))
         #expect(try await reader.entry(for: "k0", in: "batch") == nil)
         #expect(try await reader.entry(for: "removed-in-batch", in: "batch") == nil)
         #expect(try await reader.entry(for: "revived", in: "batch")?.data == Data([4]))
@@ -91,12 +100,13 @@ struct PostgresInvalidationTests {
         #expect(try await reader.usage().count == PostgresStore.batchLimit + 9 + 3, "one row per key")
 
         func keys(in namespace: String) -> Set<RemoteInvalidation> {
-            Set(batch.compactMap { change in
-                switch change {
-                case .set(_, let key, namespace, _, _), .removeValue(let key, namespace): .key(key)
-                default: nil
-                }
-            })
+            Set(
+                batch.compactMap { change in
+                    switch change {
+                    case .set(_, let key, namespace, _, _), .removeValue(let key, namespace): .key(key)
+                    default: nil
+                    }
+                })
         }
         let expected = keys(in: "batch")
         let expectedElsewhere = keys(in: "batch-b")

@@ -26,7 +26,9 @@ struct PostgresNotificationsTests {
         }
     }
 
-    @Test("A key whose payload would pass 8000 bytes is announced as its namespace cleared; a huge namespace as everything")
+    @Test(
+        "A key whose payload would pass 8000 bytes is announced as its namespace cleared; a huge namespace as everything"
+    )
     func longKeys() {
         let fits = String(repeating: "k", count: 7_999 - "sender k 5:users".utf8.count)
         #expect(sender.payload(key: fits, in: "users").utf8.count == 7_999)

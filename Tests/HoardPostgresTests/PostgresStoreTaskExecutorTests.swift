@@ -51,7 +51,8 @@ struct PostgresStoreTaskExecutorTests {
             () async throws -> (onLoop: [Bool], entries: [String: StoredEntry], read: StoredEntry?) in
             var onLoop = [store.eventLoop.inEventLoop]
             for index in 1...4 {
-                try await store.set(Data("v\(index)".utf8), for: "k\(index)", in: "ns", storedAt: storedAt, expiresAt: nil)
+                try await store.set(
+                    Data("v\(index)".utf8), for: "k\(index)", in: "ns", storedAt: storedAt, expiresAt: nil)
                 onLoop.append(store.eventLoop.inEventLoop)
             }
             let read = try await store.entry(for: "k1", in: "ns")
@@ -101,7 +102,8 @@ struct PostgresStoreTaskExecutorTests {
             let stuck = await outcome { () async throws(PostgresStoreError) in
                 try await store.run("stuck", key: "k") { _ in try await Task.sleep(for: .seconds(60)) }
             }
-            let next = await outcome { () async throws(PostgresStoreError) in try await store.entry(for: "k", in: "ns") }
+            let next = await outcome { () async throws(PostgresStoreError) in try await store.entry(for: "k", in: "ns")
+            }
             return (stuck, next, store.eventLoop.inEventLoop)
         }
 
@@ -119,12 +121,14 @@ struct PostgresStoreTaskExecutorTests {
 
     @Test("On the loop, an unreachable server fails with connectionFailed and nothing else breaks")
     func unreachableOnTheLoop() async throws {
-        var configuration = try PostgresStore.Configuration(url: "postgres://postgres@127.0.0.1:\(try await freePort())/postgres")
+        var configuration = try PostgresStore.Configuration(
+            url: "postgres://postgres@127.0.0.1:\(try await freePort())/postgres")
         configuration.connectionWaitTimeout = .milliseconds(500)
         let store = try PostgresStore(configuration: configuration)
 
         let (first, second, onLoop) = await withTaskExecutorPreference(store.taskExecutor) {
-            let first = await outcome { () async throws(PostgresStoreError) in try await store.entry(for: "k", in: "ns") }
+            let first = await outcome { () async throws(PostgresStoreError) in try await store.entry(for: "k", in: "ns")
+            }
             let second = await outcome { () async throws(PostgresStoreError) in
                 try await store.set(Data(), for: "k", in: "ns", storedAt: .now, expiresAt: nil)
             }

@@ -39,11 +39,15 @@ struct PostgresStoreTests {
             let bytes = Data((0..<1_024).map { UInt8(truncatingIfNeeded: $0 &* 7) })
             #expect(try await store.entry(for: "k", in: "ns") == nil)
             try await store.set(bytes, for: "k", in: "ns", storedAt: storedAt, expiresAt: expiresAt)
-            #expect(try await store.entry(for: "k", in: "ns") == StoredEntry(data: bytes, storedAt: storedAt, expiresAt: expiresAt))
+            #expect(
+                try await store.entry(for: "k", in: "ns")
+                    == StoredEntry(data: bytes, storedAt: storedAt, expiresAt: expiresAt))
             #expect(try await store.entry(for: "k", in: "other") == nil, "namespaces are separate")
 
             try await store.set(Data(), for: "k", in: "ns", storedAt: storedAt, expiresAt: nil)
-            #expect(try await store.entry(for: "k", in: "ns") == StoredEntry(data: Data(), storedAt: storedAt, expiresAt: nil))
+            #expect(
+                try await store.entry(for: "k", in: "ns")
+                    == StoredEntry(data: Data(), storedAt: storedAt, expiresAt: nil))
             try await store.removeValue(for: "k", in: "ns")
             #expect(try await store.entry(for: "k", in: "ns") == nil)
             try await store.removeValue(for: "never-there", in: "ns")
@@ -53,7 +57,9 @@ struct PostgresStoreTests {
     @Test("Any key: NUL, quotes, unicode, 10 KB; a 1 MiB value")
     func oddKeys() async throws {
         try await withStore { store in
-            let keys = ["a\0b", "'; DROP TABLE x; --", "\"quoted\"", "ключ 🔑", String(repeating: "long", count: 2_500), ""]
+            let keys = [
+                "a\0b", "'; DROP TABLE x; --", "\"quoted\"", "ключ 🔑", String(repeating: "long", count: 2_500), "",
+            ]
             for (index, key) in keys.enumerated() {
                 try await store.set(Data([UInt8(index)]), for: key, in: "n\0s", storedAt: .now, expiresAt: nil)
             }
@@ -75,7 +81,8 @@ struct PostgresStoreTests {
         try await withStore(clock: clock) { store in
             for index in 0..<100 where index % 3 != 0 {
                 let expiry: Date? = index % 10 == 1 ? clock.now().addingTimeInterval(5) : nil
-                try await store.set(Data("v\(index)".utf8), for: "k\(index)", in: "ns", storedAt: clock.now(), expiresAt: expiry)
+                try await store.set(
+                    Data("v\(index)".utf8), for: "k\(index)", in: "ns", storedAt: clock.now(), expiresAt: expiry)
             }
             clock.advance(by: 10)
             let keys = (0..<100).map { "k\($0)" } + ["k1", "k2", "k2"]
@@ -88,13 +95,17 @@ struct PostgresStoreTests {
         }
     }
 
-    @Test("Expiry by the store's clock: expired rows are misses, removeExpired deletes them, an expired set removes the old value")
+    @Test(
+        "Expiry by the store's clock: expired rows are misses, removeExpired deletes them, an expired set removes the old value"
+    )
     func expiry() async throws {
         let clock = ManualClock(start: wholeMilliseconds())
         try await withStore(clock: clock) { store in
             let start = clock.now()
-            try await store.set(Data([1]), for: "short", in: "ns", storedAt: start, expiresAt: start.addingTimeInterval(10))
-            try await store.set(Data([2]), for: "long", in: "ns", storedAt: start, expiresAt: start.addingTimeInterval(100))
+            try await store.set(
+                Data([1]), for: "short", in: "ns", storedAt: start, expiresAt: start.addingTimeInterval(10))
+            try await store.set(
+                Data([2]), for: "long", in: "ns", storedAt: start, expiresAt: start.addingTimeInterval(100))
             try await store.set(Data([3]), for: "forever", in: "ns", storedAt: start, expiresAt: nil)
             clock.advance(by: 9.999)
             #expect(try await store.entry(for: "short", in: "ns")?.data == Data([1]))
@@ -106,7 +117,9 @@ struct PostgresStoreTests {
             #expect(try await store.removeExpired() == 0)
 
             try await store.set(Data([4]), for: "forever", in: "ns", storedAt: clock.now(), expiresAt: clock.now())
-            #expect(try await store.entry(for: "forever", in: "ns") == nil, "an already expired set removes the older value")
+            #expect(
+                try await store.entry(for: "forever", in: "ns") == nil, "an already expired set removes the older value"
+            )
             clock.advance(by: 1_000)
             #expect(try await store.entry(for: "long", in: "ns") == nil)
             #expect(try await store.removeExpired() == 1)
@@ -160,16 +173,27 @@ struct PostgresStoreTests {
     @Test("Maintenance runs every maintenanceInterval writes: sweeps expired rows, then trims to the budgets")
     func maintenance() async throws {
         let clock = ManualClock(start: wholeMilliseconds())
-        try await withStore(clock: clock, { $0.maintenanceInterval = 10; $0.maximumRows = 6 }) { store in
-            try await store.set(Data([0]), for: "expiring", in: "ns", storedAt: clock.now(), expiresAt: clock.now().addingTimeInterval(1))
+        try await withStore(
+            clock: clock,
+            {
+                $0.maintenanceInterval = 10
+                $0.maximumRows = 6
+            }
+        ) { store in
+            try await store.set(
+                Data([0]), for: "expiring", in: "ns", storedAt: clock.now(),
+                expiresAt: clock.now().addingTimeInterval(1))
             clock.advance(by: 2)
             for index in 1..<10 {
                 clock.advance(by: 1)
-                try await store.set(Data([UInt8(index)]), for: "k\(index)", in: "ns", storedAt: clock.now(), expiresAt: nil)
+                try await store.set(
+                    Data([UInt8(index)]), for: "k\(index)", in: "ns", storedAt: clock.now(), expiresAt: nil)
             }
             // The tenth write ran maintenance: the expired row went, then the 3 oldest of 9.
             #expect(try await store.usage().count == 6)
-            #expect(Set(try await store.entries(for: (1..<10).map { "k\($0)" }, in: "ns").keys) == Set((4..<10).map { "k\($0)" }))
+            #expect(
+                Set(try await store.entries(for: (1..<10).map { "k\($0)" }, in: "ns").keys)
+                    == Set((4..<10).map { "k\($0)" }))
             let nothingLeft = try await store.maintain()
             #expect(nothingLeft.expired == 0 && nothingLeft.trimmed == 0)
         }
@@ -178,7 +202,13 @@ struct PostgresStoreTests {
     @Test("write(_:) counts every change toward maintenance, and runs it once a batch passes a multiple")
     func batchMaintenance() async throws {
         let clock = ManualClock(start: wholeMilliseconds())
-        try await withStore(clock: clock, { $0.maintenanceInterval = 10; $0.maximumRows = 6 }) { store in
+        try await withStore(
+            clock: clock,
+            {
+                $0.maintenanceInterval = 10
+                $0.maximumRows = 6
+            }
+        ) { store in
             let first: [CacheStoreWrite] = (1...8).map { index in
                 clock.advance(by: 1)
                 return .set(Data([UInt8(index)]), for: "k\(index)", in: "ns", storedAt: clock.now(), expiresAt: nil)
@@ -193,11 +223,15 @@ struct PostgresStoreTests {
             ])
             // Writes 9 to 11 passed 10: trimmed to the 6 newest of 10 rows.
             #expect(try await store.usage().count == 6)
-            #expect(Set(try await store.entries(for: (1...10).map { "k\($0)" }, in: "ns").keys) == Set((5...10).map { "k\($0)" }))
+            #expect(
+                Set(try await store.entries(for: (1...10).map { "k\($0)" }, in: "ns").keys)
+                    == Set((5...10).map { "k\($0)" }))
         }
     }
 
-    @Test("UNLOGGED is honoured; an existing table is reused; without createsTable a missing table is a serverError 42P01")
+    @Test(
+        "UNLOGGED is honoured; an existing table is reused; without createsTable a missing table is a serverError 42P01"
+    )
     func tableCreation() async throws {
         try await withStore({ $0.isUnlogged = true }) { store in
             try await store.set(Data([1]), for: "k", in: "ns", storedAt: .now, expiresAt: nil)
@@ -216,7 +250,9 @@ struct PostgresStoreTests {
             #expect(persistence == ["p"])
         }
         try await withStore({ $0.createsTable = false }) { store in
-            let result = await outcome { () async throws(PostgresStoreError) in try await store.entry(for: "k", in: "ns") }
+            let result = await outcome { () async throws(PostgresStoreError) in
+                try await store.entry(for: "k", in: "ns")
+            }
             guard case .failure(let error) = result else {
                 Issue.record("a missing table must fail")
                 return
@@ -230,10 +266,15 @@ struct PostgresStoreTests {
 
     @Test("A statement that failed to prepare (missing table) works on the same store once the table exists")
     func failedPreparationIsNotKept() async throws {
-        try await withStore({ $0.createsTable = false; $0.maximumConnections = 1 }) { store in
+        try await withStore({
+            $0.createsTable = false
+            $0.maximumConnections = 1
+        }) { store in
             // Given a store whose one connection failed to prepare its get and its set
             for _ in 0..<2 {
-                let get = await outcome { () async throws(PostgresStoreError) in try await store.entry(for: "k", in: "ns") }
+                let get = await outcome { () async throws(PostgresStoreError) in
+                    try await store.entry(for: "k", in: "ns")
+                }
                 let set = await outcome { () async throws(PostgresStoreError) in
                     try await store.set(Data([1]), for: "k", in: "ns", storedAt: .now, expiresAt: nil)
                 }
@@ -246,7 +287,12 @@ struct PostgresStoreTests {
                 }
             }
             // When another store creates the table and writes a row
-            let creator = try PostgresStore(configuration: { var c = store.configuration; c.createsTable = true; return c }())
+            let creator = try PostgresStore(
+                configuration: {
+                    var c = store.configuration
+                    c.createsTable = true
+                    return c
+                }())
             try await creator.set(Data([7]), for: "k", in: "ns", storedAt: .now, expiresAt: nil)
             await creator.shutdown()
             // Then the first store reads and writes it
@@ -256,16 +302,20 @@ struct PostgresStoreTests {
         }
     }
 
-    @Test("A prepared statement the server will no longer run (its result type changed) fails once with 0A000, then the store prepares it afresh")
+    @Test(
+        "A prepared statement the server will no longer run (its result type changed) fails once with 0A000, then the store prepares it afresh"
+    )
     func spoiledStatementIsPreparedAgain() async throws {
         try await withStore({ $0.maximumConnections = 1 }) { store in
             try await store.set(Data("v".utf8), for: "k", in: "ns", storedAt: .now, expiresAt: nil)
             #expect(try await store.entry(for: "k", in: "ns")?.data == Data("v".utf8))
             // Given the get's prepared plan, when the value column changes type under it
             _ = try await PostgresTestServer.sql(
-                "ALTER TABLE \(store.statements.qualifiedTable) ALTER COLUMN value TYPE text USING convert_from(value, 'UTF8')")
+                "ALTER TABLE \(store.statements.qualifiedTable) ALTER COLUMN value TYPE text USING convert_from(value, 'UTF8')"
+            )
             // Then the first get fails with the server's 0A000 ("cached plan must not change result type")
-            let first = await outcome { () async throws(PostgresStoreError) in try await store.entry(for: "k", in: "ns") }
+            let first = await outcome { () async throws(PostgresStoreError) in try await store.entry(for: "k", in: "ns")
+            }
             guard case .failure(let error) = first else {
                 Issue.record("the server refuses the old plan once")
                 return
@@ -296,7 +346,8 @@ struct PostgresStoreTests {
         await store.shutdown()
 
         let tables = try await PostgresTestServer.sql(
-            "SELECT schemaname || '|' || tablename FROM pg_tables WHERE tablename IN ('\(victim)', '\(table.replacingOccurrences(of: "'", with: "''"))') ORDER BY 1")
+            "SELECT schemaname || '|' || tablename FROM pg_tables WHERE tablename IN ('\(victim)', '\(table.replacingOccurrences(of: "'", with: "''"))') ORDER BY 1"
+        )
         #expect(tables.contains("\(schema)|\(table)"), "the table has exactly the crafted name, in the crafted schema")
         #expect(tables.contains("public|\(victim)"), "nothing was dropped")
         _ = try await PostgresTestServer.sql("DROP SCHEMA \(_PostgresStatements.quote(schema)) CASCADE")
@@ -304,7 +355,8 @@ struct PostgresStoreTests {
     }
 
     #if ServiceLifecycle
-    @Test("In a ServiceGroup with a Cache, every write acknowledged before graceful shutdown is in PostgreSQL afterwards")
+    @Test(
+        "In a ServiceGroup with a Cache, every write acknowledged before graceful shutdown is in PostgreSQL afterwards")
     func gracefulShutdown() async throws {
         let configuration = try PostgresTestServer.configuration()
         let store = try PostgresStore(configuration: configuration)

@@ -62,7 +62,9 @@ enum PostgresTestServer {
 
     /// Drops a test's table when the test is done.
     static func drop(_ configuration: PostgresStore.Configuration) async {
-        _ = try? await sql("DROP TABLE IF EXISTS \(_PostgresStatements(schema: configuration.schema, table: configuration.table, isUnlogged: false).qualifiedTable)")
+        _ = try? await sql(
+            "DROP TABLE IF EXISTS \(_PostgresStatements(schema: configuration.schema, table: configuration.table, isUnlogged: false).qualifiedTable)"
+        )
     }
 }
 

@@ -49,7 +49,8 @@ struct PostgresTimestampTests {
         // place of a Double near 2026 (0.12 µs each).
         for _ in 0..<1_000 {
             let date = Date(timeIntervalSinceReferenceDate: Double.random(in: 0..<1e9, using: &generator))
-            #expect(abs(try readBack(date).timeIntervalSince(date)) < 0.000_001, "\(date.timeIntervalSinceReferenceDate)")
+            #expect(
+                abs(try readBack(date).timeIntervalSince(date)) < 0.000_001, "\(date.timeIntervalSinceReferenceDate)")
         }
     }
 

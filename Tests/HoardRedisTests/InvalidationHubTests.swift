@@ -25,7 +25,8 @@ struct InvalidationHubTests {
         mine.handle(message("message", keyspace.channel(for: "elsewhere"), other.message(key: "x")))
         mine.handle(message("message", channel, ByteBuffer(string: "garbage")))
         mine.handle(message("message", channel, ByteBuffer(string: "them z")))
-        mine.handle(.push([.bulkString(ByteBuffer(string: "message")), .bulkString(channel), .bulkString(other.messageAll())]))
+        mine.handle(
+            .push([.bulkString(ByteBuffer(string: "message")), .bulkString(channel), .bulkString(other.messageAll())]))
         mine.finishAll()
 
         var received: [RemoteInvalidation] = []
@@ -68,8 +69,10 @@ struct InvalidationHubTests {
 
     @Test(
         "A many-key message that is cut off or malformed anywhere yields nothing",
-        arguments: ["them m", "them m1", "them m1:", "them m2:a", "them m1:a2:b", "them mx:a", "them m:a", "them m1a",
-            "them m99999999999:a", "them m-1:a"])
+        arguments: [
+            "them m", "them m1", "them m1:", "them m2:a", "them m1:a2:b", "them mx:a", "them m:a", "them m1a",
+            "them m99999999999:a", "them m-1:a",
+        ])
     func malformedManyKeys(payload: String) async {
         let channel = _RedisKeyspace(prefix: "p").channel(for: "ns")
         let mine = _InvalidationHub(instanceID: "me")
@@ -90,7 +93,9 @@ struct InvalidationHubTests {
         let hub = _InvalidationHub(instanceID: "me")
         let (stream, continuation) = AsyncStream.makeStream(of: RemoteInvalidation.self)
         _ = hub.add(continuation, channel: channel)
-        let confirmation = _RESPValue.array([.bulkString(ByteBuffer(string: "subscribe")), .bulkString(channel), .integer(1)])
+        let confirmation = _RESPValue.array([
+            .bulkString(ByteBuffer(string: "subscribe")), .bulkString(channel), .integer(1),
+        ])
 
         hub.handle(confirmation)  // the first subscription
         hub.handle(confirmation)  // a late duplicate: still not a resubscription

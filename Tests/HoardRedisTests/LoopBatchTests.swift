@@ -6,7 +6,9 @@ import Testing
 /// connection's write batches.
 @Suite("LoopBatch")
 struct LoopBatchTests {
-    @Test("The first item of a batch asks for a task, the rest do not; take returns them in order, then the next item asks again")
+    @Test(
+        "The first item of a batch asks for a task, the rest do not; take returns them in order, then the next item asks again"
+    )
     func batches() {
         var queue = LoopBatch<Int>()
         let asked = [queue.append(1), queue.append(2), queue.append(3)]

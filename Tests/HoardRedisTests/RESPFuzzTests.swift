@@ -41,7 +41,8 @@ struct RESPFuzzTests {
                 let values = (0..<random.int(1..<4)).map { _ in random.respValue(depth: random.int(0..<5)) }
                 var bytes = ByteBuffer()
                 for value in values { value.write(to: &bytes) }
-                let parsed = try parseInPieces(bytes, cuts: cuts(for: bytes.readableBytes, using: &random), limits: Self.limits)
+                let parsed = try parseInPieces(
+                    bytes, cuts: cuts(for: bytes.readableBytes, using: &random), limits: Self.limits)
                 #expect(parsed.values == values, "seed \(seed)")
                 #expect(parsed.leftover == 0, "seed \(seed)")
                 cases += 1
@@ -51,7 +52,9 @@ struct RESPFuzzTests {
         print("RESP fuzz: \(cases) valid frame sets round-tripped")
     }
 
-    @Test("Mutated frames and random bytes never crash: they parse, wait for more, or throw a protocol error", .timeLimit(.minutes(10)))
+    @Test(
+        "Mutated frames and random bytes never crash: they parse, wait for more, or throw a protocol error",
+        .timeLimit(.minutes(10)))
     func mutatedFramesNeverCrash() {
         let deadline = Date(timeIntervalSinceNow: Self.budget / 2)
         var cases = 0
@@ -65,7 +68,8 @@ struct RESPFuzzTests {
                     // Random bytes, biased towards what RESP is made of.
                     let alphabet = Array("+-:$*_,#!=(%~|>0123456789-?\r\n".utf8)
                     bytes = (0..<random.int(0..<200)).map { _ in
-                        random.chance(0.7) ? alphabet[random.int(0..<alphabet.count)] : UInt8.random(in: 0...255, using: &random)
+                        random.chance(0.7)
+                            ? alphabet[random.int(0..<alphabet.count)] : UInt8.random(in: 0...255, using: &random)
                     }
                 } else {
                     bytes = Array(random.respValue(depth: random.int(0..<6)).encoded.readableBytesView)
@@ -73,7 +77,8 @@ struct RESPFuzzTests {
                 }
                 let buffer = ByteBuffer(bytes: bytes)
                 do {
-                    let result = try parseInPieces(buffer, cuts: cuts(for: bytes.count, using: &random), limits: Self.limits)
+                    let result = try parseInPieces(
+                        buffer, cuts: cuts(for: bytes.count, using: &random), limits: Self.limits)
                     if result.leftover == 0 { outcomes.parsed += 1 } else { outcomes.incomplete += 1 }
                     // Whatever parsed is a value that encodes (and so could be sent on).
                     for value in result.values { _ = value.encoded }
@@ -86,7 +91,9 @@ struct RESPFuzzTests {
         }
         #expect(cases > 100)
         #expect(outcomes.rejected > 0)
-        print("RESP fuzz: \(cases) mutated frames: \(outcomes.parsed) parsed, \(outcomes.incomplete) incomplete, \(outcomes.rejected) rejected")
+        print(
+            "RESP fuzz: \(cases) mutated frames: \(outcomes.parsed) parsed, \(outcomes.incomplete) incomplete, \(outcomes.rejected) rejected"
+        )
     }
 
     private func mutate(_ bytes: inout [UInt8], using random: inout SeededRandom) {
@@ -95,7 +102,10 @@ struct RESPFuzzTests {
         case 0 where !bytes.isEmpty:  // flip a byte
             bytes[random.int(0..<bytes.count)] = UInt8.random(in: 0...255, using: &random)
         case 1:  // insert a byte
-            bytes.insert(random.chance(0.5) ? interesting[random.int(0..<interesting.count)] : UInt8.random(in: 0...255, using: &random), at: random.int(0..<bytes.count + 1))
+            bytes.insert(
+                random.chance(0.5)
+                    ? interesting[random.int(0..<interesting.count)] : UInt8.random(in: 0...255, using: &random),
+                at: random.int(0..<bytes.count + 1))
         case 2 where !bytes.isEmpty:  // delete a range
             let start = random.int(0..<bytes.count)
             bytes.removeSubrange(start..<min(bytes.count, start + random.int(1..<8)))

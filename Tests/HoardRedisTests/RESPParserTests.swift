@@ -41,18 +41,28 @@ struct RESPParserTests {
             ("!21\r\nSYNTAX invalid syntax\r\n", .blobError(bytes("SYNTAX invalid syntax"))),
             ("=15\r\ntxt:Some string\r\n", .verbatimString(format: "txt", text: bytes("Some string"))),
             ("=4\r\nmkd:\r\n", .verbatimString(format: "mkd", text: bytes(""))),
-            ("(3492890328409238509324850943850943825024385\r\n", .bigNumber("3492890328409238509324850943850943825024385")),
+            (
+                "(3492890328409238509324850943850943825024385\r\n",
+                .bigNumber("3492890328409238509324850943850943825024385")
+            ),
             ("(-12\r\n", .bigNumber("-12")),
             (
                 "%2\r\n+first\r\n:1\r\n+second\r\n:2\r\n",
-                .map([.init(key: .simpleString("first"), value: .integer(1)), .init(key: .simpleString("second"), value: .integer(2))])
+                .map([
+                    .init(key: .simpleString("first"), value: .integer(1)),
+                    .init(key: .simpleString("second"), value: .integer(2)),
+                ])
             ),
             ("%0\r\n", .map([])),
             ("~3\r\n:1\r\n:2\r\n#f\r\n", .set([.integer(1), .integer(2), .boolean(false)])),
             (
                 "|1\r\n+key-popularity\r\n%1\r\n$1\r\na\r\n,0.19\r\n*1\r\n:2039\r\n",
                 .attribute(
-                    [.init(key: .simpleString("key-popularity"), value: .map([.init(key: .bulkString(bytes("a")), value: .double(0.19))]))],
+                    [
+                        .init(
+                            key: .simpleString("key-popularity"),
+                            value: .map([.init(key: .bulkString(bytes("a")), value: .double(0.19))]))
+                    ],
                     .array([.integer(2039)]))
             ),
             ("|0\r\n:7\r\n", .attribute([], .integer(7))),
@@ -89,7 +99,13 @@ struct RESPParserTests {
             if index < bytes.count - 1 {
                 #expect(value == nil, "complete after \(index + 1) of \(bytes.count) bytes")
             } else {
-                #expect(value == .array([.bulkString(self.bytes("hello")), .map([.init(key: .simpleString("k"), value: .double(1.5))]), .push([.boolean(true), .null])]))
+                #expect(
+                    value
+                        == .array([
+                            .bulkString(self.bytes("hello")),
+                            .map([.init(key: .simpleString("k"), value: .double(1.5))]),
+                            .push([.boolean(true), .null]),
+                        ]))
             }
         }
         #expect(buffer.readableBytes == 0)
@@ -131,7 +147,10 @@ struct RESPParserTests {
     func commandEncoding() {
         let command = _RedisCommand("SET", "key", .bytes(ByteBuffer(bytes: [0x00, 0x0D, 0x0A, 0xFF])), "PX", "100")
         #expect(command.name == "SET")
-        #expect(Array(command.encoded.readableBytesView) == Array("*5\r\n$3\r\nSET\r\n$3\r\nkey\r\n$4\r\n".utf8) + [0x00, 0x0D, 0x0A, 0xFF] + Array("\r\n$2\r\nPX\r\n$3\r\n100\r\n".utf8))
+        #expect(
+            Array(command.encoded.readableBytesView) == Array("*5\r\n$3\r\nSET\r\n$3\r\nkey\r\n$4\r\n".utf8) + [
+                0x00, 0x0D, 0x0A, 0xFF,
+            ] + Array("\r\n$2\r\nPX\r\n$3\r\n100\r\n".utf8))
         #expect(String(buffer: _RedisCommand("PING").encoded) == "*1\r\n$4\r\nPING\r\n")
         #expect(String(buffer: _RedisCommand("GET", "é").encoded) == "*2\r\n$3\r\nGET\r\n$2\r\né\r\n")
     }
@@ -154,7 +173,9 @@ struct RESPParserTests {
         let hub = _InvalidationHub(instanceID: "instance-1")
         let storedAt = Date(timeIntervalSince1970: 1_700_000_000.123)
         let data = Data([0x00, 0x0D, 0x0A, 0xFF] + Array("é:*".utf8))
-        for (namespace, key) in [("ns", "k"), ("", ""), ("a:b", "c:d"), ("é", "日本"), (String(repeating: "n", count: 300), "x")] {
+        for (namespace, key) in [
+            ("ns", "k"), ("", ""), ("a:b", "c:d"), ("é", "日本"), (String(repeating: "n", count: 300), "x"),
+        ] {
             var writer = _RESPCommandWriter(capacity: 8)
             writer.command("SET", argumentCount: 4)
             keyspace.writeKey(key, in: namespace, to: &writer)
@@ -180,9 +201,11 @@ struct RESPParserTests {
     @Test(
         "Garbage and malformed frames throw a protocol error",
         arguments: [
-            "?\r\n", "\r\n", "x", ":12a\r\n", ":\r\n", ":-\r\n", ":99999999999999999999\r\n", ":9223372036854775808\r\n",
+            "?\r\n", "\r\n", "x", ":12a\r\n", ":\r\n", ":-\r\n", ":99999999999999999999\r\n",
+            ":9223372036854775808\r\n",
             "$-2\r\n", "$abc\r\n", "$3\r\nabcd\r\n", "$3\r\nabc\n\n", "*-2\r\n", "%-1\r\n", "~-1\r\n", ">-1\r\n",
-            "!-1\r\n", "=-1\r\n", "=3\r\ntxt\r\n", "=5\r\ntxt-x\r\n", "#x\r\n", "#tt\r\n", "_x\r\n", ",\r\n", ",1.2.3\r\n",
+            "!-1\r\n", "=-1\r\n", "=3\r\ntxt\r\n", "=5\r\ntxt-x\r\n", "#x\r\n", "#tt\r\n", "_x\r\n", ",\r\n",
+            ",1.2.3\r\n",
             ",0x10\r\n", ",e\r\n", "(\r\n", "(12a\r\n", "(-\r\n", "+ok\rX", "$?\r\n", "*?\r\n",
         ])
     func garbageThrows(text: String) {
@@ -217,8 +240,12 @@ struct RESPParserTests {
         #expect(throws: RedisError.self) { _ = try parse("%6\r\n", limits: limits) }
         #expect(throws: RedisError.self) { _ = try parse("*99999999999\r\n") }
 
-        #expect(try parse("+" + String(repeating: "a", count: 16) + "\r\n", limits: limits) == .simpleString(String(repeating: "a", count: 16)))
-        #expect(throws: RedisError.self) { _ = try parse("+" + String(repeating: "a", count: 17) + "\r\n", limits: limits) }
+        #expect(
+            try parse("+" + String(repeating: "a", count: 16) + "\r\n", limits: limits)
+                == .simpleString(String(repeating: "a", count: 16)))
+        #expect(throws: RedisError.self) {
+            _ = try parse("+" + String(repeating: "a", count: 17) + "\r\n", limits: limits)
+        }
         // A line with no end is refused once it is longer than the limit, not buffered forever.
         #expect(throws: RedisError.self) { _ = try parse("+" + String(repeating: "a", count: 40), limits: limits) }
         #expect(try parse("+" + String(repeating: "a", count: 10), limits: limits) == nil)

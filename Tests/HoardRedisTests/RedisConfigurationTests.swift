@@ -20,9 +20,11 @@ struct RedisConfigurationTests {
         #expect(user.username == "alice" && user.password == "p@ss:word")
     }
 
-    @Test("Bad URLs and out-of-range settings are refused", arguments: [
-        "rediss://host", "http://host", "redis://", "redis://host/db", "not a url",
-    ])
+    @Test(
+        "Bad URLs and out-of-range settings are refused",
+        arguments: [
+            "rediss://host", "http://host", "redis://", "redis://host/db", "not a url",
+        ])
     func badURLs(url: String) {
         #expect(throws: RedisError.self) { _ = try RedisStore.Configuration(url: url) }
     }

@@ -12,9 +12,10 @@ struct RedisConnectionPoolTests {
         // Given a server that never answers, so every operation keeps its connection.
         let server = try await SilentServer()
         defer { Task { await server.close() } }
-        let store = try RedisStore(configuration: .init(
-            port: server.port, maximumConnections: 2, pipeliningLimit: 1, commandTimeout: .seconds(120),
-            connectionWaitTimeout: .seconds(120)))
+        let store = try RedisStore(
+            configuration: .init(
+                port: server.port, maximumConnections: 2, pipeliningLimit: 1, commandTimeout: .seconds(120),
+                connectionWaitTimeout: .seconds(120)))
 
         // When ten operations start at once.
         let operations = (0..<10).map { index in
@@ -22,10 +23,11 @@ struct RedisConnectionPoolTests {
         }
 
         // Then two hold the two connections and eight wait; no third connection is opened.
-        #expect(await eventually {
-            let load = await store.pool.load
-            return load.connections == 2 && load.operations == 2 && load.waiters == 8
-        })
+        #expect(
+            await eventually {
+                let load = await store.pool.load
+                return load.connections == 2 && load.operations == 2 && load.waiters == 8
+            })
         #expect(server.accepted == 2)
 
         // Shutting down fails the waiters with shutdown and the two in flight with connectionClosed.
@@ -40,7 +42,9 @@ struct RedisConnectionPoolTests {
 
     @Test(
         "Forty concurrent writes through two connections all succeed; the waiters reuse them instead of opening more",
-        .enabled(if: RedisChildServer.isAvailable, "needs redis-server on PATH or HOARD_REDIS_SERVER (scripts/test installs it)"))
+        .enabled(
+            if: RedisChildServer.isAvailable,
+            "needs redis-server on PATH or HOARD_REDIS_SERVER (scripts/test installs it)"))
     func waitersAreServedByTheBoundedConnections() async throws {
         try await RedisChildServer.with { server in
             var configuration = server.configuration()
@@ -53,7 +57,8 @@ struct RedisConnectionPoolTests {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for index in 0..<40 {
                     group.addTask {
-                        try await store.set(Data([UInt8(index)]), for: "k\(index)", in: "ns", storedAt: .now, expiresAt: nil)
+                        try await store.set(
+                            Data([UInt8(index)]), for: "k\(index)", in: "ns", storedAt: .now, expiresAt: nil)
                     }
                 }
                 try await group.waitForAll()
@@ -69,7 +74,8 @@ struct RedisConnectionPoolTests {
     /// The server's `total_connections_received`.
     private func connectionsReceived(_ store: RedisStore) async throws -> Int {
         let info = try #require(try await store.command("INFO", "stats").string)
-        let line = try #require(info.split(whereSeparator: \.isNewline).first { $0.hasPrefix("total_connections_received:") })
+        let line = try #require(
+            info.split(whereSeparator: \.isNewline).first { $0.hasPrefix("total_connections_received:") })
         return try #require(Int(line.split(separator: ":")[1]))
     }
 
@@ -117,19 +123,27 @@ struct RedisConnectionPoolTests {
         #expect(delays == [100, 200, 400, 800, 1_600, 2_000, 2_000, 2_000].map { .milliseconds($0) })
         // Huge failure counts do not overflow.
         #expect(
-            _RedisConnectionPool.reconnectDelay(afterFailures: 10_000, initial: .milliseconds(100), maximum: .seconds(10))
+            _RedisConnectionPool.reconnectDelay(
+                afterFailures: 10_000, initial: .milliseconds(100), maximum: .seconds(10))
                 == .seconds(10))
     }
 
     @Test(
         "A connection the server drops is replaced: later operations succeed on a new connection",
-        .enabled(if: RedisTestServer.isAvailable, "needs a Redis server: set HOARD_REDIS_URL=redis://127.0.0.1:PORT/0 (scripts/test starts one)"))
+        .enabled(
+            if: RedisTestServer.isAvailable,
+            "needs a Redis server: set HOARD_REDIS_URL=redis://127.0.0.1:PORT/0 (scripts/test starts one)"))
     func droppedConnectionIsReplaced() async throws {
         var configuration = try RedisTestServer.configuration()
         configuration.maximumConnections = 1
         let store = try RedisStore(configuration: configuration)
         let admin = try RedisStore(configuration: configuration)
-        defer { Task { await store.shutdown(); await admin.shutdown() } }
+        defer {
+            Task {
+                await store.shutdown()
+                await admin.shutdown()
+            }
+        }
         try await store.set(Data([1]), for: "k", in: "ns", storedAt: .now, expiresAt: nil)
         guard case .integer(let id) = try await store.command("CLIENT", "ID") else {
             Issue.record("CLIENT ID should answer an integer")

@@ -9,21 +9,27 @@ import Testing
 
 @Suite("Redis connections: pipelining, timeouts, errors")
 struct RedisConnectionTests {
-    private func settings(port: Int, commandTimeout: Duration = .seconds(5), password: String? = nil) -> _RedisConnection.Settings {
+    private func settings(port: Int, commandTimeout: Duration = .seconds(5), password: String? = nil)
+        -> _RedisConnection.Settings
+    {
         var configuration = RedisStore.Configuration(port: port, password: password, commandTimeout: commandTimeout)
         configuration.connectTimeout = .seconds(2)
         return configuration.connectionSettings
     }
 
-    @Test("A server that accepts and never answers: the command times out and the connection closes", .timeLimit(.minutes(10)))
+    @Test(
+        "A server that accepts and never answers: the command times out and the connection closes",
+        .timeLimit(.minutes(10)))
     func timeoutAgainstSilentServer() async throws {
         let server = try await SilentServer()
         defer { Task { await server.close() } }
         let connection = try await _RedisConnection.connect(
-            settings: settings(port: server.port, commandTimeout: .milliseconds(200)), group: MultiThreadedEventLoopGroup.singleton)
+            settings: settings(port: server.port, commandTimeout: .milliseconds(200)),
+            group: MultiThreadedEventLoopGroup.singleton)
 
         let started = ContinuousClock.now
-        async let first = outcome { () async throws(RedisError) in try await connection.send(_RedisCommand("GET", "a")) }
+        async let first = outcome { () async throws(RedisError) in try await connection.send(_RedisCommand("GET", "a"))
+        }
         async let second = outcome { () async throws(RedisError) in
             try await connection.send(_RedisCommand("GET", "b"), timeout: .seconds(120))
         }
@@ -70,7 +76,8 @@ struct RedisConnectionTests {
     func connectionRefused() async throws {
         let port = try await freePort()
         do {
-            _ = try await _RedisConnection.connect(settings: settings(port: port), group: MultiThreadedEventLoopGroup.singleton)
+            _ = try await _RedisConnection.connect(
+                settings: settings(port: port), group: MultiThreadedEventLoopGroup.singleton)
             Issue.record("connect should have failed")
         } catch {
             #expect(error.code == .connectionFailed)
@@ -97,7 +104,12 @@ struct RedisConnectionTests {
         // timeout closes the one it happened on.
         let operations: [(command: String, run: () async throws(RedisError) -> Void)] = [
             ("MGET", { () async throws(RedisError) in _ = try await store.entries(for: ["a", "b"], in: "ns") }),
-            ("SET", { () async throws(RedisError) in try await store.set(Data([1]), for: "a", in: "ns", storedAt: .now, expiresAt: nil) }),
+            (
+                "SET",
+                { () async throws(RedisError) in
+                    try await store.set(Data([1]), for: "a", in: "ns", storedAt: .now, expiresAt: nil)
+                }
+            ),
             ("UNLINK", { () async throws(RedisError) in try await store.removeValue(for: "a", in: "ns") }),
             ("SCAN", { () async throws(RedisError) in try await store.removeAll(in: "ns") }),
         ]
@@ -116,9 +128,10 @@ struct RedisConnectionTests {
         let server = try await SilentServer()
         defer { Task { await server.close() } }
         // The command timeout is far longer than the wait, so poolExhausted can only come from the wait.
-        let store = try RedisStore(configuration: .init(
-            port: server.port, maximumConnections: 1, pipeliningLimit: 1, commandTimeout: .seconds(120),
-            connectionWaitTimeout: .milliseconds(200)))
+        let store = try RedisStore(
+            configuration: .init(
+                port: server.port, maximumConnections: 1, pipeliningLimit: 1, commandTimeout: .seconds(120),
+                connectionWaitTimeout: .milliseconds(200)))
 
         async let slow = outcome { () async throws(RedisError) in try await store.entry(for: "slow", in: "ns") }
         // Let the first operation take the only connection.
@@ -148,13 +161,16 @@ struct RedisConnectionTests {
     func cancelledWaiter() async throws {
         let server = try await SilentServer()
         defer { Task { await server.close() } }
-        let store = try RedisStore(configuration: .init(
-            port: server.port, maximumConnections: 1, pipeliningLimit: 1, commandTimeout: .seconds(120),
-            connectionWaitTimeout: .seconds(120)))
+        let store = try RedisStore(
+            configuration: .init(
+                port: server.port, maximumConnections: 1, pipeliningLimit: 1, commandTimeout: .seconds(120),
+                connectionWaitTimeout: .seconds(120)))
         async let slow = outcome { () async throws(RedisError) in try await store.entry(for: "slow", in: "ns") }
         #expect(await eventually { await store.pool.load.operations == 1 })
 
-        let waiter = Task { await outcome { () async throws(RedisError) in try await store.entry(for: "waiting", in: "ns") } }
+        let waiter = Task {
+            await outcome { () async throws(RedisError) in try await store.entry(for: "waiting", in: "ns") }
+        }
         #expect(await eventually { await store.pool.load.waiters == 1 })
         waiter.cancel()
         if case .failure(let error) = await waiter.value {
@@ -169,7 +185,9 @@ struct RedisConnectionTests {
 
     @Test(
         "1,000 concurrent commands pipelined on one connection each get their own reply",
-        .enabled(if: RedisTestServer.isAvailable, "needs a Redis server: set HOARD_REDIS_URL=redis://127.0.0.1:PORT/0 (scripts/test starts one)"),
+        .enabled(
+            if: RedisTestServer.isAvailable,
+            "needs a Redis server: set HOARD_REDIS_URL=redis://127.0.0.1:PORT/0 (scripts/test starts one)"),
         .timeLimit(.minutes(10)))
     func pipelining() async throws {
         let configuration = try RedisTestServer.configuration()
@@ -192,7 +210,8 @@ struct RedisConnectionTests {
         #expect(mismatches == 0)
         // The server saw all of them, from one client address.
         #expect(await eventually { monitor.seen.count >= 1_000 })
-        let clients = Set(monitor.seen.compactMap { line in line.split(separator: "]").first?.split(separator: " ").last })
+        let clients = Set(
+            monitor.seen.compactMap { line in line.split(separator: "]").first?.split(separator: " ").last })
         #expect(clients.count == 1)
     }
 }

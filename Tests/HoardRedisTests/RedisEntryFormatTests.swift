@@ -20,18 +20,25 @@ struct RedisEntryFormatTests {
         #expect(bytes[17...] == [0xAA, 0xBB])
 
         let forever = _RedisEntryFormat.encode(Data(), storedAt: storedAt, expiresAt: nil)
-        #expect(Array(forever.readableBytesView)[9..<17] == ArraySlice(withUnsafeBytes(of: Int64.min.bigEndian, Array.init)))
+        #expect(
+            Array(forever.readableBytesView)[9..<17] == ArraySlice(withUnsafeBytes(of: Int64.min.bigEndian, Array.init))
+        )
     }
 
     @Test("Entries round-trip at millisecond precision")
     func roundTrip() {
         let storedAt = Date(timeIntervalSince1970: 1_700_000_000.1234)
         let entry = _RedisEntryFormat.decode(
-            _RedisEntryFormat.encode(Data("hello".utf8), storedAt: storedAt, expiresAt: Date(timeIntervalSince1970: 1_800_000_000.9876)))
-        #expect(entry == StoredEntry(
-            data: Data("hello".utf8), storedAt: Date(timeIntervalSince1970: 1_700_000_000.123),
-            expiresAt: Date(timeIntervalSince1970: 1_800_000_000.988)))
-        #expect(_RedisEntryFormat.decode(_RedisEntryFormat.encode(Data(), storedAt: storedAt, expiresAt: nil))?.expiresAt == nil)
+            _RedisEntryFormat.encode(
+                Data("hello".utf8), storedAt: storedAt, expiresAt: Date(timeIntervalSince1970: 1_800_000_000.9876)))
+        #expect(
+            entry
+                == StoredEntry(
+                    data: Data("hello".utf8), storedAt: Date(timeIntervalSince1970: 1_700_000_000.123),
+                    expiresAt: Date(timeIntervalSince1970: 1_800_000_000.988)))
+        #expect(
+            _RedisEntryFormat.decode(_RedisEntryFormat.encode(Data(), storedAt: storedAt, expiresAt: nil))?.expiresAt
+                == nil)
         // Dates no Int64 of milliseconds holds are clamped, never a crash, and never read as "no expiry".
         let far = _RedisEntryFormat.decode(
             _RedisEntryFormat.encode(Data(), storedAt: .distantPast, expiresAt: Date(timeIntervalSince1970: -1e300)))

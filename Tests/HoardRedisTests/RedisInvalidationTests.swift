@@ -8,7 +8,9 @@ import Testing
 
 @Suite(
     "RedisStore invalidations across instances",
-    .enabled(if: RedisTestServer.isAvailable, "needs a Redis server: set HOARD_REDIS_URL=redis://127.0.0.1:PORT/0 (scripts/test starts one)"),
+    .enabled(
+        if: RedisTestServer.isAvailable,
+        "needs a Redis server: set HOARD_REDIS_URL=redis://127.0.0.1:PORT/0 (scripts/test starts one)"),
     .timeLimit(.minutes(10)))
 struct RedisInvalidationTests {
     /// Waits until the server counts `count` subscribers on the namespace's channel.
@@ -25,12 +27,21 @@ struct RedisInvalidationTests {
         let configuration = try RedisTestServer.configuration()
         let writer = try RedisStore(configuration: configuration)
         let reader = try RedisStore(configuration: configuration)
-        defer { Task { await writer.shutdown(); await reader.shutdown() } }
+        defer {
+            Task {
+                await writer.shutdown()
+                await reader.shutdown()
+            }
+        }
 
         let seenByReader = InvalidationRecorder(reader.invalidations(in: "users"))
         let seenByWriter = InvalidationRecorder(writer.invalidations(in: "users"))
         let otherNamespace = InvalidationRecorder(reader.invalidations(in: "orders"))
-        defer { seenByReader.cancel(); seenByWriter.cancel(); otherNamespace.cancel() }
+        defer {
+            seenByReader.cancel()
+            seenByWriter.cancel()
+            otherNamespace.cancel()
+        }
         #expect(try await waitForSubscribers(2, store: writer, namespace: "users"))
         #expect(try await waitForSubscribers(1, store: writer, namespace: "orders"))
 
@@ -54,7 +65,12 @@ struct RedisInvalidationTests {
         let configuration = try RedisTestServer.configuration()
         let writer = try RedisStore(configuration: configuration)
         let reader = try RedisStore(configuration: configuration)
-        defer { Task { await writer.shutdown(); await reader.shutdown() } }
+        defer {
+            Task {
+                await writer.shutdown()
+                await reader.shutdown()
+            }
+        }
         let seen = InvalidationRecorder(reader.invalidations(in: "batch"))
         let seenElsewhere = InvalidationRecorder(reader.invalidations(in: "batch-b"))
         defer {

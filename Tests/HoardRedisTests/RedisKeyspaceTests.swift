@@ -37,7 +37,9 @@ struct RedisKeyspaceTests {
             let key = text()
             let redisKey = keyspace.key(key, in: namespace)
             let parsed = keyspace.parse(redisKey)
-            #expect(parsed?.namespace == namespace && parsed?.key == key, "\(namespace.debugDescription) \(key.debugDescription)")
+            #expect(
+                parsed?.namespace == namespace && parsed?.key == key,
+                "\(namespace.debugDescription) \(key.debugDescription)")
             let identity = "\(namespace.unicodeScalars.map { $0.value })|\(key.unicodeScalars.map { $0.value })"
             if let other = seen[redisKey] { #expect(other == identity) }
             seen[redisKey] = identity

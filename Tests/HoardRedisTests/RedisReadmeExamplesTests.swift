@@ -8,7 +8,9 @@ import Testing
 /// The README's Redis example, done as the README does it, so it cannot rot.
 @Suite(
     "README Redis example",
-    .enabled(if: RedisTestServer.isAvailable, "needs a Redis server: set HOARD_REDIS_URL=redis://127.0.0.1:PORT/0 (scripts/test starts one)"),
+    .enabled(
+        if: RedisTestServer.isAvailable,
+        "needs a Redis server: set HOARD_REDIS_URL=redis://127.0.0.1:PORT/0 (scripts/test starts one)"),
     .timeLimit(.minutes(10)))
 struct RedisReadmeExamplesTests {
     @Test("RedisStore: configure from a URL, set, get, MGET, remove, clear, watch invalidations")
@@ -40,10 +42,11 @@ struct RedisReadmeExamplesTests {
             }
         }
         // Another instance's write reaches this one (retried until the subscription is live).
-        #expect(await eventually {
-            try? await otherInstance.set(Data([2]), for: "user:7", in: "profiles", storedAt: .now, expiresAt: nil)
-            return memory["user:7"] == nil
-        })
+        #expect(
+            await eventually {
+                try? await otherInstance.set(Data([2]), for: "user:7", in: "profiles", storedAt: .now, expiresAt: nil)
+                return memory["user:7"] == nil
+            })
         watcher.cancel()
         await store.shutdown()
         await otherInstance.shutdown()

@@ -11,10 +11,12 @@ import Testing
 /// credentials.
 @Suite(
     "RedisStore with its own redis-server: restarts and authentication",
-    .enabled(if: RedisChildServer.isAvailable, "needs redis-server on PATH or HOARD_REDIS_SERVER (scripts/test installs it)"),
+    .enabled(
+        if: RedisChildServer.isAvailable, "needs redis-server on PATH or HOARD_REDIS_SERVER (scripts/test installs it)"),
     .timeLimit(.minutes(10)))
 struct RedisServerRestartTests {
-    @Test("Server stopped and restarted: operations fail with a RedisError, then the pool and the subscription come back")
+    @Test(
+        "Server stopped and restarted: operations fail with a RedisError, then the pool and the subscription come back")
     func reconnectsAfterRestart() async throws {
         try await RedisChildServer.with { server in try await reconnectsAfterRestart(server) }
     }
@@ -30,16 +32,23 @@ struct RedisServerRestartTests {
         configuration.logger = nil
         let other = try RedisStore(configuration: configuration)
         let seen = InvalidationRecorder(store.invalidations(in: "ns"))
-        defer { Task { seen.cancel(); await store.shutdown(); await other.shutdown() } }
+        defer {
+            Task {
+                seen.cancel()
+                await store.shutdown()
+                await other.shutdown()
+            }
+        }
 
         try await store.set(Data([1]), for: "k", in: "ns", storedAt: .now, expiresAt: nil)
         #expect(try await store.entry(for: "k", in: "ns")?.data == Data([1]))
         try await other.set(Data([2]), for: "before", in: "ns", storedAt: .now, expiresAt: nil)
         // Publishing may race the first subscription; retry until it is seen.
-        #expect(await eventually {
-            try? await other.set(Data([2]), for: "before", in: "ns", storedAt: .now, expiresAt: nil)
-            return seen.all.contains(.key("before"))
-        })
+        #expect(
+            await eventually {
+                try? await other.set(Data([2]), for: "before", in: "ns", storedAt: .now, expiresAt: nil)
+                return seen.all.contains(.key("before"))
+            })
 
         try await server.stop()
         do {
@@ -118,7 +127,8 @@ struct RedisServerRestartTests {
                 Issue.record("\(what): should have failed")
             } catch {
                 // Without AUTH the connection opens and the first command is refused instead.
-                #expect(error.code == (what == "no password" ? .serverError : .authenticationFailed), "\(what): \(error)")
+                #expect(
+                    error.code == (what == "no password" ? .serverError : .authenticationFailed), "\(what): \(error)")
                 #expect(error.serverMessage != nil, "\(what)")
             }
             await refused.shutdown()

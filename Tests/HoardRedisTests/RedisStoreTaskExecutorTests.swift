@@ -33,7 +33,9 @@ struct RedisStoreTaskExecutorTests {
 
     @Test(
         "Reads, writes and 16 concurrent child tasks preferring the executor all run on the loop and see their own results",
-        .enabled(if: RedisTestServer.isAvailable, "needs a Redis server: set HOARD_REDIS_URL=redis://127.0.0.1:PORT/0 (scripts/test starts one)"))
+        .enabled(
+            if: RedisTestServer.isAvailable,
+            "needs a Redis server: set HOARD_REDIS_URL=redis://127.0.0.1:PORT/0 (scripts/test starts one)"))
     func operationsStayOnTheLoop() async throws {
         let store = try RedisStore(configuration: RedisTestServer.configuration())
         defer { Task { await store.shutdown() } }
@@ -44,7 +46,8 @@ struct RedisStoreTaskExecutorTests {
             var onLoop = [store.eventLoop.inEventLoop]
             try await store.set(Data("one".utf8), for: "k1", in: "ns", storedAt: storedAt, expiresAt: nil)
             onLoop.append(store.eventLoop.inEventLoop)
-            try await store.write((2...4).map { .set(Data("v\($0)".utf8), for: "k\($0)", in: "ns", storedAt: storedAt, expiresAt: nil) })
+            try await store.write(
+                (2...4).map { .set(Data("v\($0)".utf8), for: "k\($0)", in: "ns", storedAt: storedAt, expiresAt: nil) })
             onLoop.append(store.eventLoop.inEventLoop)
             let read = try await store.entry(for: "k1", in: "ns")
             onLoop.append(store.eventLoop.inEventLoop)
@@ -73,7 +76,9 @@ struct RedisStoreTaskExecutorTests {
         #expect(!store.eventLoop.inEventLoop)
     }
 
-    @Test("On the loop, a command the server never answers times out with the same error, and the caller resumes on the loop")
+    @Test(
+        "On the loop, a command the server never answers times out with the same error, and the caller resumes on the loop"
+    )
     func timeoutOnTheLoop() async throws {
         let server = try await SilentServer()
         defer { Task { await server.close() } }

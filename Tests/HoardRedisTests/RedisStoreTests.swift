@@ -10,7 +10,9 @@ import Testing
 /// RedisStore against the server `HOARD_REDIS_URL` names; every test uses its own key prefix.
 @Suite(
     "RedisStore against a server",
-    .enabled(if: RedisTestServer.isAvailable, "needs a Redis server: set HOARD_REDIS_URL=redis://127.0.0.1:PORT/0 (scripts/test starts one)"),
+    .enabled(
+        if: RedisTestServer.isAvailable,
+        "needs a Redis server: set HOARD_REDIS_URL=redis://127.0.0.1:PORT/0 (scripts/test starts one)"),
     .timeLimit(.minutes(10)))
 struct RedisStoreTests {
     private func makeStore(clock: any CacheClock = SystemClock()) throws -> RedisStore {
@@ -35,10 +37,13 @@ struct RedisStoreTests {
 
         #expect(try await store.entry(for: "missing", in: "ns") == nil)
         try await store.set(binary, for: "k", in: "ns", storedAt: storedAt, expiresAt: nil)
-        #expect(try await store.entry(for: "k", in: "ns") == StoredEntry(data: binary, storedAt: storedAt, expiresAt: nil))
+        #expect(
+            try await store.entry(for: "k", in: "ns") == StoredEntry(data: binary, storedAt: storedAt, expiresAt: nil))
 
         try await store.set(Data(), for: "k", in: "ns", storedAt: storedAt + 1, expiresAt: nil)
-        #expect(try await store.entry(for: "k", in: "ns") == StoredEntry(data: Data(), storedAt: storedAt + 1, expiresAt: nil))
+        #expect(
+            try await store.entry(for: "k", in: "ns")
+                == StoredEntry(data: Data(), storedAt: storedAt + 1, expiresAt: nil))
         #expect(try await store.entry(for: "k", in: "other") == nil)
     }
 
@@ -47,7 +52,8 @@ struct RedisStoreTests {
         let store = try makeStore()
         defer { Task { await store.shutdown() } }
         let pairs: [(namespace: String, key: String)] = [
-            ("a:b", "c"), ("a", "b:c"), ("a:b:c", ""), ("", "a:b:c"), ("1", "a:b"), ("1:a", "b"), ("é", "\u{0}🦊"), ("*", "?"),
+            ("a:b", "c"), ("a", "b:c"), ("a:b:c", ""), ("", "a:b:c"), ("1", "a:b"), ("1:a", "b"), ("é", "\u{0}🦊"),
+            ("*", "?"),
         ]
         for (index, pair) in pairs.enumerated() {
             try await store.set(Data([UInt8(index)]), for: pair.key, in: pair.namespace, storedAt: .now, expiresAt: nil)
@@ -64,7 +70,8 @@ struct RedisStoreTests {
         defer { Task { await store.shutdown() } }
         let storedAt = Date(timeIntervalSince1970: 1_700_000_000)
         for index in stride(from: 0, to: 500, by: 2) {
-            try await store.set(Data("v\(index)".utf8), for: "k\(index)", in: "many", storedAt: storedAt, expiresAt: nil)
+            try await store.set(
+                Data("v\(index)".utf8), for: "k\(index)", in: "many", storedAt: storedAt, expiresAt: nil)
         }
         let monitor = try await CommandMonitor(configuration: configuration, marker: configuration.keyPrefix)
         defer { monitor.close() }
@@ -242,7 +249,8 @@ struct RedisStoreTests {
         try await withThrowingTaskGroup(of: Void.self) { group in
             for index in 0..<1_000 {
                 group.addTask {
-                    try await store.set(Data("\(index)".utf8), for: "k\(index)", in: "p", storedAt: .now, expiresAt: nil)
+                    try await store.set(
+                        Data("\(index)".utf8), for: "k\(index)", in: "p", storedAt: .now, expiresAt: nil)
                 }
             }
             try await group.waitForAll()

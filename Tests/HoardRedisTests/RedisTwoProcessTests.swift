@@ -8,7 +8,9 @@ import Testing
 
 @Suite(
     "RedisStore invalidation between two processes",
-    .enabled(if: RedisTestServer.isAvailable, "needs a Redis server: set HOARD_REDIS_URL=redis://127.0.0.1:PORT/0 (scripts/test starts one)"),
+    .enabled(
+        if: RedisTestServer.isAvailable,
+        "needs a Redis server: set HOARD_REDIS_URL=redis://127.0.0.1:PORT/0 (scripts/test starts one)"),
     .timeLimit(.minutes(3)))
 struct RedisTwoProcessTests {
     @Test("A child process's write and removal drop the key from this process's Cache memory")
@@ -21,9 +23,10 @@ struct RedisTwoProcessTests {
         let cache = try Cache<String, String>(configuration: cacheConfiguration)
         // The cache subscribed at once; wait until the server counts it.
         let channel = String(buffer: store.keyspace.channel(for: "profiles"))
-        #expect(try await eventually {
-            try await store.command("PUBSUB", "NUMSUB", channel).elements?.last == .integer(1)
-        })
+        #expect(
+            try await eventually {
+                try await store.command("PUBSUB", "NUMSUB", channel).elements?.last == .integer(1)
+            })
         try await cache.set("parent", for: "k")
         #expect(cache["k"] == "parent")
 

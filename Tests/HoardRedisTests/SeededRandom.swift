@@ -27,7 +27,9 @@ struct SeededRandom: RandomNumberGenerator {
 
     /// Printable ASCII without CR and LF: what RESP allows in a line.
     mutating func line(maxLength: Int) -> String {
-        String(decoding: (0..<int(0..<maxLength + 1)).map { _ in UInt8.random(in: 0x20...0x7E, using: &self) }, as: UTF8.self)
+        String(
+            decoding: (0..<int(0..<maxLength + 1)).map { _ in UInt8.random(in: 0x20...0x7E, using: &self) },
+            as: UTF8.self)
     }
 
     /// A random valid RESP value, nested at most `depth` levels, never a NaN double
@@ -44,14 +46,17 @@ struct SeededRandom: RandomNumberGenerator {
         case 5: return .null
         case 6:
             let special: [Double] = [0, -0.0, 1, -1, .infinity, -.infinity, 1e300, .leastNonzeroMagnitude, 1e-5, .pi]
-            return .double(chance(0.3) ? special[int(0..<special.count)] : Double.random(in: -1e12...1e12, using: &self))
+            return .double(
+                chance(0.3) ? special[int(0..<special.count)] : Double.random(in: -1e12...1e12, using: &self))
         case 7: return .boolean(chance(0.5))
         case 8: return .blobError(ByteBuffer(bytes: bytes(count: int(0..<30))))
         case 9:
-            let format = String(decoding: (0..<3).map { _ in UInt8.random(in: 0x61...0x7A, using: &self) }, as: UTF8.self)
+            let format = String(
+                decoding: (0..<3).map { _ in UInt8.random(in: 0x61...0x7A, using: &self) }, as: UTF8.self)
             return .verbatimString(format: format, text: ByteBuffer(bytes: bytes(count: int(0..<30))))
         case 10:
-            let digits = String(decoding: (0..<int(1..<60)).map { _ in UInt8.random(in: 0x30...0x39, using: &self) }, as: UTF8.self)
+            let digits = String(
+                decoding: (0..<int(1..<60)).map { _ in UInt8.random(in: 0x30...0x39, using: &self) }, as: UTF8.self)
             return .bigNumber(chance(0.3) ? "-" + digits : digits)
         case 11: return .array(nil)
         case 12: return .array(elements(depth: depth))
@@ -68,7 +73,9 @@ struct SeededRandom: RandomNumberGenerator {
     }
 
     private mutating func pairs(depth: Int) -> [_RESPValue.Pair] {
-        (0..<int(0..<4)).map { _ in _RESPValue.Pair(key: respValue(depth: depth - 1), value: respValue(depth: depth - 1)) }
+        (0..<int(0..<4)).map { _ in
+            _RESPValue.Pair(key: respValue(depth: depth - 1), value: respValue(depth: depth - 1))
+        }
     }
 }
 

@@ -25,7 +25,9 @@ enum RedisTestServer {
     static var isAvailable: Bool { url != nil }
 
     /// A configuration for the server with a prefix no other test uses.
-    static func configuration(prefix: String = "hoard-test-\(UUID().uuidString.prefix(8))") throws -> RedisStore.Configuration {
+    static func configuration(prefix: String = "hoard-test-\(UUID().uuidString.prefix(8))") throws
+        -> RedisStore.Configuration
+    {
         var configuration = try RedisStore.Configuration(url: url ?? "redis://127.0.0.1:6379/0")
         configuration.keyPrefix = prefix
         return configuration
@@ -68,15 +70,19 @@ final class RedisChildServer: Sendable {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Self.executable!)
         process.arguments =
-            ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--daemonize", "no", "--dir", directory.path]
+            [
+                "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--daemonize", "no",
+                "--dir", directory.path,
+            ]
             + arguments
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
         self.process.withLock { $0 = process }
         let started = await eventually(timeout: .seconds(60)) {
-            guard let channel = try? await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-                .connect(host: "127.0.0.1", port: port).get()
+            guard
+                let channel = try? await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                    .connect(host: "127.0.0.1", port: port).get()
             else { return false }
             channel.close(promise: nil)
             return true

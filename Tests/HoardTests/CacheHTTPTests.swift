@@ -19,8 +19,9 @@ struct CacheHTTPTests {
         #expect(try await cache.value(for: server.url("/hello?lang=en")) == Data("hello".utf8))
         #expect(try await cache.value(for: server.url("/hello?lang=en")) == Data("hello".utf8))
         #expect(server.requests(to: "/hello?lang=en") == 1)
-        #expect(try await cache.value(for: server.url("/hello?lang=fr")) == Data("bonjour".utf8),
-                "a different query is a different key")
+        #expect(
+            try await cache.value(for: server.url("/hello?lang=fr")) == Data("bonjour".utf8),
+            "a different query is a different key")
 
         do {
             _ = try await cache.value(for: server.url("/gone"))

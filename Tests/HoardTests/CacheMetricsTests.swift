@@ -47,7 +47,9 @@ struct CacheMetricsTests {
             #expect(total("hoard_cache_negative_hits") == 1)
             #expect(total("hoard_cache_evictions", [("tier", "memory")]) == 1)
             #expect(total("hoard_cache_failures", [("operation", "write")]) == 0)
-            #expect(try metrics.expectGauge("hoard_cache_entries", [("cache", "metered"), ("tier", "memory")]).lastValue == 2)
+            #expect(
+                try metrics.expectGauge("hoard_cache_entries", [("cache", "metered"), ("tier", "memory")]).lastValue
+                    == 2)
 
             // Timers: three fetches (one failed), four local reads, one store write batch or more.
             let fetchTimers = metrics.timers(label: "hoard_cache_duration").filter {
@@ -72,7 +74,9 @@ struct CacheMetricsTests {
             reporter.update()
             #expect(total("hoard_cache_evictions", [("tier", "memory")]) == 3)
             #expect(total("hoard_cache_memory_pressure_evictions", [("tier", "memory")]) == 2)
-            #expect(try metrics.expectGauge("hoard_cache_entries", [("cache", "metered"), ("tier", "memory")]).lastValue == 0)
+            #expect(
+                try metrics.expectGauge("hoard_cache_entries", [("cache", "metered"), ("tier", "memory")]).lastValue
+                    == 0)
         }
     }
 }

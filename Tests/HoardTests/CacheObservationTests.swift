@@ -85,13 +85,17 @@ struct CacheObservationTests {
         #expect(try await second.value(for: "k") == 2)
     }
 
-    @Test("Invalidation finds keys of every kind: rebuilt from their string (Int, UUID) or noted by the cache (a custom key), also after the notes were pruned")
+    @Test(
+        "Invalidation finds keys of every kind: rebuilt from their string (Int, UUID) or noted by the cache (a custom key), also after the notes were pruned"
+    )
     func invalidationOfEveryKeyKind() async throws {
         // Int and UUID keys are rebuilt from the string another instance sends.
         let remote = InMemoryRemoteStore()
         var numbers: Cache<Int, Int>.Configuration = CacheTest.configuration("numbers")
         numbers.remoteStores = [remote]
-        let (writer, reader) = (try Cache<Int, Int>(configuration: numbers), try Cache<Int, Int>(configuration: numbers))
+        let (writer, reader) = (
+            try Cache<Int, Int>(configuration: numbers), try Cache<Int, Int>(configuration: numbers)
+        )
         try await writer.set(1, for: 42)
         #expect(try await reader.value(for: 42) == 1)
         #expect(reader.keyStrings.withLock { $0.keys.isEmpty }, "nothing to note for a key type that rebuilds its keys")
@@ -107,17 +111,23 @@ struct CacheObservationTests {
         // cache takes them in by reading.
         let shared = InMemoryRemoteStore()
         for id in 0..<40 {
-            try await shared.set(Data(String(id).utf8), for: AvatarKey(id: id).cacheKeyString, in: "avatars", storedAt: Date(), expiresAt: nil)
+            try await shared.set(
+                Data(String(id).utf8), for: AvatarKey(id: id).cacheKeyString, in: "avatars", storedAt: Date(),
+                expiresAt: nil)
         }
         var custom: Cache<AvatarKey, Int>.Configuration = CacheTest.configuration("avatars", memoryLimit: 4)
         custom.remoteStores = [shared]
-        let (avatars, others) = (try Cache<AvatarKey, Int>(configuration: custom), try Cache<AvatarKey, Int>(configuration: custom))
+        let (avatars, others) = (
+            try Cache<AvatarKey, Int>(configuration: custom), try Cache<AvatarKey, Int>(configuration: custom)
+        )
         for id in 0..<40 { #expect(try await others.value(for: AvatarKey(id: id)) == id) }
         #expect(others.keyStrings.withLock { $0.keys.count } <= 8, "pruned to what memory holds")
         let kept = (0..<40).map { AvatarKey(id: $0) }.filter { others[$0] != nil }
         #expect(!kept.isEmpty)
         for key in kept { try await avatars.set(-1, for: key) }
-        #expect(await CacheTest.eventually { kept.allSatisfy { others[$0] == nil } }, "every key memory held was found and dropped")
+        #expect(
+            await CacheTest.eventually { kept.allSatisfy { others[$0] == nil } },
+            "every key memory held was found and dropped")
     }
 }
 

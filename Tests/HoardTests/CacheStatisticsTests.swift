@@ -134,13 +134,17 @@ struct CacheStatisticsTests {
             var configuration = Cache<String, Opaque>.Configuration.memoryOnly(name: "opaque")
             configuration.localStores = .stores([])
             configuration.remoteStores = [InMemoryRemoteStore()]
-            let error = try #require(throws: HoardError.self) { try Cache<String, Opaque>(configuration: configuration) }
+            let error = try #require(throws: HoardError.self) {
+                try Cache<String, Opaque>(configuration: configuration)
+            }
             #expect(error.code == .noCodec)
             #expect(!FileManager.default.fileExists(atPath: storeDirectory.path))
 
             var withCodec = Cache<String, Opaque>.Configuration(
                 name: "opaque",
-                codec: ValueCodec(encode: { Data(String($0.x).utf8) }, decode: { Opaque(x: Int(String(decoding: $0, as: UTF8.self)) ?? 0) }))
+                codec: ValueCodec(
+                    encode: { Data(String($0.x).utf8) },
+                    decode: { Opaque(x: Int(String(decoding: $0, as: UTF8.self)) ?? 0) }))
             withCodec.localStores = .stores([try DiskStore(directory: storeDirectory)])
             let cache = try Cache<String, Opaque>(configuration: withCodec)
             cache["a"] = Opaque(x: 7)

@@ -96,7 +96,9 @@ final class GatedStore: CacheStore {
     }
     func removeAll(in namespace: String) throws(HoardError) -> Int { try inner.removeAll(in: namespace) }
     func keys(in namespace: String) throws(HoardError) -> [String] { try inner.keys(in: namespace) }
-    func contains(_ key: String, in namespace: String) throws(HoardError) -> Bool { try inner.contains(key, in: namespace) }
+    func contains(_ key: String, in namespace: String) throws(HoardError) -> Bool {
+        try inner.contains(key, in: namespace)
+    }
     func usage(in namespace: String) throws(HoardError) -> StoreUsage { try inner.usage(in: namespace) }
     func totalUsage() throws(HoardError) -> StoreUsage { try inner.totalUsage() }
     func removeExpired() throws(HoardError) -> Int { try inner.removeExpired() }
@@ -201,7 +203,9 @@ final class ReadGatedStore: CacheStore {
     }
     func removeAll(in namespace: String) throws(HoardError) -> Int { try inner.removeAll(in: namespace) }
     func keys(in namespace: String) throws(HoardError) -> [String] { try inner.keys(in: namespace) }
-    func contains(_ key: String, in namespace: String) throws(HoardError) -> Bool { try inner.contains(key, in: namespace) }
+    func contains(_ key: String, in namespace: String) throws(HoardError) -> Bool {
+        try inner.contains(key, in: namespace)
+    }
     func usage(in namespace: String) throws(HoardError) -> StoreUsage { try inner.usage(in: namespace) }
     func totalUsage() throws(HoardError) -> StoreUsage { try inner.totalUsage() }
     func removeExpired() throws(HoardError) -> Int { try inner.removeExpired() }

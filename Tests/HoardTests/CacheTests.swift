@@ -1,6 +1,6 @@
 import Foundation
-import Synchronization
 import Hoard
+import Synchronization
 import Testing
 
 @Suite("Cache tiers", .timeLimit(.minutes(3)))
@@ -26,12 +26,14 @@ struct CacheTests {
     func survivesRestart() async throws {
         try await DiskTest.withTemporaryDirectory { directory in
             do {
-                let cache = try Cache<String, String>(configuration: CacheTest.configuration(disk: try DiskStore(directory: directory)))
+                let cache = try Cache<String, String>(
+                    configuration: CacheTest.configuration(disk: try DiskStore(directory: directory)))
                 cache["greeting"] = "hello"
                 try await cache.set("world", for: "subject")
                 await cache.flush()
             }
-            let reopened = try Cache<String, String>(configuration: CacheTest.configuration(disk: try DiskStore(directory: directory)))
+            let reopened = try Cache<String, String>(
+                configuration: CacheTest.configuration(disk: try DiskStore(directory: directory)))
             #expect(reopened["greeting"] == "hello")
             #expect(reopened["subject"] == "world")
         }
@@ -67,7 +69,8 @@ struct CacheTests {
             #expect(entry.storedAt == clock.now())
             #expect(entry.expiresAt == clock.now().addingTimeInterval(100))
 
-            let other = try Cache<String, Int>(configuration: CacheTest.configuration("other", disk: disk), clock: clock)
+            let other = try Cache<String, Int>(
+                configuration: CacheTest.configuration("other", disk: disk), clock: clock)
             try await other.set(entry, for: "k")
             clock.advance(by: 50)
             #expect(try await other.entry(for: "k") == entry)
@@ -86,7 +89,8 @@ struct CacheTests {
             configuration.onError = { failures.append($0) }
             let cache = try Cache<String, [Int]>(configuration: configuration)
             #expect(cache["k"] == nil)
-            #expect(try disk.entry(for: "k", in: "test")?.data == Data("not json".utf8), "intact bytes are not destroyed")
+            #expect(
+                try disk.entry(for: "k", in: "test")?.data == Data("not json".utf8), "intact bytes are not destroyed")
             let failure = try #require(failures.all.first)
             #expect(failure.key == "k")
             #expect(failure.operation == .decode)

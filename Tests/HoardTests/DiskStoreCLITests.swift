@@ -74,7 +74,8 @@ extension DiskStoreSuites {
             try DiskTest.withTemporaryDirectory { url in
                 do {
                     let store = try DiskStore(directory: url, configuration: .init(spillThreshold: 10))
-                    try store.set(DiskTest.bytes(100), for: "lost photo", in: "images", storedAt: Date(), expiresAt: nil)
+                    try store.set(
+                        DiskTest.bytes(100), for: "lost photo", in: "images", storedAt: Date(), expiresAt: nil)
                 }
                 for name in DiskTest.blobFiles(url) {
                     try FileManager.default.removeItem(at: url.appendingPathComponent("blobs/\(name)"))
@@ -101,10 +102,13 @@ extension DiskStoreSuites {
                 #expect(first.output.contains("get   token -> miss"))
                 let second = try DiskTest.run(DiskTest.executable(named: "hoard"), ["demo"], environment: environment)
                 #expect(second.status == 0)
-                #expect(second.output.contains(
-                    #/found visits = 1, stored by an earlier run at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(Z|[+-]\d\d:\d\d)/#))
+                #expect(
+                    second.output.contains(
+                        #/found visits = 1, stored by an earlier run at \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(Z|[+-]\d\d:\d\d)/#
+                    ))
                 #expect(second.output.contains("set   visits = 2"))
-                #expect(FileManager.default.fileExists(atPath: url.appendingPathComponent("hoard-demo/index.sqlite").path))
+                #expect(
+                    FileManager.default.fileExists(atPath: url.appendingPathComponent("hoard-demo/index.sqlite").path))
             }
         }
 
@@ -126,7 +130,6 @@ extension DiskStoreSuites {
                 #expect(DiskTest.tree(url) == ["README"])
             }
         }
-    
 
         /// Decodes one line of JSON as a dictionary.
         static func object(_ line: some StringProtocol) throws -> [String: Any] {
@@ -236,7 +239,8 @@ extension DiskStoreSuites {
                 let missing = try DiskTest.run(hoard, ["stats", "com.example.other"], environment: environment)
                 #expect(missing.status != 0)
                 #expect(missing.errors.contains("is not a Hoard store"))
-                #expect(!FileManager.default.fileExists(atPath: caches.appendingPathComponent("com.example.other").path))
+                #expect(
+                    !FileManager.default.fileExists(atPath: caches.appendingPathComponent("com.example.other").path))
                 #expect(FileManager.default.fileExists(atPath: directory))
             }
         }

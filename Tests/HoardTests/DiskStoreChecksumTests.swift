@@ -1,6 +1,7 @@
 import Foundation
-@testable import Hoard
 import Testing
+
+@testable import Hoard
 
 extension DiskStoreSuites {
     /// Values changed on disk behind the store's back (bits flipped in a value file,
@@ -39,7 +40,8 @@ extension DiskStoreSuites {
             try DiskTest.withTemporaryDirectory { url in
                 // Given a spilled value and an inline one, and one bit flipped in the file
                 let events = EventRecorder()
-                let store = try DiskStore(directory: url, configuration: .init(spillThreshold: 100, onEvent: events.handler))
+                let store = try DiskStore(
+                    directory: url, configuration: .init(spillThreshold: 100, onEvent: events.handler))
                 try store.set(DiskTest.bytes(1_000), for: "photo", in: "images", storedAt: Date(), expiresAt: nil)
                 try store.set(DiskTest.bytes(50), for: "note", in: "images", storedAt: Date(), expiresAt: nil)
                 try Self.flipBit(in: Self.onlyFile(url), at: 517)
@@ -62,7 +64,9 @@ extension DiskStoreSuites {
             }
         }
 
-        @Test("Inline bytes changed in the index are reported by verify(), then a miss: removed, reported, never returned")
+        @Test(
+            "Inline bytes changed in the index are reported by verify(), then a miss: removed, reported, never returned"
+        )
         func changedInlineBytes() throws {
             try DiskTest.withTemporaryDirectory { url in
                 let events = EventRecorder()
@@ -70,7 +74,8 @@ extension DiskStoreSuites {
                 try store.set(Data("hello, world".utf8), for: "greeting", in: "text", storedAt: Date(), expiresAt: nil)
                 try store.set(Data("intact".utf8), for: "other", in: "text", storedAt: Date(), expiresAt: nil)
                 // Same length, one letter changed: only the checksum can tell
-                try Self.tamper(url, "UPDATE entries SET value = CAST('hello, wOrld' AS BLOB) WHERE key = CAST('greeting' AS BLOB)")
+                try Self.tamper(
+                    url, "UPDATE entries SET value = CAST('hello, wOrld' AS BLOB) WHERE key = CAST('greeting' AS BLOB)")
 
                 let report = try store.verify()
                 #expect(report.damage.map(\.reason) == [.checksumMismatch])
@@ -86,11 +91,14 @@ extension DiskStoreSuites {
         func checksumBindsTheName() throws {
             try DiskTest.withTemporaryDirectory { url in
                 let events = EventRecorder()
-                let store = try DiskStore(directory: url, configuration: .init(spillThreshold: 100, onEvent: events.handler))
+                let store = try DiskStore(
+                    directory: url, configuration: .init(spillThreshold: 100, onEvent: events.handler))
                 try store.set(Data("alice's".utf8), for: "alice", in: "users", storedAt: Date(), expiresAt: nil)
                 try store.set(DiskTest.bytes(500), for: "bob", in: "users", storedAt: Date(), expiresAt: nil)
-                try Self.tamper(url, "UPDATE entries SET key = CAST('mallory' AS BLOB) WHERE key = CAST('alice' AS BLOB)")
-                try Self.tamper(url, "UPDATE entries SET namespace = CAST('admins' AS BLOB) WHERE key = CAST('bob' AS BLOB)")
+                try Self.tamper(
+                    url, "UPDATE entries SET key = CAST('mallory' AS BLOB) WHERE key = CAST('alice' AS BLOB)")
+                try Self.tamper(
+                    url, "UPDATE entries SET namespace = CAST('admins' AS BLOB) WHERE key = CAST('bob' AS BLOB)")
 
                 #expect(try store.entry(for: "mallory", in: "users") == nil)
                 #expect(try store.entry(for: "bob", in: "admins") == nil)
@@ -131,7 +139,8 @@ extension DiskStoreSuites {
 
                 // When it is opened alone
                 let events = EventRecorder()
-                let store = try DiskStore(directory: url, configuration: .init(spillThreshold: 100, onEvent: events.handler))
+                let store = try DiskStore(
+                    directory: url, configuration: .init(spillThreshold: 100, onEvent: events.handler))
 
                 // Then it is version 2, healthy, with every value
                 #expect(try Self.formatVersion(url) == "2")

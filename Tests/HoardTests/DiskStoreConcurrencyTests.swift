@@ -1,7 +1,8 @@
 import Foundation
-@testable import Hoard
 import Synchronization
 import Testing
+
+@testable import Hoard
 
 extension DiskStoreSuites {
     @Suite("DiskStore under concurrency: threads, instances, processes", .timeLimit(.minutes(2)))
@@ -23,17 +24,26 @@ extension DiskStoreSuites {
                 do {
                     switch rng.next() % 10 {
                     case 0..<4:
-                        if let entry = try store.entry(for: key, in: "ns"), DiskTest.check(entry.data, key: key) == nil {
-                            problems.append("worker \(worker): read of \(key) returned \(entry.data.count) bytes that are not its value")
+                        if let entry = try store.entry(for: key, in: "ns"), DiskTest.check(entry.data, key: key) == nil
+                        {
+                            problems.append(
+                                "worker \(worker): read of \(key) returned \(entry.data.count) bytes that are not its value"
+                            )
                         }
                     case 4..<8:
-                        try store.set(DiskTest.payload(key: key, sequence: sequence, size: size), for: key, in: "ns", storedAt: Date(), expiresAt: nil)
+                        try store.set(
+                            DiskTest.payload(key: key, sequence: sequence, size: size), for: key, in: "ns",
+                            storedAt: Date(), expiresAt: nil)
                         written[key] = sequence
                     case 8:
                         let other = "k\(rng.next() % UInt64(keys))"
                         try store.write([
-                            .set(DiskTest.payload(key: key, sequence: sequence, size: size), for: key, in: "ns", storedAt: Date(), expiresAt: nil),
-                            .set(DiskTest.payload(key: other, sequence: sequence, size: 100), for: other, in: "ns", storedAt: Date(), expiresAt: nil),
+                            .set(
+                                DiskTest.payload(key: key, sequence: sequence, size: size), for: key, in: "ns",
+                                storedAt: Date(), expiresAt: nil),
+                            .set(
+                                DiskTest.payload(key: other, sequence: sequence, size: 100), for: other, in: "ns",
+                                storedAt: Date(), expiresAt: nil),
                         ])
                         written[key] = sequence
                         written[other] = sequence
@@ -140,7 +150,8 @@ extension DiskStoreSuites {
                     try store.set(Data([2]), for: "k", in: "ns", storedAt: Date(), expiresAt: nil)
                 }
                 #expect(error?.code == .busy)
-                #expect(try store.entry(for: "k", in: "ns")?.data == Data([1]), "reads are not blocked by a writer (WAL)")
+                #expect(
+                    try store.entry(for: "k", in: "ns")?.data == Data([1]), "reads are not blocked by a writer (WAL)")
                 try blocker.execute("ROLLBACK")
                 blocker.close()
                 try store.set(Data([3]), for: "k", in: "ns", storedAt: Date(), expiresAt: nil)

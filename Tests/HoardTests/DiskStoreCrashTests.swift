@@ -117,7 +117,8 @@ extension DiskStoreSuites {
                     summary.kills += 1
                 } else {
                     summary.problems.append(
-                        "round \(round): the child ended by itself (status \(process.terminationStatus)) before the kill")
+                        "round \(round): the child ended by itself (status \(process.terminationStatus)) before the kill"
+                    )
                 }
 
                 // Reopen and check every key ever acknowledged
@@ -132,11 +133,15 @@ extension DiskStoreSuites {
                     let entry = try store.entry(for: key, in: "crash")
                     let found = entry.map { DiskTest.check($0.data, key: key) }
                     if let found, found == nil {
-                        summary.problems.append("round \(round): \(key) reads back \(entry!.data.count) bytes that are not a value written for it")
+                        summary.problems.append(
+                            "round \(round): \(key) reads back \(entry!.data.count) bytes that are not a value written for it"
+                        )
                         continue
                     }
                     let pending = inFlight[key]
-                    if let pending, !pending.removal { outcomes[pending.sequence, default: []].insert(found == pending.sequence) }
+                    if let pending, !pending.removal {
+                        outcomes[pending.sequence, default: []].insert(found == pending.sequence)
+                    }
                     switch (known[key], found ?? nil) {
                     case (.set(let acknowledged)?, let sequence?) where sequence == acknowledged:
                         break
@@ -150,7 +155,8 @@ extension DiskStoreSuites {
                         summary.inFlightLanded += 1
                     case (let expected, let sequence):
                         summary.problems.append(
-                            "round \(round): \(key) holds \(sequence.map { "write \($0)" } ?? "nothing"), expected \(String(describing: expected)) (in flight: \(pending.map { "\($0.removal ? "removal" : "write") \($0.sequence)" } ?? "nothing"))")
+                            "round \(round): \(key) holds \(sequence.map { "write \($0)" } ?? "nothing"), expected \(String(describing: expected)) (in flight: \(pending.map { "\($0.removal ? "removal" : "write") \($0.sequence)" } ?? "nothing"))"
+                        )
                     }
                 }
                 for (sequence, landed) in outcomes where landed.count > 1 {
@@ -158,7 +164,9 @@ extension DiskStoreSuites {
                 }
                 let report = try store.verify()
                 if !report.isHealthy { summary.problems.append("round \(round): verify found \(report.damage)") }
-                if !events.damage.isEmpty { summary.problems.append("round \(round): reads found damage \(events.damage)") }
+                if !events.damage.isEmpty {
+                    summary.problems.append("round \(round): reads found damage \(events.damage)")
+                }
             }
             return summary
         }

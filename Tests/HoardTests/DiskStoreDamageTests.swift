@@ -1,6 +1,7 @@
 import Foundation
-@testable import Hoard
 import Testing
+
+@testable import Hoard
 
 extension DiskStoreSuites {
     /// Damage is made by hand: files deleted or cut short, rows rewritten with SQL
@@ -23,7 +24,8 @@ extension DiskStoreSuites {
         func missingFile() throws {
             try DiskTest.withTemporaryDirectory { url in
                 let events = EventRecorder()
-                let store = try DiskStore(directory: url, configuration: .init(spillThreshold: 100, onEvent: events.handler))
+                let store = try DiskStore(
+                    directory: url, configuration: .init(spillThreshold: 100, onEvent: events.handler))
                 try store.set(DiskTest.bytes(1_000), for: "photo", in: "images", storedAt: Date(), expiresAt: nil)
                 try store.set(DiskTest.bytes(10), for: "other", in: "images", storedAt: Date(), expiresAt: nil)
                 try FileManager.default.removeItem(at: Self.blobPath(url))
@@ -42,13 +44,16 @@ extension DiskStoreSuites {
             }
         }
 
-        @Test("A value file replaced by a symbolic link is never followed: verify() reports it, a read is a miss that removes the link only")
+        @Test(
+            "A value file replaced by a symbolic link is never followed: verify() reports it, a read is a miss that removes the link only"
+        )
         func symlinkedValueFile() throws {
             try DiskTest.withTemporaryDirectory { url in
                 // Given a spilled value whose file is replaced by a link to a file outside
                 // the store with the very same bytes
                 let events = EventRecorder()
-                let store = try DiskStore(directory: url, configuration: .init(spillThreshold: 100, onEvent: events.handler))
+                let store = try DiskStore(
+                    directory: url, configuration: .init(spillThreshold: 100, onEvent: events.handler))
                 try store.set(DiskTest.bytes(1_000), for: "photo", in: "images", storedAt: Date(), expiresAt: nil)
                 let path = try Self.blobPath(url)
                 let outside = url.deletingLastPathComponent().appendingPathComponent("outside")
@@ -71,7 +76,8 @@ extension DiskStoreSuites {
         func wrongSizeFile(newSize: Int) throws {
             try DiskTest.withTemporaryDirectory { url in
                 let events = EventRecorder()
-                let store = try DiskStore(directory: url, configuration: .init(spillThreshold: 100, onEvent: events.handler))
+                let store = try DiskStore(
+                    directory: url, configuration: .init(spillThreshold: 100, onEvent: events.handler))
                 try store.set(DiskTest.bytes(1_000), for: "k", in: "ns", storedAt: Date(), expiresAt: nil)
                 let path = try Self.blobPath(url)
                 #expect(truncate(path.path, off_t(newSize)) == 0)
@@ -96,8 +102,9 @@ extension DiskStoreSuites {
             "UPDATE entries SET value = NULL, blob = '/etc/passwd' WHERE key = CAST('bad' AS BLOB)",
         ]
 
-        @Test("A malformed row is a miss, removed and reported; no row can point outside the store",
-              arguments: malformations)
+        @Test(
+            "A malformed row is a miss, removed and reported; no row can point outside the store",
+            arguments: malformations)
         func malformedRow(sql: String) throws {
             try DiskTest.withTemporaryDirectory { url in
                 let victim = url.deletingLastPathComponent().appendingPathComponent("victim")
@@ -128,10 +135,13 @@ extension DiskStoreSuites {
         func undecodable() throws {
             try DiskTest.withTemporaryDirectory { url in
                 let events = EventRecorder()
-                let store = try DiskStore(directory: url, configuration: .init(spillThreshold: 100, onEvent: events.handler))
-                try store.set(Data("{\"nom\": 1}".utf8), for: "old-format", in: "users", storedAt: Date(), expiresAt: nil)
+                let store = try DiskStore(
+                    directory: url, configuration: .init(spillThreshold: 100, onEvent: events.handler))
+                try store.set(
+                    Data("{\"nom\": 1}".utf8), for: "old-format", in: "users", storedAt: Date(), expiresAt: nil)
                 try store.set(Data([0xFF, 0xFE]), for: "not-utf8", in: "text", storedAt: Date(), expiresAt: nil)
-                try store.set(Data(repeating: 0xC3, count: 500), for: "big", in: "users", storedAt: Date(), expiresAt: nil)
+                try store.set(
+                    Data(repeating: 0xC3, count: 500), for: "big", in: "users", storedAt: Date(), expiresAt: nil)
                 try store.set(User(name: "Ada"), for: "fine", in: "users")
                 try store.set("a string", for: "typed", in: "users")
 
@@ -181,7 +191,8 @@ extension DiskStoreSuites {
                 let newOrphan = blobs.appendingPathComponent("00000000000000cc-00000000000000dd.tmp")
                 try Data([1, 2, 3]).write(to: oldOrphan)
                 try Data([4]).write(to: newOrphan)
-                try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(-3_600)], ofItemAtPath: oldOrphan.path)
+                try FileManager.default.setAttributes(
+                    [.modificationDate: Date().addingTimeInterval(-3_600)], ofItemAtPath: oldOrphan.path)
 
                 // When it is verified
                 var progress: [DiskStore.Progress] = []
@@ -191,10 +202,11 @@ extension DiskStoreSuites {
                 #expect(report.entriesChecked == 5)
                 #expect(!report.isHealthy)
                 let found = Set(report.damage.map { "\($0.reason) \($0.key ?? "-")" })
-                #expect(found == [
-                    "missingFile missing", "fileSizeMismatch short", "malformedRow malformed", "wrongTotals -",
-                    "orphanedFile -",
-                ])
+                #expect(
+                    found == [
+                        "missingFile missing", "fileSizeMismatch short", "malformedRow malformed", "wrongTotals -",
+                        "orphanedFile -",
+                    ])
                 #expect(report.damage.filter { $0.reason == .orphanedFile }.count == 2)
                 #expect(progress.last?.completed == 5)
                 // And nothing was changed
@@ -257,20 +269,24 @@ extension DiskStoreSuites {
                 // Alone, it collects the two orphans and leaves files it did not write
                 let alone = try DiskStore(directory: url, configuration: .init(onEvent: events.handler))
                 #expect(DiskTest.blobFiles(url) == (kept + ["notes.txt"]).sorted())
-                let collected = events.all.compactMap { if case .collectedOrphans(let files, let bytes) = $0 { [files, bytes] } else { nil } }
+                let collected = events.all.compactMap {
+                    if case .collectedOrphans(let files, let bytes) = $0 { [files, bytes] } else { nil }
+                }
                 #expect(collected == [[2, 150]])
                 #expect(try alone.entry(for: "kept", in: "ns")?.data == DiskTest.bytes(100))
             }
         }
 
-        @Test("A damaged index database never crashes: open or reads throw, or verify reports it",
-              arguments: [4_096, 40_000])
+        @Test(
+            "A damaged index database never crashes: open or reads throw, or verify reports it",
+            arguments: [4_096, 40_000])
         func damagedIndex(from offset: Int) throws {
             try DiskTest.withTemporaryDirectory { url in
                 do {
                     let store = try DiskStore(directory: url)
                     for i in 0..<300 {
-                        try store.set(DiskTest.bytes(200, seed: i), for: "k\(i)", in: "ns", storedAt: Date(), expiresAt: nil)
+                        try store.set(
+                            DiskTest.bytes(200, seed: i), for: "k\(i)", in: "ns", storedAt: Date(), expiresAt: nil)
                     }
                 }
                 // Overwrite everything from `offset` on with garbage
@@ -290,12 +306,14 @@ extension DiskStoreSuites {
                         outcomes.append("read threw \((error as? HoardError)?.code.rawValue ?? "\(error)")")
                     }
                     let report = try store.verify()
-                    outcomes.append(report.damage.contains { $0.reason == .damagedIndex } ? "verify reported" : "verify missed it")
+                    outcomes.append(
+                        report.damage.contains { $0.reason == .damagedIndex } ? "verify reported" : "verify missed it")
                 } catch {
                     outcomes.append("threw \((error as? HoardError)?.code.rawValue ?? "\(error)")")
                 }
                 let acceptable: [[String]] = [
-                    ["threw storeDamaged"], ["read threw storeDamaged", "verify reported"], ["read", "verify reported"],
+                    ["threw storeDamaged"], ["read threw storeDamaged", "verify reported"],
+                    ["read", "verify reported"],
                 ]
                 #expect(acceptable.contains(outcomes), "\(outcomes)")
             }

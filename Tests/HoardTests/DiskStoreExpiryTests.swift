@@ -44,7 +44,9 @@ extension DiskStoreSuites {
                 let store = try DiskStore(
                     directory: url, configuration: .init(spillThreshold: 100, onEvent: events.handler), clock: clock)
                 for i in 0..<10 {
-                    try store.set(DiskTest.bytes(i % 2 == 0 ? 50 : 500), for: "k\(i)", expires: .seconds(Double(i + 1)), in: "ns\(i % 3)")
+                    try store.set(
+                        DiskTest.bytes(i % 2 == 0 ? 50 : 500), for: "k\(i)", expires: .seconds(Double(i + 1)),
+                        in: "ns\(i % 3)")
                 }
                 try store.set(DiskTest.bytes(5), for: "keep", expires: .never, in: "ns0")
                 clock.advance(by: 5)
@@ -64,11 +66,13 @@ extension DiskStoreSuites {
         func defaultExpiry() throws {
             try DiskTest.withTemporaryDirectory { url in
                 let clock = ManualClock()
-                let store = try DiskStore(directory: url, configuration: .init(defaultExpiry: .minutes(1)), clock: clock)
+                let store = try DiskStore(
+                    directory: url, configuration: .init(defaultExpiry: .minutes(1)), clock: clock)
                 try store.set("a", for: "default")
                 try store.set("b", for: "never", expires: .never)
                 try store.set("c", for: "at", expires: .at(clock.now().addingTimeInterval(600)))
-                #expect(try store.entry(for: "default", as: String.self)?.expiresAt == clock.now().addingTimeInterval(60))
+                #expect(
+                    try store.entry(for: "default", as: String.self)?.expiresAt == clock.now().addingTimeInterval(60))
                 clock.advance(by: 61)
                 #expect(try store.value(for: "default", as: String.self) == nil)
                 #expect(try store.value(for: "never", as: String.self) == "b")
@@ -83,7 +87,8 @@ extension DiskStoreSuites {
             try DiskTest.withTemporaryDirectory { url in
                 let clock = ManualClock()
                 let store = try DiskStore(directory: url, clock: clock)
-                try store.set(Data([1]), for: "k", in: "ns", storedAt: clock.now(), expiresAt: clock.now().addingTimeInterval(-1))
+                try store.set(
+                    Data([1]), for: "k", in: "ns", storedAt: clock.now(), expiresAt: clock.now().addingTimeInterval(-1))
                 #expect(try store.entry(for: "k", in: "ns") == nil)
                 try store.set("v", for: "zero", expires: .seconds(0))
                 #expect(try store.value(for: "zero", as: String.self) == nil)

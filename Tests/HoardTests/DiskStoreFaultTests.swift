@@ -19,15 +19,20 @@ extension DiskStoreSuites {
             return (process.terminationStatus, String(decoding: output, as: UTF8.self))
         }
 
-        @Test("A really full disk (a 2 MiB tmpfs): storageFull is thrown, nothing is lost, the store works again after removals")
+        @Test(
+            "A really full disk (a 2 MiB tmpfs): storageFull is thrown, nothing is lost, the store works again after removals"
+        )
         func fullDisk() throws {
             try DiskTest.withTemporaryDirectory { url in
                 // Given a store on a file system of 2 MiB
                 let mountPoint = url.deletingLastPathComponent().appendingPathComponent("tmpfs")
                 try FileManager.default.createDirectory(at: mountPoint, withIntermediateDirectories: true)
-                let (status, message) = Self.run("/bin/mount", ["-t", "tmpfs", "-o", "size=2m", "tmpfs", mountPoint.path])
+                let (status, message) = Self.run(
+                    "/bin/mount", ["-t", "tmpfs", "-o", "size=2m", "tmpfs", mountPoint.path])
                 guard status == 0 else {
-                    print("DiskStore full-disk test skipped: cannot mount a tmpfs here (\(message.trimmingCharacters(in: .whitespacesAndNewlines))); the RLIMIT_FSIZE test covers the same path")
+                    print(
+                        "DiskStore full-disk test skipped: cannot mount a tmpfs here (\(message.trimmingCharacters(in: .whitespacesAndNewlines))); the RLIMIT_FSIZE test covers the same path"
+                    )
                     return
                 }
                 defer { _ = Self.run("/bin/umount", ["-l", mountPoint.path]) }
@@ -37,7 +42,9 @@ extension DiskStoreSuites {
                 let storeURL = mountPoint.appendingPathComponent("store")
                 let store = try DiskStore(directory: storeURL, configuration: .init(spillThreshold: 1_000))
                 for i in 0..<10 {
-                    try store.set(DiskTest.payload(key: "small\(i)", sequence: i, size: 100), for: "small\(i)", in: "ns", storedAt: Date(), expiresAt: nil)
+                    try store.set(
+                        DiskTest.payload(key: "small\(i)", sequence: i, size: 100), for: "small\(i)", in: "ns",
+                        storedAt: Date(), expiresAt: nil)
                 }
 
                 // When 100 KiB values are written until the disk is full
@@ -46,7 +53,9 @@ extension DiskStoreSuites {
                 for i in 0..<100 {
                     let key = "large\(i)"
                     do {
-                        try store.set(DiskTest.payload(key: key, sequence: i, size: 100_000), for: key, in: "ns", storedAt: Date(), expiresAt: nil)
+                        try store.set(
+                            DiskTest.payload(key: key, sequence: i, size: 100_000), for: key, in: "ns",
+                            storedAt: Date(), expiresAt: nil)
                         stored.append(key)
                     } catch {
                         failure = error as? HoardError
@@ -60,17 +69,24 @@ extension DiskStoreSuites {
                 #expect(!DiskTest.blobFiles(storeURL).contains { $0.hasSuffix(".tmp") }, "the partial file is deleted")
                 func expectIntact() throws {
                     for i in 0..<10 {
-                        #expect(try store.entry(for: "small\(i)", in: "ns").flatMap { DiskTest.check($0.data, key: "small\(i)") } == i)
+                        #expect(
+                            try store.entry(for: "small\(i)", in: "ns").flatMap {
+                                DiskTest.check($0.data, key: "small\(i)")
+                            } == i)
                     }
                     for key in stored {
-                        #expect(try store.entry(for: key, in: "ns").flatMap { DiskTest.check($0.data, key: key) } == Int(key.dropFirst(5)))
+                        #expect(
+                            try store.entry(for: key, in: "ns").flatMap { DiskTest.check($0.data, key: key) }
+                                == Int(key.dropFirst(5)))
                     }
                 }
                 try expectIntact()
                 #expect(try store.entry(for: "large\(stored.count)", in: "ns") == nil)
                 // And removing a large entry makes room for the next one
                 #expect(try store.removeValue(for: stored.removeLast(), in: "ns"))
-                try store.set(DiskTest.payload(key: "large99", sequence: 99, size: 100_000), for: "large99", in: "ns", storedAt: Date(), expiresAt: nil)
+                try store.set(
+                    DiskTest.payload(key: "large99", sequence: 99, size: 100_000), for: "large99", in: "ns",
+                    storedAt: Date(), expiresAt: nil)
                 stored.append("large99")
 
                 // When inline values fill the index until nothing more fits
@@ -78,7 +94,9 @@ extension DiskStoreSuites {
                 var inline = 0
                 while inline < 2_000 {
                     do {
-                        try store.set(DiskTest.payload(key: "inline\(inline)", sequence: inline, size: 900), for: "inline\(inline)", in: "ns", storedAt: Date(), expiresAt: nil)
+                        try store.set(
+                            DiskTest.payload(key: "inline\(inline)", sequence: inline, size: 900),
+                            for: "inline\(inline)", in: "ns", storedAt: Date(), expiresAt: nil)
                         inline += 1
                     } catch {
                         indexFailure = error as? HoardError
@@ -89,7 +107,10 @@ extension DiskStoreSuites {
                 // Then reads still work and nothing stored is lost
                 try expectIntact()
                 for i in 0..<inline {
-                    #expect(try store.entry(for: "inline\(i)", in: "ns").flatMap { DiskTest.check($0.data, key: "inline\(i)") } == i)
+                    #expect(
+                        try store.entry(for: "inline\(i)", in: "ns").flatMap {
+                            DiskTest.check($0.data, key: "inline\(i)")
+                        } == i)
                 }
                 // A write now may fail too (SQLite's log cannot grow either), but only with storageFull
                 do {
@@ -100,7 +121,9 @@ extension DiskStoreSuites {
 
                 // When room is made on the disk, the store works again
                 try FileManager.default.removeItem(at: ballast)
-                try store.set(DiskTest.payload(key: "again", sequence: 1, size: 100_000), for: "again", in: "ns", storedAt: Date(), expiresAt: nil)
+                try store.set(
+                    DiskTest.payload(key: "again", sequence: 1, size: 100_000), for: "again", in: "ns",
+                    storedAt: Date(), expiresAt: nil)
                 #expect(try store.entry(for: "again", in: "ns").flatMap { DiskTest.check($0.data, key: "again") } == 1)
                 #expect(try store.removeValue(for: "small1", in: "ns"))
                 #expect(try store.verify().isHealthy)
@@ -114,9 +137,12 @@ extension DiskStoreSuites {
             try DiskTest.withTemporaryDirectory { url in
                 let mountPoint = url.deletingLastPathComponent().appendingPathComponent("tmpfs")
                 try FileManager.default.createDirectory(at: mountPoint, withIntermediateDirectories: true)
-                let (status, message) = Self.run("/bin/mount", ["-t", "tmpfs", "-o", "size=2m", "tmpfs", mountPoint.path])
+                let (status, message) = Self.run(
+                    "/bin/mount", ["-t", "tmpfs", "-o", "size=2m", "tmpfs", mountPoint.path])
                 guard status == 0 else {
-                    print("DiskStore removeAll full-disk test skipped: cannot mount a tmpfs here (\(message.trimmingCharacters(in: .whitespacesAndNewlines)))")
+                    print(
+                        "DiskStore removeAll full-disk test skipped: cannot mount a tmpfs here (\(message.trimmingCharacters(in: .whitespacesAndNewlines)))"
+                    )
                     return
                 }
                 defer { _ = Self.run("/bin/umount", ["-l", mountPoint.path]) }
@@ -124,12 +150,15 @@ extension DiskStoreSuites {
                 // then the last free pages taken by another file
                 let storeURL = mountPoint.appendingPathComponent("store")
                 let events = EventRecorder()
-                let store = try DiskStore(directory: storeURL, configuration: .init(spillThreshold: 1_000, onEvent: events.handler))
+                let store = try DiskStore(
+                    directory: storeURL, configuration: .init(spillThreshold: 1_000, onEvent: events.handler))
                 var count = 0
                 for size in [100_000, 900] {
                     while count < 5_000 {
                         do {
-                            try store.set(DiskTest.bytes(size, seed: count), for: "k\(count)", in: "ns", storedAt: Date(), expiresAt: nil)
+                            try store.set(
+                                DiskTest.bytes(size, seed: count), for: "k\(count)", in: "ns", storedAt: Date(),
+                                expiresAt: nil)
                             count += 1
                         } catch {
                             #expect((error as? HoardError)?.code == .storageFull, "\(error)")
@@ -162,29 +191,33 @@ extension DiskStoreSuites {
             try await DiskTest.withTemporaryDirectory { url in
                 let (status, lines) = try await DiskTest.onThread { try DiskTest.runChild(["fsize", url.path]) }
                 #expect(status == 0, "\(lines)")
-                #expect(lines == [
-                    "thrown storageFull",
-                    "after huge=absent small=true large=true temporary=0",
-                    "next true",
-                    "done",
-                ])
+                #expect(
+                    lines == [
+                        "thrown storageFull",
+                        "after huge=absent small=true large=true temporary=0",
+                        "next true",
+                        "done",
+                    ])
                 let store = try DiskStore(directory: url)
                 #expect(try store.verify().isHealthy)
                 #expect(try store.keys(in: "ns") == ["large", "next", "small"])
             }
         }
 
-        @Test("Without write permission on blobs/ (in a child; as root it drops to nobody): permissionDenied, and the store stays usable")
+        @Test(
+            "Without write permission on blobs/ (in a child; as root it drops to nobody): permissionDenied, and the store stays usable"
+        )
         func permissionDenied() async throws {
             try await DiskTest.withTemporaryDirectory { url in
                 let (status, lines) = try await DiskTest.onThread { try DiskTest.runChild(["permission", url.path]) }
                 #expect(status == 0, "\(lines)")
-                #expect(lines.dropFirst() == [
-                    "thrown permissionDenied",
-                    "after large=absent small=true temporary=0",
-                    "next true",
-                    "done",
-                ])
+                #expect(
+                    lines.dropFirst() == [
+                        "thrown permissionDenied",
+                        "after large=absent small=true temporary=0",
+                        "next true",
+                        "done",
+                    ])
                 let store = try DiskStore(directory: url)
                 #expect(try store.keys(in: "ns") == ["next", "small"])
                 #expect(try store.verify().isHealthy)
@@ -197,7 +230,9 @@ extension DiskStoreSuites {
                 _ = try DiskStore(directory: url)
                 if geteuid() == 0 {
                     // Root ignores permission bits; a child as `nobody` does not.
-                    let (status, lines) = try await DiskTest.onThread { try DiskTest.runChild(["open-as-nobody", url.path]) }
+                    let (status, lines) = try await DiskTest.onThread {
+                        try DiskTest.runChild(["open-as-nobody", url.path])
+                    }
                     #expect(status == 0, "\(lines)")
                     #expect(lines == ["thrown permissionDenied"])
                 } else {

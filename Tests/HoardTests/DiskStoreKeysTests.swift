@@ -38,7 +38,11 @@ extension DiskStoreSuites {
                 let files = DiskTest.blobFiles(url)
                 #expect(files.count == Self.awkwardKeys.count * 2)
                 #expect(files.allSatisfy { $0.utf8.count == 33 && $0.allSatisfy { "0123456789abcdef-".contains($0) } })
-                #expect(Set(DiskTest.tree(url)) == Set(["blobs", "index.sqlite", "index.sqlite-shm", "index.sqlite-wal", "lock"] + files.map { "blobs/\($0)" }))
+                #expect(
+                    Set(DiskTest.tree(url))
+                        == Set(
+                            ["blobs", "index.sqlite", "index.sqlite-shm", "index.sqlite-wal", "lock"]
+                                + files.map { "blobs/\($0)" }))
                 // Removing by an awkward key removes that key only
                 #expect(try store.removeValue(for: "a\0", in: "ns"))
                 #expect(try store.entry(for: "a", in: "ns") != nil)

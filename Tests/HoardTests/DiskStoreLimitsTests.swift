@@ -12,7 +12,8 @@ extension DiskStoreSuites {
                 let clock = ManualClock()
                 let events = EventRecorder()
                 let store = try DiskStore(
-                    directory: url, configuration: .init(byteLimit: 1_000, spillThreshold: 150, onEvent: events.handler),
+                    directory: url,
+                    configuration: .init(byteLimit: 1_000, spillThreshold: 150, onEvent: events.handler),
                     clock: clock)
                 for i in 0..<10 {
                     try store.set(DiskTest.bytes(100), for: "k\(i)", in: "ns", storedAt: clock.now(), expiresAt: nil)
@@ -30,7 +31,9 @@ extension DiskStoreSuites {
                 // Then the four least recently accessed go, leaving 700 bytes <= 750
                 #expect(try store.totalUsage() == StoreUsage(count: 7, bytes: 700))
                 #expect(try store.keys(in: "ns") == ["k0", "k1", "k10", "k6", "k7", "k8", "k9"])
-                let evictions = events.all.compactMap { if case .evicted(let count, let bytes) = $0 { [count, bytes] } else { nil } }
+                let evictions = events.all.compactMap {
+                    if case .evicted(let count, let bytes) = $0 { [count, bytes] } else { nil }
+                }
                 #expect(evictions == [[4, 400]])
             }
         }
@@ -39,7 +42,8 @@ extension DiskStoreSuites {
         func countLimitProtectsNewEntry() throws {
             try DiskTest.withTemporaryDirectory { url in
                 let clock = ManualClock(start: Date(timeIntervalSince1970: 1_000))
-                let store = try DiskStore(directory: url, configuration: .init(countLimit: 3, lowWaterMark: 1), clock: clock)
+                let store = try DiskStore(
+                    directory: url, configuration: .init(countLimit: 3, lowWaterMark: 1), clock: clock)
                 for key in ["a", "b", "c"] {
                     try store.set(Data([1]), for: key, in: "ns", storedAt: clock.now(), expiresAt: nil)
                 }
@@ -78,7 +82,10 @@ extension DiskStoreSuites {
                 let store = try DiskStore(directory: url, configuration: .init(spillThreshold: 50), clock: clock)
                 var batch: [CacheStoreWrite] = []
                 for i in 0..<1_000 {
-                    batch.append(.set(DiskTest.bytes(i % 10 == 0 ? 100 : 10), for: "k\(i)", in: "ns", storedAt: clock.now(), expiresAt: nil))
+                    batch.append(
+                        .set(
+                            DiskTest.bytes(i % 10 == 0 ? 100 : 10), for: "k\(i)", in: "ns", storedAt: clock.now(),
+                            expiresAt: nil))
                 }
                 try store.write(batch)
                 #expect(DiskTest.blobFiles(url).count == 100)
@@ -105,9 +112,14 @@ extension DiskStoreSuites {
                 let a = try DiskStore(
                     directory: url, configuration: .init(accessTimeResolution: 0, accessFlushCount: 3), clock: clock)
                 let b = try DiskStore(directory: url, clock: clock)
-                for i in 1...4 { try a.set(Data([UInt8(i)]), for: "k\(i)", in: "ns", storedAt: clock.now(), expiresAt: nil) }
+                for i in 1...4 {
+                    try a.set(Data([UInt8(i)]), for: "k\(i)", in: "ns", storedAt: clock.now(), expiresAt: nil)
+                }
                 func accessed() throws -> [String: Double] {
-                    Dictionary(uniqueKeysWithValues: try b.entries(in: "ns").map { ($0.key, $0.accessedAt.timeIntervalSince1970) })
+                    Dictionary(
+                        uniqueKeysWithValues: try b.entries(in: "ns").map {
+                            ($0.key, $0.accessedAt.timeIntervalSince1970)
+                        })
                 }
                 clock.advance(by: 10)
 
@@ -147,7 +159,8 @@ extension DiskStoreSuites {
                 // Pending at deinit: written as the instance goes away
                 clock.advance(by: 100)
                 do {
-                    let shortLived = try DiskStore(directory: url, configuration: .init(accessTimeResolution: 1), clock: clock)
+                    let shortLived = try DiskStore(
+                        directory: url, configuration: .init(accessTimeResolution: 1), clock: clock)
                     _ = try shortLived.entry(for: "j", in: "ns")
                 }
                 #expect(try observer.entries(in: "ns").first { $0.key == "j" }?.accessedAt.timeIntervalSince1970 == 161)

@@ -1,6 +1,7 @@
 import Foundation
-@testable import Hoard
 import Testing
+
+@testable import Hoard
 
 extension DiskStoreSuites {
     @Suite("DiskStore opening: foreign paths are refused untouched")
@@ -17,8 +18,12 @@ extension DiskStoreSuites {
             return result
         }
 
-        static func expectRefused(_ url: URL, code: HoardError.Code = .notAStore, sourceLocation: SourceLocation = #_sourceLocation) {
-            let error = #expect(throws: HoardError.self, sourceLocation: sourceLocation) { try DiskStore(directory: url) }
+        static func expectRefused(
+            _ url: URL, code: HoardError.Code = .notAStore, sourceLocation: SourceLocation = #_sourceLocation
+        ) {
+            let error = #expect(throws: HoardError.self, sourceLocation: sourceLocation) {
+                try DiskStore(directory: url)
+            }
             #expect(error?.code == code, sourceLocation: sourceLocation)
             #expect(error?.path != nil, sourceLocation: sourceLocation)
             #expect(error?.description.isEmpty == false, sourceLocation: sourceLocation)
@@ -49,8 +54,9 @@ extension DiskStoreSuites {
             }
         }
 
-        @Test("A blobs entry that is a symbolic link or a file, or a lock that is a link, is refused before anything is created",
-              arguments: ["blobs-link", "blobs-file", "lock-link"])
+        @Test(
+            "A blobs entry that is a symbolic link or a file, or a lock that is a link, is refused before anything is created",
+            arguments: ["blobs-link", "blobs-file", "lock-link"])
         func linksInsideAreRefused(kind: String) throws {
             try DiskTest.withTemporaryDirectory { url in
                 // Given an otherwise empty directory, and a directory outside it
@@ -60,12 +66,14 @@ extension DiskStoreSuites {
                 try Data("victim".utf8).write(to: outside.appendingPathComponent("victim"))
                 switch kind {
                 case "blobs-link":
-                    try FileManager.default.createSymbolicLink(at: url.appendingPathComponent("blobs"), withDestinationURL: outside)
+                    try FileManager.default.createSymbolicLink(
+                        at: url.appendingPathComponent("blobs"), withDestinationURL: outside)
                 case "blobs-file":
                     try Data().write(to: url.appendingPathComponent("blobs"))
                 default:
                     try FileManager.default.createSymbolicLink(
-                        at: url.appendingPathComponent("lock"), withDestinationURL: outside.appendingPathComponent("victim"))
+                        at: url.appendingPathComponent("lock"),
+                        withDestinationURL: outside.appendingPathComponent("victim"))
                 }
                 let before = Self.snapshot(url)
                 let outsideBefore = Self.snapshot(outside)
@@ -94,7 +102,8 @@ extension DiskStoreSuites {
         @Test("A directory holding other files is refused and nothing in it changes")
         func foreignDirectory() throws {
             try DiskTest.withTemporaryDirectory { url in
-                try FileManager.default.createDirectory(at: url.appendingPathComponent("photos"), withIntermediateDirectories: true)
+                try FileManager.default.createDirectory(
+                    at: url.appendingPathComponent("photos"), withIntermediateDirectories: true)
                 try Data([1, 2, 3]).write(to: url.appendingPathComponent("photos/cat.jpg"))
                 try Data("hello".utf8).write(to: url.appendingPathComponent("notes.txt"))
                 let before = Self.snapshot(url)
@@ -110,7 +119,8 @@ extension DiskStoreSuites {
                 let path = url.appendingPathComponent("index.sqlite").path
                 do {
                     let connection = try _SQLiteConnection(path: path, create: true)
-                    try connection.execute("""
+                    try connection.execute(
+                        """
                         PRAGMA application_id = \(applicationID);
                         CREATE TABLE entries (id INTEGER PRIMARY KEY, data TEXT);
                         INSERT INTO entries (data) VALUES ('someone else''s');
@@ -139,8 +149,10 @@ extension DiskStoreSuites {
             try DiskTest.withTemporaryDirectory { url in
                 try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
                 do {
-                    let connection = try _SQLiteConnection(path: url.appendingPathComponent("index.sqlite").path, create: true)
-                    try connection.execute("PRAGMA application_id = \(Int32(bitPattern: _DiskIndex.applicationID)); CREATE TABLE t (x);")
+                    let connection = try _SQLiteConnection(
+                        path: url.appendingPathComponent("index.sqlite").path, create: true)
+                    try connection.execute(
+                        "PRAGMA application_id = \(Int32(bitPattern: _DiskIndex.applicationID)); CREATE TABLE t (x);")
                     connection.close()
                 }
                 let before = Self.snapshot(url)
@@ -171,7 +183,9 @@ extension DiskStoreSuites {
         func noCreation() throws {
             try DiskTest.withTemporaryDirectory { url in
                 let configuration = DiskStore.Configuration(createsStore: false)
-                let missing = #expect(throws: HoardError.self) { try DiskStore(directory: url, configuration: configuration) }
+                let missing = #expect(throws: HoardError.self) {
+                    try DiskStore(directory: url, configuration: configuration)
+                }
                 #expect(missing?.code == .notAStore)
                 #expect(!FileManager.default.fileExists(atPath: url.path))
                 try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
@@ -195,10 +209,13 @@ extension DiskStoreSuites {
                 #expect(FileManager.default.fileExists(atPath: nested.appendingPathComponent("index.sqlite").path))
 
                 let interrupted = url.deletingLastPathComponent().appendingPathComponent("interrupted")
-                try FileManager.default.createDirectory(at: interrupted.appendingPathComponent("blobs"), withIntermediateDirectories: true)
+                try FileManager.default.createDirectory(
+                    at: interrupted.appendingPathComponent("blobs"), withIntermediateDirectories: true)
                 try Data().write(to: interrupted.appendingPathComponent("lock"))
-                try Data(repeating: 7, count: 300).write(to: interrupted.appendingPathComponent("index.sqlite.creating"))
-                try Data(repeating: 7, count: 30).write(to: interrupted.appendingPathComponent("index.sqlite.creating-journal"))
+                try Data(repeating: 7, count: 300).write(
+                    to: interrupted.appendingPathComponent("index.sqlite.creating"))
+                try Data(repeating: 7, count: 30).write(
+                    to: interrupted.appendingPathComponent("index.sqlite.creating-journal"))
                 let recovered = try DiskStore(directory: interrupted)
                 try recovered.set(Data([2]), for: "k", in: "ns", storedAt: Date(), expiresAt: nil)
                 #expect(try recovered.entry(for: "k", in: "ns")?.data == Data([2]))
@@ -214,7 +231,8 @@ extension DiskStoreSuites {
                         group.addTask {
                             do {
                                 let store = try DiskStore(directory: url)
-                                try store.set(Data([UInt8(i)]), for: "k\(i)", in: "ns", storedAt: Date(), expiresAt: nil)
+                                try store.set(
+                                    Data([UInt8(i)]), for: "k\(i)", in: "ns", storedAt: Date(), expiresAt: nil)
                                 return "ok"
                             } catch {
                                 return "\(error)"

@@ -60,7 +60,8 @@ enum DiskTest {
 
     /// The names in the store's `blobs/` directory.
     static func blobFiles(_ store: URL) -> [String] {
-        ((try? FileManager.default.contentsOfDirectory(atPath: store.appendingPathComponent("blobs").path)) ?? []).sorted()
+        ((try? FileManager.default.contentsOfDirectory(atPath: store.appendingPathComponent("blobs").path)) ?? [])
+            .sorted()
     }
 
     /// Bytes of a given size whose content depends on `seed`.
@@ -238,6 +239,8 @@ final class EventRecorder: Sendable {
 
     /// The failures reported so far.
     var failures: [String] {
-        all.compactMap { if case .failed(let operation, _, _, let error) = $0 { "\(operation): \(error)" } else { nil } }
+        all.compactMap {
+            if case .failed(let operation, _, _, let error) = $0 { "\(operation): \(error)" } else { nil }
+        }
     }
 }

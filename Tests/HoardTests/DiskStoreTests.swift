@@ -21,8 +21,12 @@ extension DiskStoreSuites {
                     try store.set(small, for: "small", in: "ns", storedAt: stored, expiresAt: nil)
                     try store.set(large, for: "large", in: "ns", storedAt: stored, expiresAt: expires)
                     // Then they read back with their dates; the large one is a file
-                    #expect(try store.entry(for: "small", in: "ns") == StoredEntry(data: small, storedAt: stored, expiresAt: nil))
-                    #expect(try store.entry(for: "large", in: "ns") == StoredEntry(data: large, storedAt: stored, expiresAt: expires))
+                    #expect(
+                        try store.entry(for: "small", in: "ns")
+                            == StoredEntry(data: small, storedAt: stored, expiresAt: nil))
+                    #expect(
+                        try store.entry(for: "large", in: "ns")
+                            == StoredEntry(data: large, storedAt: stored, expiresAt: expires))
                     #expect(try store.entry(for: "missing", in: "ns") == nil)
                     #expect(DiskTest.blobFiles(url).count == 1)
                 }
@@ -99,7 +103,10 @@ extension DiskStoreSuites {
                 #expect(try store.usage(in: "one") == StoreUsage(count: 3, bytes: 300))
                 #expect(try store.usage(in: "two") == StoreUsage(count: 1, bytes: 7))
                 #expect(try store.totalUsage() == StoreUsage(count: 4, bytes: 307))
-                #expect(try store.namespaces() == ["one": StoreUsage(count: 3, bytes: 300), "two": StoreUsage(count: 1, bytes: 7)])
+                #expect(
+                    try store.namespaces() == [
+                        "one": StoreUsage(count: 3, bytes: 300), "two": StoreUsage(count: 1, bytes: 7),
+                    ])
 
                 #expect(try store.removeValue(for: "c", in: "one"))  // the one in a file
                 #expect(try !store.removeValue(for: "c", in: "one"))
@@ -221,11 +228,15 @@ extension DiskStoreSuites {
         func defaultLocation() throws {
             let expected = FileManager.default.urls(for: .cachesDirectory, in: .userDomainMask)[0]
                 .appendingPathComponent("com.example.hoard-tests")
-            #expect(try DiskStore.defaultDirectory(named: "com.example.hoard-tests").standardizedFileURL.path == expected.standardizedFileURL.path)
+            #expect(
+                try DiskStore.defaultDirectory(named: "com.example.hoard-tests").standardizedFileURL.path
+                    == expected.standardizedFileURL.path)
             if let xdg = ProcessInfo.processInfo.environment["XDG_CACHE_HOME"], xdg.hasPrefix("/") {
                 #expect(expected.path.hasPrefix(xdg))
             } else {
-                #expect(expected.path.hasSuffix("/.cache/com.example.hoard-tests") || expected.path.contains("/Library/Caches/"))
+                #expect(
+                    expected.path.hasSuffix("/.cache/com.example.hoard-tests")
+                        || expected.path.contains("/Library/Caches/"))
             }
             for bad in ["", ".", "..", "a/b", "nul\0", String(repeating: "x", count: 256)] {
                 let error = try #require(throws: HoardError.self) { try DiskStore.defaultDirectory(named: bad) }
@@ -242,10 +253,13 @@ extension DiskStoreSuites {
             ]
             try DiskTest.withTemporaryDirectory { url in
                 for configuration in bad {
-                    let error = #expect(throws: HoardError.self) { try DiskStore(directory: url, configuration: configuration) }
+                    let error = #expect(throws: HoardError.self) {
+                        try DiskStore(directory: url, configuration: configuration)
+                    }
                     #expect(error?.code == .invalidConfiguration)
                 }
-                #expect(!FileManager.default.fileExists(atPath: url.path), "nothing is created for a refused configuration")
+                #expect(
+                    !FileManager.default.fileExists(atPath: url.path), "nothing is created for a refused configuration")
             }
         }
     }

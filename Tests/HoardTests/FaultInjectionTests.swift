@@ -1,6 +1,7 @@
 import Foundation
-@testable import Hoard
 import Testing
+
+@testable import Hoard
 
 /// One kind of damage done to a file's bytes.
 enum InjectedFault: CaseIterable, CustomStringConvertible {
@@ -101,7 +102,9 @@ extension DiskStoreSuites {
             return model
         }
 
-        @Test("DiskStore: bit flips, zeroed pages, truncation and garbage in index.sqlite, its WAL and blob files never return a wrong value")
+        @Test(
+            "DiskStore: bit flips, zeroed pages, truncation and garbage in index.sqlite, its WAL and blob files never return a wrong value"
+        )
         func diskStore() throws {
             var tally = FaultTally()
             var random = SplitMix64(seed: 0x16_0D15C)
@@ -128,7 +131,8 @@ extension DiskStoreSuites {
                     let events = EventRecorder()
                     let store: DiskStore
                     do {
-                        store = try DiskStore(directory: image, configuration: .init(spillThreshold: 600, onEvent: events.handler))
+                        store = try DiskStore(
+                            directory: image, configuration: .init(spillThreshold: 600, onEvent: events.handler))
                     } catch {
                         tally.refusedOpens += 1
                         return
@@ -179,7 +183,8 @@ extension DiskStoreSuites {
                     do {
                         let log = try rawLog(url, maximumBytes: budget, overwrites: overwrites)
                         for sequence in 0..<(20 + Int(random.next() % 400)) {
-                            let message = taggedMessage(writer: trial, sequence: sequence, padding: Int(random.next() % 90))
+                            let message = taggedMessage(
+                                writer: trial, sequence: sequence, padding: Int(random.next() % 90))
                             do {
                                 try log.append(message)
                                 appended.append(message)
@@ -200,7 +205,9 @@ extension DiskStoreSuites {
                         for message in messages {
                             guard let index = appended.firstIndex(of: message), index > last else {
                                 tally.wrongValues += 1
-                                Issue.record("trial \(trial), \(fault), \(when): a message that was not appended, or out of order")
+                                Issue.record(
+                                    "trial \(trial), \(fault), \(when): a message that was not appended, or out of order"
+                                )
                                 continue
                             }
                             last = index

@@ -47,7 +47,9 @@ struct HTTPResponseCacheTests {
     @Test("A fresh response is served with no request to the origin")
     func freshHit() async throws {
         let clock = ManualClock(start: Date(timeIntervalSince1970: 1_700_000_000))
-        let origin = try Origin(clock: clock) { _, _ in LoopbackResponse(status: 200, headers: ["Cache-Control": "max-age=60"], body: "fresh") }
+        let origin = try Origin(clock: clock) { _, _ in
+            LoopbackResponse(status: 200, headers: ["Cache-Control": "max-age=60"], body: "fresh")
+        }
         let http = try Self.cache(clock)
         let first = try await http.response(for: origin.url())
         #expect(first.body == Data("fresh".utf8))
@@ -69,7 +71,9 @@ struct HTTPResponseCacheTests {
             }
             return LoopbackResponse(
                 status: 200,
-                headers: ["Cache-Control": "max-age=10", "ETag": "\"v1\"", "Last-Modified": "Sun, 06 Nov 1994 08:49:37 GMT"],
+                headers: [
+                    "Cache-Control": "max-age=10", "ETag": "\"v1\"", "Last-Modified": "Sun, 06 Nov 1994 08:49:37 GMT",
+                ],
                 body: "body v1")
         }
         let http = try Self.cache(clock)
@@ -102,7 +106,9 @@ struct HTTPResponseCacheTests {
         let http = try Self.cache(clock)
         for _ in 0..<3 { _ = try await http.response(for: origin.url("/secret")) }
         #expect(origin.requests.count == 3)
-        for _ in 0..<2 { _ = try await http.response(for: origin.url("/public"), headers: ["Cache-Control": "no-store"]) }
+        for _ in 0..<2 {
+            _ = try await http.response(for: origin.url("/public"), headers: ["Cache-Control": "no-store"])
+        }
         #expect(origin.requests.count == 5)
         #expect(try await http.storage.value(for: origin.url("/secret").absoluteString) == nil)
     }
@@ -188,7 +194,8 @@ struct HTTPResponseCacheTests {
         let clock = ManualClock(start: Date(timeIntervalSince1970: 1_700_000_000))
         let origin = try Origin(clock: clock) { _, index in
             LoopbackResponse(
-                status: 200, headers: ["Cache-Control": "max-age=1, stale-while-revalidate=60"], body: "version \(index)")
+                status: 200, headers: ["Cache-Control": "max-age=1, stale-while-revalidate=60"],
+                body: "version \(index)")
         }
         let http = try Self.cache(clock)
         _ = try await http.response(for: origin.url())
@@ -258,7 +265,8 @@ struct HTTPResponseCacheTests {
         try await DiskTest.withTemporaryDirectory { directory in
             let clock = ManualClock(start: Date(timeIntervalSince1970: 1_700_000_000))
             let origin = try Origin(clock: clock) { _, _ in
-                LoopbackResponse(status: 200, headers: ["Cache-Control": "max-age=60", "Content-Type": "text/plain"], body: "kept")
+                LoopbackResponse(
+                    status: 200, headers: ["Cache-Control": "max-age=60", "Content-Type": "text/plain"], body: "kept")
             }
             let store = try DiskStore(directory: directory)
             func cache() throws -> HTTPResponseCache {
@@ -276,8 +284,9 @@ struct HTTPResponseCacheTests {
             #expect(reloaded[header: "Content-Type"] == "text/plain")
             #expect(origin.requests.count == 1)
 
-            try store.set(Data("not a stored response".utf8), for: origin.url("/other").absoluteString, in: "http-disk",
-                          storedAt: clock.now(), expiresAt: nil)
+            try store.set(
+                Data("not a stored response".utf8), for: origin.url("/other").absoluteString, in: "http-disk",
+                storedAt: clock.now(), expiresAt: nil)
             let third = try cache()
             #expect(try await third.response(for: origin.url("/other")).body == Data("kept".utf8))
             #expect(origin.requests.count == 2)
@@ -286,7 +295,9 @@ struct HTTPResponseCacheTests {
 
     @Test("Cache-Control parsing: quoted values, case, repeated directives, bad numbers")
     func cacheControlParsing() {
-        let control = HTTPCacheControl(["Max-Age=60, no-cache=\"Set-Cookie, X\"", "S-MAXAGE=120, stale-if-error=abc, PRIVATE"])
+        let control = HTTPCacheControl([
+            "Max-Age=60, no-cache=\"Set-Cookie, X\"", "S-MAXAGE=120, stale-if-error=abc, PRIVATE",
+        ])
         #expect(control.maxAge == 60)
         #expect(control.sharedMaxAge == 120)
         #expect(control.noCache)

@@ -153,7 +153,6 @@ extension DiskStoreSuites {
                 #expect(list.output.contains("settings namespaces: 0, 0 items"))
             }
         }
-    
 
         @Test("storage list --json and settings keys --json print the documented objects")
         func json() throws {
@@ -213,7 +212,9 @@ extension DiskStoreSuites {
                 // Then the store and the com.example.prefs settings are gone; "app" and the log stay
                 #expect(deleted.status == 0, "\(deleted.output) \(deleted.errors)")
                 #expect(deleted.output == "deleted 1 store, 0 logs, 1 settings namespace\n")
-                #expect(!FileManager.default.fileExists(atPath: folders.caches.appendingPathComponent("com.example.catalog").path))
+                #expect(
+                    !FileManager.default.fileExists(
+                        atPath: folders.caches.appendingPathComponent("com.example.catalog").path))
                 let list = try Self.hoard(folders, "storage", "list")
                 #expect(list.output.contains("  \"app\"  3 entries, "))
                 #expect(list.output.contains("  \"events.log\"  3 messages, "))

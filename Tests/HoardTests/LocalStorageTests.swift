@@ -10,7 +10,8 @@ extension DiskStoreSuites {
     struct LocalStorageTests {
         /// A temporary folder holding `caches/` (the injected default location) and
         /// `outside/` (files that are not under it), removed afterwards.
-        static func withLayout(_ body: (_ caches: URL, _ outside: URL, _ domain: _SettingsDomain) throws -> Void) throws {
+        static func withLayout(_ body: (_ caches: URL, _ outside: URL, _ domain: _SettingsDomain) throws -> Void) throws
+        {
             try DiskTest.withTemporaryDirectory { url in
                 let root = url.deletingLastPathComponent()
                 let caches = root.appendingPathComponent("caches", isDirectory: true)
@@ -26,7 +27,9 @@ extension DiskStoreSuites {
         /// and a link to a store outside.
         static func populate(_ caches: URL, _ outside: URL, _ domain: _SettingsDomain) throws {
             do {
-                let app = try DiskStore(directory: caches.appendingPathComponent("com.example.app"), configuration: .init(spillThreshold: 100))
+                let app = try DiskStore(
+                    directory: caches.appendingPathComponent("com.example.app"),
+                    configuration: .init(spillThreshold: 100))
                 try app.set("hello", for: "a", in: "texts")
                 try app.set("world", for: "b", in: "texts")
                 try app.set(DiskTest.bytes(5_000), for: "big", in: "images")
@@ -42,11 +45,13 @@ extension DiskStoreSuites {
                 codec: .cacheValue)
             try log.append(contentsOf: ["one", "two", "three"])
             try Data("notes".utf8).write(to: logs.appendingPathComponent("notes.txt"))
-            try FileManager.default.createDirectory(at: caches.appendingPathComponent("some-other-app/data"), withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                at: caches.appendingPathComponent("some-other-app/data"), withIntermediateDirectories: true)
             try Data("theirs".utf8).write(to: caches.appendingPathComponent("some-other-app/data/file"))
             try Data("theirs".utf8).write(to: caches.appendingPathComponent("loose-file"))
             try FileManager.default.createSymbolicLink(
-                at: caches.appendingPathComponent("linked-store"), withDestinationURL: outside.appendingPathComponent("linked-store"))
+                at: caches.appendingPathComponent("linked-store"),
+                withDestinationURL: outside.appendingPathComponent("linked-store"))
             let settings = try SettingsTest.store("com.example.prefs", domain, codec: ValueCodec<String>.cacheValue)
             try settings.set("john", for: "username")
             try settings.set("dark", for: "theme")
@@ -91,11 +96,15 @@ extension DiskStoreSuites {
                 #expect(try app.keys(in: "texts").isEmpty)
                 #expect(try app.keys(in: "images") == ["big"])
                 for crafted in ["", ".", "..", "../outside/linked-store", "a/b", "nul\u{0}", "/tmp"] {
-                    let error = try #require(throws: HoardError.self) { try storage.clearNamespace("keep", inStore: crafted) }
+                    let error = try #require(throws: HoardError.self) {
+                        try storage.clearNamespace("keep", inStore: crafted)
+                    }
                     #expect(error.code == .invalidName, "\(crafted)")
                 }
                 for foreign in ["some-other-app", "loose-file", "linked-store", "missing", "hoard-logs"] {
-                    let error = try #require(throws: HoardError.self) { try storage.clearNamespace("keep", inStore: foreign) }
+                    let error = try #require(throws: HoardError.self) {
+                        try storage.clearNamespace("keep", inStore: foreign)
+                    }
                     #expect(error.code == .notAStore, "\(foreign)")
                 }
                 let elsewhere = try DiskStore(directory: outside.appendingPathComponent("linked-store"))
@@ -150,7 +159,8 @@ extension DiskStoreSuites {
                 #expect(inventory.stores.first?.entryCount == 1)
                 #expect(inventory.logs.map(\.name) == ["events.log"])
                 #expect(inventory.settings.isEmpty)
-                #expect(FileManager.default.fileExists(atPath: caches.appendingPathComponent("hoard-logs/notes.txt").path))
+                #expect(
+                    FileManager.default.fileExists(atPath: caches.appendingPathComponent("hoard-logs/notes.txt").path))
             }
         }
 
@@ -164,7 +174,8 @@ extension DiskStoreSuites {
                 try Data("precious".utf8).write(to: target)
                 let app = caches.appendingPathComponent("com.example.app")
                 try FileManager.default.createSymbolicLink(
-                    at: app.appendingPathComponent("blobs/0123456789abcdef-0123456789abcdef"), withDestinationURL: target)
+                    at: app.appendingPathComponent("blobs/0123456789abcdef-0123456789abcdef"),
+                    withDestinationURL: target)
                 try FileManager.default.createSymbolicLink(
                     at: app.appendingPathComponent("index.sqlite-journal"), withDestinationURL: target)
                 try FileManager.default.createSymbolicLink(
@@ -181,8 +192,9 @@ extension DiskStoreSuites {
                 #expect(report.deletedStores == [])
                 #expect(report.deletedLogs == ["events.log"])
                 #expect(report.deletedSettings.map(\.namespace) == ["com.example.prefs"])
-                #expect(report.kept.map { URL(fileURLWithPath: $0.path).lastPathComponent }.sorted()
-                    == ["com.example.app", "held", "hoard-logs", "other store"])
+                #expect(
+                    report.kept.map { URL(fileURLWithPath: $0.path).lastPathComponent }.sorted()
+                        == ["com.example.app", "held", "hoard-logs", "other store"])
                 #expect(try FileManager.default.contentsOfDirectory(atPath: app.path) == ["up"])
                 #expect(DiskTest.tree(caches.appendingPathComponent("other store")) == ["README"])
                 #expect(try held.value(for: "k", as: String.self) == "busy")
@@ -201,7 +213,8 @@ extension DiskStoreSuites {
         func deleteAllComplete() throws {
             try Self.withLayout { caches, _, domain in
                 do {
-                    let store = try DiskStore(directory: caches.appendingPathComponent("plain"), configuration: .init(spillThreshold: 10))
+                    let store = try DiskStore(
+                        directory: caches.appendingPathComponent("plain"), configuration: .init(spillThreshold: 10))
                     try store.set(DiskTest.bytes(100), for: "file")
                     try store.set("inline", for: "inline")
                 }
@@ -216,7 +229,9 @@ extension DiskStoreSuites {
         @Test("Log names for the default location are checked")
         func logNames() throws {
             for crafted in ["", "..", "../x", "a/b", ".hidden", "x\u{0}"] {
-                let error = try #require(throws: HoardError.self) { try MessageLog<String>.defaultFileURL(named: crafted) }
+                let error = try #require(throws: HoardError.self) {
+                    try MessageLog<String>.defaultFileURL(named: crafted)
+                }
                 #expect(error.code == .invalidName)
             }
         }

@@ -69,7 +69,10 @@ final class LoopbackHTTPServer: Sendable {
     func requests(to path: String) -> Int { counts.withLock { $0[path] ?? 0 } }
 
     /// Stops accepting connections; the serving thread ends.
-    func stop() { shutdown(listener, Int32(SHUT_RDWR)); close(listener) }
+    func stop() {
+        shutdown(listener, Int32(SHUT_RDWR))
+        close(listener)
+    }
 
     private func serve() {
         while true {
@@ -87,13 +90,15 @@ final class LoopbackHTTPServer: Sendable {
             var headers: [String: String] = [:]
             for line in lines.dropFirst() {
                 guard let colon = line.firstIndex(of: ":") else { continue }
-                headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+                headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(
+                    in: .whitespaces)
             }
             counts.withLock { $0[path, default: 0] += 1 }
             let answer = handler(LoopbackRequest(path: path, headers: headers))
             let fields = answer.headers.map { "\($0.key): \($0.value)\r\n" }.joined()
             let body = answer.status == 304 ? "" : answer.body
-            let response = "HTTP/1.1 \(answer.status) X\r\n\(fields)Content-Length: \(body.utf8.count)\r\n"
+            let response =
+                "HTTP/1.1 \(answer.status) X\r\n\(fields)Content-Length: \(body.utf8.count)\r\n"
                 + "Connection: close\r\n\r\n\(body)"
             _ = response.utf8CString.withUnsafeBufferPointer { write(connection, $0.baseAddress, $0.count - 1) }
             close(connection)
@@ -101,6 +106,8 @@ final class LoopbackHTTPServer: Sendable {
     }
 }
 
-private extension Array where Element == UInt8 {
-    func ends(with suffix: [UInt8]) -> Bool { count >= suffix.count && Array(self[(count - suffix.count)...]) == suffix }
+extension Array where Element == UInt8 {
+    fileprivate func ends(with suffix: [UInt8]) -> Bool {
+        count >= suffix.count && Array(self[(count - suffix.count)...]) == suffix
+    }
 }

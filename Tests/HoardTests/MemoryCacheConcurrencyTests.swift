@@ -8,7 +8,10 @@ struct MemoryCacheConcurrencyTests {
         ("lru, one shard", .init(countLimit: 500, costLimit: 40_000)),
         ("lru, four shards", .init(countLimit: 500, costLimit: 40_000, shards: 4)),
         ("tinyLFU, one shard", .init(countLimit: 500, costLimit: 40_000, policy: .tinyLFU)),
-        ("tinyLFU, four shards, 100% mark", .init(countLimit: 500, costLimit: 40_000, lowWaterMark: 1, policy: .tinyLFU, shards: 4)),
+        (
+            "tinyLFU, four shards, 100% mark",
+            .init(countLimit: 500, costLimit: 40_000, lowWaterMark: 1, policy: .tinyLFU, shards: 4)
+        ),
     ]
 
     /// Each value starts with its key's 8 bytes, so a read can prove it got the
@@ -23,8 +26,9 @@ struct MemoryCacheConcurrencyTests {
         Int(value.prefix(8).withUnsafeBytes { $0.loadUnaligned(as: Int64.self) }.littleEndian)
     }
 
-    @Test("Many tasks keep count and cost within the limits and never read another key's value",
-          arguments: 0..<4)
+    @Test(
+        "Many tasks keep count and cost within the limits and never read another key's value",
+        arguments: 0..<4)
     func stress(configurationIndex: Int) async throws {
         let (_, configuration) = Self.configurations[configurationIndex]
         let cache = try MemoryCache<Int, Data>(configuration: configuration)

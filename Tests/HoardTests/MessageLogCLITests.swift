@@ -32,7 +32,8 @@ struct MessageLogCLITests {
         var position = 64
         for _ in 0..<count {
             offsets.append(position)
-            let length = file[position..<position + 4].withUnsafeBytes { $0.loadUnaligned(as: UInt32.self) }.littleEndian
+            let length = file[position..<position + 4].withUnsafeBytes { $0.loadUnaligned(as: UInt32.self) }
+                .littleEndian
             position += 8 + Int(length)
         }
         return offsets
@@ -168,11 +169,15 @@ struct MessageLogCLITests {
             let hoard = try DiskTest.executable(named: "hoard")
 
             // When it is named, with and without the extension
-            let dump = try await DiskTest.onThread { try DiskTest.run(hoard, ["log", "dump", "events"], environment: environment) }
+            let dump = try await DiskTest.onThread {
+                try DiskTest.run(hoard, ["log", "dump", "events"], environment: environment)
+            }
             let verify = try await DiskTest.onThread {
                 try DiskTest.run(hoard, ["log", "verify", "events.log", "--json"], environment: environment)
             }
-            let missing = try await DiskTest.onThread { try DiskTest.run(hoard, ["log", "dump", "other"], environment: environment) }
+            let missing = try await DiskTest.onThread {
+                try DiskTest.run(hoard, ["log", "dump", "other"], environment: environment)
+            }
 
             // Then the name resolves to that file, and stderr says so
             #expect(dump.status == 0, "\(dump.errors)")

@@ -32,7 +32,8 @@ struct MessageLogConcurrencyTests {
     func twoTasksOneInstance() async throws {
         try await withTemporaryDirectory { directory in
             // Given one log, large enough for everything
-            let log = try rawLog(directory.appendingPathComponent("tasks.log"), maximumBytes: 4 << 20, overwrites: false)
+            let log = try rawLog(
+                directory.appendingPathComponent("tasks.log"), maximumBytes: 4 << 20, overwrites: false)
             // When two tasks append 3,000 messages each at once
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for writer in 0..<2 {
@@ -53,8 +54,9 @@ struct MessageLogConcurrencyTests {
         }
     }
 
-    @Test("Two instances on one file, appending at once, see each other's appends and never interleave a record",
-          arguments: [false, true])
+    @Test(
+        "Two instances on one file, appending at once, see each other's appends and never interleave a record",
+        arguments: [false, true])
     func twoInstancesOneFile(batched: Bool) async throws {
         try await withTemporaryDirectory { directory in
             let url = directory.appendingPathComponent("shared.log")
@@ -65,13 +67,15 @@ struct MessageLogConcurrencyTests {
                     group.addTask {
                         if batched {
                             for start in stride(from: 0, to: 3_000, by: 25) {
-                                try log.append(contentsOf: (start..<start + 25).map {
-                                    taggedMessage(writer: writer, sequence: $0, padding: $0 % 90)
-                                })
+                                try log.append(
+                                    contentsOf: (start..<start + 25).map {
+                                        taggedMessage(writer: writer, sequence: $0, padding: $0 % 90)
+                                    })
                             }
                         } else {
                             for sequence in 0..<3_000 {
-                                try log.append(taggedMessage(writer: writer, sequence: sequence, padding: sequence % 90))
+                                try log.append(
+                                    taggedMessage(writer: writer, sequence: sequence, padding: sequence % 90))
                             }
                         }
                     }
@@ -137,7 +141,8 @@ struct MessageLogConcurrencyTests {
                     let log = logs[writer % 3]
                     group.addTask {
                         for sequence in 0..<400 {
-                            let message = taggedMessage(writer: writer, sequence: sequence, padding: (writer * sequence) % 120)
+                            let message = taggedMessage(
+                                writer: writer, sequence: sequence, padding: (writer * sequence) % 120)
                             if sequence % 10 == 9 {
                                 try log.append(contentsOf: [message])
                             } else {

@@ -32,8 +32,9 @@ struct MessageLogDamageTests {
 
     // MARK: Torn tails
 
-    @Test("A tail cut at every byte offset of the last record is dropped on open, and appends go on",
-          arguments: [false, true])
+    @Test(
+        "A tail cut at every byte offset of the last record is dropped on open, and appends go on",
+        arguments: [false, true])
     func tornTailEveryOffset(overwrites: Bool) throws {
         try withTemporaryDirectory { directory in
             // Given a log whose last record ends the file
@@ -141,8 +142,9 @@ struct MessageLogDamageTests {
         }
     }
 
-    @Test("A crash after the header of a wrapping append but before its wrap marker is a torn append, not damage",
-          arguments: 0..<12)
+    @Test(
+        "A crash after the header of a wrapping append but before its wrap marker is a torn append, not damage",
+        arguments: 0..<12)
     func crashBeforeWrapMarker(seed: Int) throws {
         try withTemporaryDirectory { directory in
             // Given a ring log whose next append wraps, leaving 8 or more bytes at the end
@@ -272,8 +274,9 @@ struct MessageLogDamageTests {
         }
     }
 
-    @Test("One flipped byte anywhere: an error at the damaged record or the exact messages; recover() keeps all others",
-          arguments: [false, true])
+    @Test(
+        "One flipped byte anywhere: an error at the damaged record or the exact messages; recover() keeps all others",
+        arguments: [false, true])
     func singleByteFlips(overwrites: Bool) throws {
         try withTemporaryDirectory { directory in
             let source = directory.appendingPathComponent("source.log")
@@ -360,7 +363,9 @@ struct MessageLogDamageTests {
         }
     }
 
-    @Test("Several flipped bytes: never a message that was not appended, never out of order, and recover() keeps the untouched")
+    @Test(
+        "Several flipped bytes: never a message that was not appended, never out of order, and recover() keeps the untouched"
+    )
     func multipleByteFlips() throws {
         try withTemporaryDirectory { directory in
             let source = directory.appendingPathComponent("source.log")
@@ -387,7 +392,9 @@ struct MessageLogDamageTests {
                 let recovered = try log.messages()
                 #expect(isOrderedSubsequence(recovered, of: fixture.messages), "iteration \(iteration)")
                 let untouched = fixture.messages.indices.filter { !touched.contains($0) }.map { fixture.messages[$0] }
-                #expect(isOrderedSubsequence(untouched, of: recovered), "iteration \(iteration), touched \(touched.sorted())")
+                #expect(
+                    isOrderedSubsequence(untouched, of: recovered),
+                    "iteration \(iteration), touched \(touched.sorted())")
             }
         }
     }

@@ -6,7 +6,9 @@ extension DiskStoreSuites {
     /// Serialized with the disk store's suites: it mounts a tmpfs as they do.
     @Suite("MessageLog on a full disk", .timeLimit(.minutes(2)))
     struct MessageLogFullDiskTests {
-        @Test("On a really full disk (a 1 MiB tmpfs) appends and creating a log throw storageFull, as the disk store does")
+        @Test(
+            "On a really full disk (a 1 MiB tmpfs) appends and creating a log throw storageFull, as the disk store does"
+        )
         func fullDisk() throws {
             try DiskTest.withTemporaryDirectory { url in
                 // Given a log on a file system of 1 MiB, and the rest of it filled
@@ -15,11 +17,14 @@ extension DiskStoreSuites {
                 let (status, message) = DiskStoreFaultTests.run(
                     "/bin/mount", ["-t", "tmpfs", "-o", "size=1m", "tmpfs", mountPoint.path])
                 guard status == 0 else {
-                    print("MessageLog full-disk test skipped: cannot mount a tmpfs here (\(message.trimmingCharacters(in: .whitespacesAndNewlines)))")
+                    print(
+                        "MessageLog full-disk test skipped: cannot mount a tmpfs here (\(message.trimmingCharacters(in: .whitespacesAndNewlines)))"
+                    )
                     return
                 }
                 defer { _ = DiskStoreFaultTests.run("/bin/umount", ["-l", mountPoint.path]) }
-                let log = try rawLog(mountPoint.appendingPathComponent("events.log"), maximumBytes: 4 << 20, overwrites: false)
+                let log = try rawLog(
+                    mountPoint.appendingPathComponent("events.log"), maximumBytes: 4 << 20, overwrites: false)
                 try log.append(Data("before".utf8))
                 let ballastPath = mountPoint.appendingPathComponent("ballast").path
                 try #require(FileManager.default.createFile(atPath: ballastPath, contents: nil))

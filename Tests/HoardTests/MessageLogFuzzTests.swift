@@ -23,7 +23,8 @@ struct MessageLogFuzzTests {
         var random = SplitMix64(seed: seed)
         var sequence = 0
         for (index, (maximumBytes, overwrites, count)) in [
-            (64 + 600, true, 120), (64 + 300, false, 12), (64 + 72, true, 5), (64 + 2_000, true, 0), (64 + 900, true, 80),
+            (64 + 600, true, 120), (64 + 300, false, 12), (64 + 72, true, 5), (64 + 2_000, true, 0),
+            (64 + 900, true, 80),
         ].enumerated() {
             let url = directory.appendingPathComponent("corpus-\(index).log")
             let log = try rawLog(url, maximumBytes: maximumBytes, overwrites: overwrites)
@@ -73,7 +74,8 @@ struct MessageLogFuzzTests {
             let corpus = try Self.corpus(in: directory)
             let url = directory.appendingPathComponent("extreme.log")
             let extremes: [UInt64] = [
-                .max, .max - 7, 1 << 63, 1 << 62, 1 << 48, (1 << 48) + 1, UInt64(UInt32.max), 0x7FFF_FFFF, 72, 71, 64, 63, 0,
+                .max, .max - 7, 1 << 63, 1 << 62, 1 << 48, (1 << 48) + 1, UInt64(UInt32.max), 0x7FFF_FFFF, 72, 71, 64,
+                63, 0,
             ]
             var refusedOrDamaged = 0
             for (index, base) in corpus.files.enumerated() {
@@ -115,9 +117,13 @@ struct MessageLogFuzzTests {
         func index() -> Int { Int(random.next() % UInt64(max(bytes.count, 1))) }
         switch random.next() % 8 {
         case 0:
-            return ((0..<Int(random.next() % 700)).map { _ in UInt8(truncatingIfNeeded: random.next()) }, "random bytes")
+            return (
+                (0..<Int(random.next() % 700)).map { _ in UInt8(truncatingIfNeeded: random.next()) }, "random bytes"
+            )
         case 1:
-            for _ in 0..<(1 + random.next() % 6) where !bytes.isEmpty { bytes[index()] ^= UInt8(truncatingIfNeeded: random.next() | 1) }
+            for _ in 0..<(1 + random.next() % 6) where !bytes.isEmpty {
+                bytes[index()] ^= UInt8(truncatingIfNeeded: random.next() | 1)
+            }
             return (bytes, "flips")
         case 2:
             return (Array(bytes.prefix(index())), "truncated")
@@ -199,7 +205,7 @@ struct MessageLogFuzzTests {
             do throws(HoardError) {
                 try log.append(marker)
                 #expect(try log.newestMessages(1) == [marker], "\(context)")
-            } catch where error.code == .logFull && !overwrites {
+            } catch  where error.code == .logFull && !overwrites {
                 // A full log that does not overwrite refuses, as it should.
             }
         } catch {

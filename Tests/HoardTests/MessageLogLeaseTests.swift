@@ -13,11 +13,12 @@ struct MessageLogLeaseTests {
         UInt32(file[12]) | UInt32(file[13]) << 8 | UInt32(file[14]) << 16 | UInt32(file[15]) << 24
     }
 
-    @Test("A crash image taken after any append holds exactly the acknowledged messages",
-          arguments: [
-              (64 + 72, 0...20, true), (64 + 333, 0...60, true), (64 + 1_000, 0...200, true),
-              (64 + 4_096, 100...900, true), (64 + 20_000, 0...100, true), (64 + 60_000, 0...100, false),
-          ])
+    @Test(
+        "A crash image taken after any append holds exactly the acknowledged messages",
+        arguments: [
+            (64 + 72, 0...20, true), (64 + 333, 0...60, true), (64 + 1_000, 0...200, true),
+            (64 + 4_096, 100...900, true), (64 + 20_000, 0...100, true), (64 + 60_000, 0...100, false),
+        ])
     func crashImagesAreExact(maximumBytes: Int, sizes: ClosedRange<Int>, overwrites: Bool) throws {
         try withTemporaryDirectory { directory in
             // Given an instance that keeps appending (and so holds the lease)
@@ -90,15 +91,17 @@ struct MessageLogLeaseTests {
                 // holds exactly the model's messages: nothing of the dropped tail returns
                 let again = directory.appendingPathComponent("again-\(round).log")
                 try write(try crashImage(of: next), to: again)
-                #expect(try rawLog(again, maximumBytes: budget, overwrites: true).messages() == model.messages,
-                        "round \(round)")
+                #expect(
+                    try rawLog(again, maximumBytes: budget, overwrites: true).messages() == model.messages,
+                    "round \(round)")
                 try FileManager.default.removeItem(at: url)
                 try write(try bytes(of: again), to: url)
             }
         }
     }
 
-    @Test("The lease flag is set in the file while an instance appends, and cleared with an exact header when it is gone")
+    @Test(
+        "The lease flag is set in the file while an instance appends, and cleared with an exact header when it is gone")
     func leaseFlagOnDisk() throws {
         try withTemporaryDirectory { directory in
             let url = directory.appendingPathComponent("log")

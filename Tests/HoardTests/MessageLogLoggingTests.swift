@@ -52,7 +52,8 @@ struct MessageLogLoggingTests {
         }
     }
 
-    @Test("Opening with other settings logs why appends will be refused; a damaged header and its recovery are warnings")
+    @Test(
+        "Opening with other settings logs why appends will be refused; a damaged header and its recovery are warnings")
     func readOnlyAndRecoveryAreLogged() throws {
         try withTemporaryDirectory { directory in
             let url = directory.appendingPathComponent("settings.log")

@@ -19,7 +19,8 @@ struct MessageLogProcessTests {
         }
     }
 
-    @Test("Two processes appending at once to one log lose nothing, never interleave a record, keep each writer's order")
+    @Test(
+        "Two processes appending at once to one log lose nothing, never interleave a record, keep each writer's order")
     func twoProcesses() async throws {
         try await withTemporaryDirectory { directory in
             // Given a log this process has open
@@ -172,7 +173,8 @@ struct MessageLogProcessTests {
             }
             for (a, b) in zip(tags, tags.dropFirst()) {
                 if a.writer < 0 || b.writer < 0 { problem("a message that was never appended") }
-                let follows = a.writer == b.writer
+                let follows =
+                    a.writer == b.writer
                     ? b.sequence == a.sequence + 1
                     : b.writer == a.writer + 1 && b.sequence == 0
                         && ((acknowledged[a.writer] ?? -1)...((acknowledged[a.writer] ?? -1) + 1)).contains(a.sequence)

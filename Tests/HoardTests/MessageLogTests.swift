@@ -111,7 +111,8 @@ struct MessageLogTests {
         }
     }
 
-    @Test("A message larger than the budget minus the header is its own error, in both modes", arguments: [false, true])
+    @Test(
+        "A message larger than the budget minus the header is its own error, in both modes", arguments: [false, true])
     func largerThanBudget(overwrites: Bool) throws {
         try withTemporaryDirectory { directory in
             let url = directory.appendingPathComponent("budget.log")
@@ -152,8 +153,9 @@ struct MessageLogTests {
 
     // MARK: Files it must not write
 
-    @Test("A log opened with another budget or flag stays readable, refuses appends, and is never rewritten",
-          arguments: [(8192, false), (4096, true), (100, true)])
+    @Test(
+        "A log opened with another budget or flag stays readable, refuses appends, and is never rewritten",
+        arguments: [(8192, false), (4096, true), (100, true)])
     func mismatchedConfiguration(maximumBytes: Int, overwrites: Bool) throws {
         try withTemporaryDirectory { directory in
             // Given a log created with 4096 bytes, no overwrite
@@ -199,8 +201,9 @@ struct MessageLogTests {
         }
     }
 
-    @Test("A flipped bit in the header's version field is damage, not another version: recover() repairs it",
-          arguments: [0, 1, 9, 17, 31])
+    @Test(
+        "A flipped bit in the header's version field is damage, not another version: recover() repairs it",
+        arguments: [0, 1, 9, 17, 31])
     func flippedVersionBit(bit: Int) throws {
         try withTemporaryDirectory { directory in
             let url = directory.appendingPathComponent("flipped.log")

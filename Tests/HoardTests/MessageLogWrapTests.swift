@@ -4,8 +4,9 @@ import Testing
 
 @Suite("MessageLog wrap-around", .timeLimit(.minutes(3)))
 struct MessageLogWrapTests {
-    @Test("Wrapping many times keeps exactly the newest messages the model predicts, in order, never none",
-          arguments: [(64 + 1_000, 0...200), (64 + 333, 0...60), (64 + 4_096, 100...900), (64 + 72, 0...20)])
+    @Test(
+        "Wrapping many times keeps exactly the newest messages the model predicts, in order, never none",
+        arguments: [(64 + 1_000, 0...200), (64 + 333, 0...60), (64 + 4_096, 100...900), (64 + 72, 0...20)])
     func manyWraps(maximumBytes: Int, sizes: ClosedRange<Int>) throws {
         try withTemporaryDirectory { directory in
             // Given a small log that overwrites

@@ -1,9 +1,10 @@
 import Foundation
+import Logging
 import Testing
 
 // Testable: the settings examples run in a settings domain of the test's own.
 @testable import Hoard
-import Logging
+
 #if Metrics
 import HoardMetrics
 #endif
@@ -154,9 +155,11 @@ struct ReadmeExamplesTests {
 
             let cacheURL = directory.appendingPathComponent("images")
             let events = EventRecorder()
-            let images = try DiskStore(directory: cacheURL, configuration: .init(
-                byteLimit: 512 << 20,
-                onEvent: events.handler))
+            let images = try DiskStore(
+                directory: cacheURL,
+                configuration: .init(
+                    byteLimit: 512 << 20,
+                    onEvent: events.handler))
             let pngData = Data([0x89, 0x50, 0x4E, 0x47]) + Data(count: 40_000)
             let url = try #require(URL(string: "https://example.com/a.png"))
             try images.set(pngData, for: url, in: "thumbnails")
@@ -228,13 +231,13 @@ struct ReadmeCacheExamplesTests {
         let api = API()
 
         let users = try Cache<Int, User>(configuration: .init(name: "users")) { id in
-            try await api.user(id)                   // runs once per missing key, however many callers wait
+            try await api.user(id)  // runs once per missing key, however many callers wait
         }
-        let user = try await users.value(for: 42)    // memory → disk → remote stores → fetch
-        let cached = users.cachedValue(for: 42)      // synchronous: memory, then disk; never the network
-        users[7] = User(id: 7, name: "Ada")          // memory at once, disk behind (write-behind)
+        let user = try await users.value(for: 42)  // memory → disk → remote stores → fetch
+        let cached = users.cachedValue(for: 42)  // synchronous: memory, then disk; never the network
+        users[7] = User(id: 7, name: "Ada")  // memory at once, disk behind (write-behind)
         try await users.set(User(id: 8, name: "Bo"), for: 8, expires: .hours(1))  // returns when stored
-        await users.flush()                          // waits for queued writes
+        await users.flush()  // waits for queued writes
         print(user?.name ?? "nil", cached?.name ?? "nil", users[7]?.name ?? "nil")  // user 42 user 42 Ada
 
         #expect(user?.name == "user 42")
@@ -252,14 +255,14 @@ struct ReadmeCacheExamplesTests {
         var configuration = Cache<String, Data>.Configuration(name: "feeds")
         configuration.memory = .init(countLimit: 500, policy: .tinyLFU)
         configuration.defaultExpiry = .minutes(5)
-        configuration.staleWhileRevalidate = 60   // serve an expired value for up to 60 s while refreshing once
-        configuration.negativeCaching = 30        // remember "not found" for 30 s
-        configuration.expiryJitter = 0.1          // lifetimes spread ±10%
-        configuration.onError = { failure in print(failure) }   // write-behind and other background failures
-        configuration.logger = logger             // the same failures, logged with hoard.* metadata
+        configuration.staleWhileRevalidate = 60  // serve an expired value for up to 60 s while refreshing once
+        configuration.negativeCaching = 30  // remember "not found" for 30 s
+        configuration.expiryJitter = 0.1  // lifetimes spread ±10%
+        configuration.onError = { failure in print(failure) }  // write-behind and other background failures
+        configuration.logger = logger  // the same failures, logged with hoard.* metadata
         let feeds = try Cache(configuration: configuration) { url in try await download(url) }
 
-        print(feeds.statistics)   // memory (hits 0, misses 0, promotions 0), local (hits 0, ...), ..., misses 0, ...
+        print(feeds.statistics)  // memory (hits 0, misses 0, promotions 0), local (hits 0, ...), ..., misses 0, ...
 
         try await feeds.clear()  // the default disk store outlives the test
         #expect(try await feeds.value(for: "a") == Data("a".utf8))
@@ -275,10 +278,10 @@ struct ReadmeCacheExamplesTests {
     @Test("Metrics: the README's block compiles and reports to the bootstrapped metrics system")
     func metricsExample() async throws {
         var metered = Cache<Int, String>.Configuration(name: "users")
-        metered.timings = CacheMetrics.timings(cache: "users")   // fetch and store durations
+        metered.timings = CacheMetrics.timings(cache: "users")  // fetch and store durations
         let users = try Cache<Int, String>(configuration: metered)
         let metrics = CacheMetrics(users)
-        metrics.update()          // or: await metrics.run(every: .seconds(10))
+        metrics.update()  // or: await metrics.run(every: .seconds(10))
 
         users[1] = "Ada"
         #expect(users[1] == "Ada")

@@ -72,7 +72,9 @@ extension DiskStoreSuites {
 
                 // When a larger value is set, new or replacing
                 let error = try #require(throws: HoardError.self) { try settings.set(Data(count: 1_025), for: "big") }
-                let replacing = try #require(throws: HoardError.self) { try settings.set(Data(count: 2_000), for: "kept") }
+                let replacing = try #require(throws: HoardError.self) {
+                    try settings.set(Data(count: 2_000), for: "kept")
+                }
 
                 // Then the error says which limit, its value and the value's size; nothing changed
                 #expect(error.code == .settingsValueTooLarge)
@@ -98,7 +100,8 @@ extension DiskStoreSuites {
                 // Given two namespaces limited to 3 items together
                 let limited = SettingsStore<Int>.Configuration(itemLimit: 3)
                 let first = try SettingsTest.store("first", domain, codec: ValueCodec<Int>.json, configuration: limited)
-                let second = try SettingsTest.store("second", domain, codec: ValueCodec<Int>.json, configuration: limited)
+                let second = try SettingsTest.store(
+                    "second", domain, codec: ValueCodec<Int>.json, configuration: limited)
                 try first.set(1, for: "a")
                 try first.set(2, for: "b")
                 try second.set(3, for: "c")
@@ -163,7 +166,8 @@ extension DiskStoreSuites {
             try SettingsTest.withDomain { domain in
                 for configuration in [SettingsStore<Int>.Configuration(itemLimit: 0), .init(valueByteLimit: 0)] {
                     let error = try #require(throws: HoardError.self) {
-                        try SettingsTest.store("limits", domain, codec: ValueCodec<Int>.json, configuration: configuration)
+                        try SettingsTest.store(
+                            "limits", domain, codec: ValueCodec<Int>.json, configuration: configuration)
                     }
                     #expect(error.code == .invalidConfiguration)
                 }
@@ -185,7 +189,10 @@ extension DiskStoreSuites {
                 #expect(error.code == .invalidName)
                 #expect(SettingsTest.suiteFiles(domain) == before)
                 #expect(_SettingsRegistry.shared(domain).namespaces().isEmpty)
-                #expect(throws: HoardError.self) { try LocalStorage(cachesDirectory: URL(fileURLWithPath: "/nonexistent"), settingsDomain: domain).clearSettings(namespace: namespace) }
+                #expect(throws: HoardError.self) {
+                    try LocalStorage(cachesDirectory: URL(fileURLWithPath: "/nonexistent"), settingsDomain: domain)
+                        .clearSettings(namespace: namespace)
+                }
             }
         }
 
@@ -199,7 +206,8 @@ extension DiskStoreSuites {
                 try SettingsTest.plant(Data("ok".utf8), key: "k", namespace: "fine", domain)
 
                 // When the domain is opened, listed and deleted
-                let storage = LocalStorage(cachesDirectory: URL(fileURLWithPath: "/nonexistent"), settingsDomain: domain)
+                let storage = LocalStorage(
+                    cachesDirectory: URL(fileURLWithPath: "/nonexistent"), settingsDomain: domain)
                 let listed = try storage.inventory().settings
                 let report = try storage.deleteAll()
 
@@ -210,7 +218,9 @@ extension DiskStoreSuites {
             }
         }
 
-        @Test("Well-formed namespaces are accepted", arguments: ["com.example.app", "a", "A-b_c.9", String(repeating: "x", count: 128)])
+        @Test(
+            "Well-formed namespaces are accepted",
+            arguments: ["com.example.app", "a", "A-b_c.9", String(repeating: "x", count: 128)])
         func validNamespaces(namespace: String) throws {
             try SettingsTest.withDomain { domain in
                 let settings = try SettingsTest.store(namespace, domain, codec: ValueCodec<String>.cacheValue)
@@ -254,7 +264,9 @@ extension DiskStoreSuites {
             }
         }
 
-        @Test("Two stores of different types in one namespace: a read of the other's value is a miss, and the value stays")
+        @Test(
+            "Two stores of different types in one namespace: a read of the other's value is a miss, and the value stays"
+        )
         func undecodableValue() throws {
             try SettingsTest.withDomain { domain in
                 // Given a value written as a String, read back as a Profile
@@ -300,7 +312,9 @@ extension DiskStoreSuites {
                 // Then writing replaces the file with a good one
                 try settings.set("fresh", for: "new")
                 #expect(settings.value(for: "new") == "fresh")
-                #expect(try PropertyListSerialization.propertyList(from: Data(contentsOf: file), format: nil) is [String: Any])
+                #expect(
+                    try PropertyListSerialization.propertyList(from: Data(contentsOf: file), format: nil)
+                        is [String: Any])
             }
         }
         #endif

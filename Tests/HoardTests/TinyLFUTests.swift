@@ -95,7 +95,9 @@ struct HitRatioTraceTests {
             throw TraceError(description: "\(url.path) expands to \(data.count) bytes, not \(requests * 4)")
         }
         return data.withUnsafeBytes { raw in
-            (0..<(raw.count / 4)).map { UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: $0 * 4, as: UInt32.self)) }
+            (0..<(raw.count / 4)).map {
+                UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: $0 * 4, as: UInt32.self))
+            }
         }
     }
 
@@ -120,15 +122,19 @@ struct HitRatioTraceTests {
         #expect(throws: TraceError.self) { try Self.load("absent") }
     }
 
-    @Test("LRU matches the reference exactly; W-TinyLFU is within 0.01 and beats LRU",
-          arguments: ["zipf1.0", "scan", "loop"])
+    @Test(
+        "LRU matches the reference exactly; W-TinyLFU is within 0.01 and beats LRU",
+        arguments: ["zipf1.0", "scan", "loop"])
     func trace(name: String) async throws {
         let keys = try Self.load(name)
         for (trace, size, lru, tinyLFU) in Self.reference where trace == name {
             // Replayed on a thread of its own: a minute of CPU work must not hold a
             // thread of the concurrency pool that other suites' tests need.
             let (measuredLRU, measuredTiny) = try await Self.onOwnThread {
-                (try Self.hitRatio(keys, size: size, policy: .lru), try Self.hitRatio(keys, size: size, policy: .tinyLFU))
+                (
+                    try Self.hitRatio(keys, size: size, policy: .lru),
+                    try Self.hitRatio(keys, size: size, policy: .tinyLFU)
+                )
             }
             print("\(name) N=\(size): lru \(measuredLRU) (ref \(lru)), tinyLFU \(measuredTiny) (ref \(tinyLFU))")
             #expect(abs(measuredLRU - lru) < 0.00005, "\(name) N=\(size) LRU")

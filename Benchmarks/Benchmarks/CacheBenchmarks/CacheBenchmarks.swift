@@ -62,7 +62,9 @@ final class Holder<T> {
     var value: T?
 }
 
-func configuration(scaling: BenchmarkScalingFactor, seconds: Int = 2, extra: [BenchmarkMetric] = []) -> Benchmark.Configuration {
+func configuration(scaling: BenchmarkScalingFactor, seconds: Int = 2, extra: [BenchmarkMetric] = [])
+    -> Benchmark.Configuration
+{
     .init(
         metrics: [.wallClock, .throughput, .mallocCountTotal] + extra,
         units: [.throughput: .count],
@@ -318,7 +320,8 @@ func registerDiskHit() {
         closure: { (_, fixture: DiskFixture<DiskStore>) in
             var bytes = 0
             for key in fixture.nextBatch() {
-                bytes &+= (try? fixture.subject.entry(for: String(key), in: DiskStore.defaultNamespace))?.data.count ?? -1
+                bytes &+=
+                    (try? fixture.subject.entry(for: String(key), in: DiskStore.defaultNamespace))?.data.count ?? -1
             }
             precondition(bytes == diskReadsPerIteration << 10, "a disk read missed")
             blackHole(bytes)

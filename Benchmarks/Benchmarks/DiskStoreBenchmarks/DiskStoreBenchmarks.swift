@@ -24,19 +24,30 @@ let benchmarks: @Sendable () -> Void = {
     register("disk get 1KiB: DiskStore", shape: small, perIteration: 1_000, make: { try StoreSubject(shape: small) }) {
         $0.get(1_000)
     }
-    register("disk get 1KiB: baseline raw SQLite", shape: small, perIteration: 1_000, make: { try SQLiteSubject(shape: small) }) {
+    register(
+        "disk get 1KiB: baseline raw SQLite", shape: small, perIteration: 1_000,
+        make: { try SQLiteSubject(shape: small) }
+    ) {
         $0.get(1_000)
     }
     register("disk set 1KiB: DiskStore", shape: small, perIteration: 1, make: { try StoreSubject(shape: small) }) {
         try $0.setOne()
     }
-    register("disk set 1KiB: baseline raw SQLite", shape: small, perIteration: 1, make: { try SQLiteSubject(shape: small) }) {
+    register(
+        "disk set 1KiB: baseline raw SQLite", shape: small, perIteration: 1, make: { try SQLiteSubject(shape: small) }
+    ) {
         try $0.setOne()
     }
-    register("disk set batch1000 1KiB: DiskStore", shape: small, perIteration: 1_000, make: { try StoreSubject(shape: small) }) {
+    register(
+        "disk set batch1000 1KiB: DiskStore", shape: small, perIteration: 1_000,
+        make: { try StoreSubject(shape: small) }
+    ) {
         try $0.setBatch(1_000)
     }
-    register("disk set batch1000 1KiB: baseline raw SQLite", shape: small, perIteration: 1_000, make: { try SQLiteSubject(shape: small) }) {
+    register(
+        "disk set batch1000 1KiB: baseline raw SQLite", shape: small, perIteration: 1_000,
+        make: { try SQLiteSubject(shape: small) }
+    ) {
         try $0.setBatch(1_000)
     }
 
@@ -44,13 +55,15 @@ let benchmarks: @Sendable () -> Void = {
     register("disk get 100KiB: DiskStore", shape: large, perIteration: 1, make: { try StoreSubject(shape: large) }) {
         $0.get(1)
     }
-    register("disk get 100KiB: baseline files", shape: large, perIteration: 1, make: { try FilesSubject(shape: large) }) {
+    register("disk get 100KiB: baseline files", shape: large, perIteration: 1, make: { try FilesSubject(shape: large) })
+    {
         $0.get(1)
     }
     register("disk set 100KiB: DiskStore", shape: large, perIteration: 1, make: { try StoreSubject(shape: large) }) {
         try $0.setOne()
     }
-    register("disk set 100KiB: baseline files", shape: large, perIteration: 1, make: { try FilesSubject(shape: large) }) {
+    register("disk set 100KiB: baseline files", shape: large, perIteration: 1, make: { try FilesSubject(shape: large) })
+    {
         try $0.setOne()
     }
 }

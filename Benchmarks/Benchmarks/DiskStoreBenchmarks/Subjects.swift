@@ -1,5 +1,5 @@
-import Benchmark
 import BenchSQLite
+import Benchmark
 import Foundation
 import Hoard
 
@@ -24,7 +24,8 @@ final class StoreSubject: DiskSubject {
         var start = 0
         while start < keys.count {
             let end = min(start + 1_000, keys.count)
-            try store.write(keys[start..<end].map { .set(value, for: $0, in: namespace, storedAt: now, expiresAt: nil) })
+            try store.write(
+                keys[start..<end].map { .set(value, for: $0, in: namespace, storedAt: now, expiresAt: nil) })
             start = end
         }
     }
@@ -146,7 +147,8 @@ final class SQLiteSubject: DiskSubject {
             let length = Int(sqlite3_column_bytes(select, 0))
             let data = sqlite3_column_blob(select, 0).map { Data(bytes: $0, count: length) } ?? Data()
             let stored = sqlite3_column_double(select, 1)
-            let expires: Double? = sqlite3_column_type(select, 2) == SQLITE_NULL ? nil : sqlite3_column_double(select, 2)
+            let expires: Double? =
+                sqlite3_column_type(select, 2) == SQLITE_NULL ? nil : sqlite3_column_double(select, 2)
             sqlite3_reset(select)
             blackHole((data, stored, expires))
         }

@@ -64,7 +64,9 @@ func register<C: CacheSubject>(
                 let cache = try make()
                 let held = KeySpace.prepopulate(cache)
                 if held < KeySpace.keyCount {
-                    print("Note: \(name): the cache holds \(held) of \(KeySpace.keyCount) keys; reads of the others miss.")
+                    print(
+                        "Note: \(name): the cache holds \(held) of \(KeySpace.keyCount) keys; reads of the others miss."
+                    )
                 }
                 let fixture = Fixture(cache: cache, workload: workload, threads: threads)
                 current.fixture = fixture

@@ -3,9 +3,9 @@ import Foundation
 import Hoard
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #elseif canImport(Darwin)
-    import Darwin
+import Darwin
 #endif
 
 /// What a plain-file baseline does per message, besides writing it.
@@ -32,7 +32,7 @@ extension PlainFile {
         case .messageLogCalls:
             written = withUnsafeTemporaryAllocation(byteCount: 64, alignment: 8) { header in
                 guard pread(descriptor, header.baseAddress, 64, 0) >= 0,
-                      pwrite(descriptor, header.baseAddress! + 24, 40, 24) == 40
+                    pwrite(descriptor, header.baseAddress! + 24, 40, 24) == 40
                 else { return -1 }
                 return record.withUnsafeBytes { bytes in
                     var vectors = [

@@ -3,9 +3,9 @@ import Foundation
 import Hoard
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #elseif canImport(Darwin)
-    import Darwin
+import Darwin
 #endif
 
 /// `MessageLog<Data>` (codec `.cacheValue`, which passes bytes through; overwriting)
@@ -146,9 +146,9 @@ final class PlainFile {
         offset += bytes
         if sync {
             #if canImport(Darwin)
-                let synced = fsync(descriptor)
+            let synced = fsync(descriptor)
             #else
-                let synced = fdatasync(descriptor)
+            let synced = fdatasync(descriptor)
             #endif
             guard synced == 0 else { throw CocoaError(.fileWriteUnknown) }
         }
@@ -156,9 +156,9 @@ final class PlainFile {
 
     func close() {
         #if canImport(Glibc)
-            _ = Glibc.close(descriptor)
+        _ = Glibc.close(descriptor)
         #elseif canImport(Darwin)
-            _ = Darwin.close(descriptor)
+        _ = Darwin.close(descriptor)
         #endif
     }
 }
@@ -227,7 +227,8 @@ func registerReadAll() {
         blackHole(messages)
     }
     register(
-        "read-all 64MiB: MessageLog forEachEncodedMessage", configuration(scaling: .one, seconds: 5, maxIterations: 200),
+        "read-all 64MiB: MessageLog forEachEncodedMessage",
+        configuration(scaling: .one, seconds: 5, maxIterations: 200),
         make: { directory in
             let log = try openLog(in: directory, budget: readBudget, durability: .none)
             try fill(log, messages: expected)

@@ -74,13 +74,15 @@ final class PostgresFixture: Sendable {
 
     private func openFloors(_ configuration: PostgresStore.Configuration) async throws -> Floors {
         let (host, port, user, database) = (
-            configuration.host, configuration.port, configuration.username, configuration.database ?? configuration.username
+            configuration.host, configuration.port, configuration.username,
+            configuration.database ?? configuration.username
         )
         func raw(on loop: any EventLoop) async throws -> RawPostgresClient {
             try await RawPostgresClient.connect(host: host, port: port, user: user, database: database, on: loop)
         }
         let oneLoop = Self.floorGroup.next()
-        var rawOneLoop: [RawPostgresClient] = [], rawFourLoops: [RawPostgresClient] = []
+        var rawOneLoop: [RawPostgresClient] = []
+        var rawFourLoops: [RawPostgresClient] = []
         var futures: [(PostgresConnection, PreparedQuery)] = []
         for index in 0..<4 {
             rawOneLoop.append(try await raw(on: oneLoop))
@@ -148,7 +150,8 @@ final class PostgresFixture: Sendable {
 
     func storeSet() async throws {
         try await store.set(
-            value, for: Self.key(Int.random(in: 0..<Self.keyCount)), in: Self.namespace, storedAt: Date(), expiresAt: nil)
+            value, for: Self.key(Int.random(in: 0..<Self.keyCount)), in: Self.namespace, storedAt: Date(),
+            expiresAt: nil)
     }
 
     /// `write(_:)` of `count` sets of consecutive keys from a random start.
@@ -230,7 +233,9 @@ final class PostgresFixture: Sendable {
     }
 
     /// Runs `operation` `perClient` times on each of `clients` tasks at once.
-    func concurrently(_ clients: Int, _ perClient: Int, _ operation: @escaping @Sendable () async throws -> Void) async throws {
+    func concurrently(_ clients: Int, _ perClient: Int, _ operation: @escaping @Sendable () async throws -> Void)
+        async throws
+    {
         try await withThrowingTaskGroup(of: Void.self) { group in
             for _ in 0..<clients {
                 group.addTask { for _ in 0..<perClient { try await operation() } }

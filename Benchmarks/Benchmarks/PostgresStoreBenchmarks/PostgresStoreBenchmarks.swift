@@ -44,13 +44,19 @@ let benchmarks: @Sendable () -> Void = {
     let fixture = PostgresFixture(url: url)
 
     register("postgres get 1KiB: PostgresStore", fixture, perIteration: 1) { try await $0.storeGet() }
-    register("postgres get 1KiB: baseline postgres-nio prepared", fixture, perIteration: 1) { try await $0.baselineGet() }
+    register("postgres get 1KiB: baseline postgres-nio prepared", fixture, perIteration: 1) {
+        try await $0.baselineGet()
+    }
     register("postgres set 1KiB: PostgresStore", fixture, perIteration: 1) { try await $0.storeSet() }
-    register("postgres set 1KiB: baseline postgres-nio prepared", fixture, perIteration: 1) { try await $0.baselineSet() }
+    register("postgres set 1KiB: baseline postgres-nio prepared", fixture, perIteration: 1) {
+        try await $0.baselineSet()
+    }
     register("postgres set 1KiB batch of 100: PostgresStore write(_:)", fixture, perIteration: 100) {
         try await $0.storeWriteBatch(count: 100)
     }
-    register("postgres set 1KiB batch of 100: baseline postgres-nio prepared, 100 statements", fixture, perIteration: 100) {
+    register(
+        "postgres set 1KiB batch of 100: baseline postgres-nio prepared, 100 statements", fixture, perIteration: 100
+    ) {
         try await $0.baselineSetBatch(count: 100)
     }
     register("postgres multi-get 100: PostgresStore", fixture, perIteration: 1) { try await $0.storeMultiGet() }

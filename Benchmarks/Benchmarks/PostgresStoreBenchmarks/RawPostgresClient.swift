@@ -39,7 +39,9 @@ final class RawPostgresClient: Sendable {
             .connect(host: host, port: port).get()
         try await ready.futureResult.get()
         let handler = try await channel.eventLoop.submit {
-            NIOLoopBound(try channel.pipeline.syncOperations.handler(type: RawPostgresHandler.self), eventLoop: channel.eventLoop)
+            NIOLoopBound(
+                try channel.pipeline.syncOperations.handler(type: RawPostgresHandler.self), eventLoop: channel.eventLoop
+            )
         }.get()
         return RawPostgresClient(channel: channel, handler: handler)
     }
@@ -155,7 +157,8 @@ final class RawPostgresHandler: ChannelInboundHandler {
         switch (type, phase) {
         case (UInt8(ascii: "R"), .startingUp):
             if body.readInteger(as: Int32.self) != 0 {
-                fail("the server asks for a password; the raw client speaks only trust authentication", context: context)
+                fail(
+                    "the server asks for a password; the raw client speaks only trust authentication", context: context)
             }
         case (UInt8(ascii: "Z"), .startingUp):
             phase = .preparing

@@ -44,7 +44,9 @@ struct Fixture: Sendable {
         for start in stride(from: 0, to: keys.count, by: 100) {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for key in keys[start..<min(start + 100, keys.count)] {
-                    group.addTask { try await store.set(value, for: key, in: Self.namespace, storedAt: .now, expiresAt: nil) }
+                    group.addTask {
+                        try await store.set(value, for: key, in: Self.namespace, storedAt: .now, expiresAt: nil)
+                    }
                 }
                 try await group.waitForAll()
             }

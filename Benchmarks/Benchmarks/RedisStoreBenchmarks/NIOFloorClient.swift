@@ -24,7 +24,8 @@ final class NIOFloorClient: Sendable {
             }
             .connect(host: host, port: port).get()
         let counter = try await channel.eventLoop.submit {
-            NIOLoopBound(try channel.pipeline.syncOperations.handler(type: ReplyCounter.self), eventLoop: channel.eventLoop)
+            NIOLoopBound(
+                try channel.pipeline.syncOperations.handler(type: ReplyCounter.self), eventLoop: channel.eventLoop)
         }.get()
         return NIOFloorClient(channel: channel, counter: counter)
     }

@@ -44,7 +44,9 @@ final class RawRESPClient {
             }
             candidate = info.pointee.ai_next
         }
-        guard connected >= 0 else { throw BenchmarkFailure("raw client: cannot connect to \(host):\(port) (errno \(errno))") }
+        guard connected >= 0 else {
+            throw BenchmarkFailure("raw client: cannot connect to \(host):\(port) (errno \(errno))")
+        }
         var one: Int32 = 1
         setsockopt(connected, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
         descriptor = connected

@@ -78,9 +78,13 @@ let benchmarks: @Sendable () -> Void = {
             try await subject.setPipelined(batches: 50, depth: 16)
         }
     }
-    registerStore("redis set 1KiB c1 P16: RedisStore batch write", url: url) { try await $0.setBatched(batches: 50, depth: 16) }
+    registerStore("redis set 1KiB c1 P16: RedisStore batch write", url: url) {
+        try await $0.setBatched(batches: 50, depth: 16)
+    }
     registerStore("redis set 1KiB c1 P16: RedisStore batch write on its event loop", url: url) { subject in
-        try await withTaskExecutorPreference(subject.store.taskExecutor) { try await subject.setBatched(batches: 50, depth: 16) }
+        try await withTaskExecutorPreference(subject.store.taskExecutor) {
+            try await subject.setBatched(batches: 50, depth: 16)
+        }
     }
     registerStore("redis get 1KiB c1 P16: RedisStore", url: url) { try await $0.getPipelined(batches: 50, depth: 16) }
     registerRaw("redis get 1KiB c1 P16: baseline raw RESP", url: url, commands: { $0.getCommands() }) {
@@ -93,7 +97,9 @@ let benchmarks: @Sendable () -> Void = {
     }
     registerStore("redis mget 16x1KiB c1: RedisStore", url: url) { try await $0.multiGet(count: 100, keys: 16) }
     registerStore("redis mget 16x1KiB c1: RedisStore on its event loop", url: url) { subject in
-        try await withTaskExecutorPreference(subject.store.taskExecutor) { try await subject.multiGet(count: 100, keys: 16) }
+        try await withTaskExecutorPreference(subject.store.taskExecutor) {
+            try await subject.multiGet(count: 100, keys: 16)
+        }
     }
     registerRaw("redis mget 16x1KiB c1: baseline raw RESP", url: url, commands: { $0.mgetCommands(count: 16) }) {
         try $0.run(count: 100, depth: 1, expected: 16 * (Fixture.valueSize + 17))
@@ -190,7 +196,9 @@ final class StoreSubject {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for _ in 0..<depth {
                     let key = nextKey()
-                    group.addTask { try await store.set(value, for: key, in: Fixture.namespace, storedAt: .now, expiresAt: nil) }
+                    group.addTask {
+                        try await store.set(value, for: key, in: Fixture.namespace, storedAt: .now, expiresAt: nil)
+                    }
                 }
                 try await group.waitForAll()
             }
@@ -364,7 +372,8 @@ private func registerNIO(_ name: String, url: String, run: @escaping (NIOSubject
             let fixture = try Fixture(url: url)
             let store = try fixture.makeStore()
             try await fixture.populate(store)
-            let client = try await NIOFloorClient.connect(host: fixture.configuration.host, port: fixture.configuration.port)
+            let client = try await NIOFloorClient.connect(
+                host: fixture.configuration.host, port: fixture.configuration.port)
             held.value = (fixture, store, client)
             // A GET reply: "$1041\r\n", the stored value, "\r\n".
             let valueLength = Fixture.valueSize + 17

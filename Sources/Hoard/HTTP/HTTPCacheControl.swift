@@ -86,7 +86,9 @@ public struct HTTPCacheControl: Sendable, Hashable {
             guard let equals = trimmed.firstIndex(of: "=") else { return (trimmed.lowercased(), nil) }
             let name = trimmed[..<equals].trimmingCharacters(in: .whitespaces).lowercased()
             var value = trimmed[trimmed.index(after: equals)...].trimmingCharacters(in: .whitespaces)
-            if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") { value = String(value.dropFirst().dropLast()) }
+            if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") {
+                value = String(value.dropFirst().dropLast())
+            }
             return (name, value)
         }
     }

@@ -53,7 +53,8 @@ public struct URLSessionHTTPTransport: HTTPCacheTransport {
         for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
         let (body, response) = try await session.data(for: request)
         guard let http = response as? HTTPURLResponse else {
-            throw HoardError(.httpFailed, "\(url.absoluteString) did not answer with an HTTP response", key: url.absoluteString)
+            throw HoardError(
+                .httpFailed, "\(url.absoluteString) did not answer with an HTTP response", key: url.absoluteString)
         }
         var fields: [String: String] = [:]
         for (name, value) in http.allHeaderFields {

@@ -111,7 +111,9 @@ extension HTTPStoredResponses: CacheValue {
         let bytes = [UInt8](data)
         guard bytes.count >= 4 else { throw HoardError(.decodingFailed, "a stored HTTP response is truncated") }
         let length = Int(UInt32(bytes[0]) | UInt32(bytes[1]) << 8 | UInt32(bytes[2]) << 16 | UInt32(bytes[3]) << 24)
-        guard length <= bytes.count - 4 else { throw HoardError(.decodingFailed, "a stored HTTP response is truncated") }
+        guard length <= bytes.count - 4 else {
+            throw HoardError(.decodingFailed, "a stored HTTP response is truncated")
+        }
         let metadata = try JSONDecoder().decode([Metadata].self, from: Data(bytes[4..<(4 + length)]))
         var offset = 4 + length
         var responses: [HTTPCachedResponse] = []

@@ -29,7 +29,7 @@ enum _HTTPDate {
             }
         }
         guard let day, let month, let year, let time, (1...31).contains(day), time[0] < 24, time[1] < 60,
-              time[2] < 61
+            time[2] < 61
         else { return nil }
         var components = DateComponents()
         components.year = year

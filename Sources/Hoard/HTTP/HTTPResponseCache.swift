@@ -162,19 +162,25 @@ public final class HTTPResponseCache: Sendable {
         let request = _HTTPRequest(url: url, headers: headers)
         let requestControl = request.cacheControl
         if requestControl.noStore {
-            return try await flights.run(request.flightKey, joined: { self.count { $0.coalescedWaits += 1 } }) { try await self.fetch(request, storing: false) }
+            return try await flights.run(request.flightKey, joined: { self.count { $0.coalescedWaits += 1 } }) {
+                try await self.fetch(request, storing: false)
+            }
         }
         let stored = try? await storage.value(for: request.key)
         let now = clock.now()
         guard let candidate = stored?.responses.first(where: { request.selects($0) }) else {
             if requestControl.onlyIfCached { return request.gatewayTimeout(now: now) }
-            return try await flights.run(request.flightKey, joined: { self.count { $0.coalescedWaits += 1 } }) { try await self.fetch(request, storing: true) }
+            return try await flights.run(request.flightKey, joined: { self.count { $0.coalescedWaits += 1 } }) {
+                try await self.fetch(request, storing: true)
+            }
         }
         let policy = _HTTPFreshness(candidate, configuration: configuration, now: now)
         let control = candidate.cacheControl
-        let mayServeStale = !control.mustRevalidate && !(configuration.isShared && control.proxyRevalidate)
+        let mayServeStale =
+            !control.mustRevalidate && !(configuration.isShared && control.proxyRevalidate)
             && !control.noCache
-        let mustValidate = control.noCache || requestControl.noCache
+        let mustValidate =
+            control.noCache || requestControl.noCache
             || requestControl.maxAge.map { policy.age > TimeInterval($0) } ?? false
         if !mustValidate {
             let minFresh = TimeInterval(requestControl.minFresh ?? 0)
@@ -243,7 +249,8 @@ public final class HTTPResponseCache: Sendable {
         }
         if exchange.response.statusCode == 304 {
             var refreshed = candidate
-            for (name, value) in exchange.response.headers where !["content-length", "content-encoding", "transfer-encoding"].contains(name.lowercased()) {
+            for (name, value) in exchange.response.headers
+            where !["content-length", "content-encoding", "transfer-encoding"].contains(name.lowercased()) {
                 refreshed.headers[name.lowercased()] = value
             }
             refreshed.requestTime = exchange.requestTime
@@ -292,7 +299,9 @@ public final class HTTPResponseCache: Sendable {
     private func store(_ response: HTTPCachedResponse, for request: _HTTPRequest) async {
         guard _HTTPStorability.allows(response, request: request, shared: configuration.isShared) else { return }
         var stored = (try? await storage.value(for: request.key))?.responses ?? []
-        stored.removeAll { $0.varyingRequestHeaders == response.varyingRequestHeaders && $0.varyNames == response.varyNames }
+        stored.removeAll {
+            $0.varyingRequestHeaders == response.varyingRequestHeaders && $0.varyNames == response.varyNames
+        }
         var kept = response
         kept.isFromCache = true
         stored.insert(kept, at: 0)

@@ -48,7 +48,8 @@ struct _HTTPRequest: Sendable {
     /// The answer to `only-if-cached` when nothing stored may be used.
     func gatewayTimeout(now: Date) -> HTTPCachedResponse {
         HTTPCachedResponse(
-            url: url, statusCode: 504, headers: [:], body: Data(), requestTime: now, responseTime: now, isFromCache: true)
+            url: url, statusCode: 504, headers: [:], body: Data(), requestTime: now, responseTime: now,
+            isFromCache: true)
     }
 }
 
@@ -67,7 +68,9 @@ struct _HTTPFreshness {
     }
 
     /// RFC 9111, section 4.2.1, with the heuristic of section 4.2.2.
-    static func lifetime(of response: HTTPCachedResponse, configuration: HTTPResponseCache.Configuration) -> TimeInterval {
+    static func lifetime(of response: HTTPCachedResponse, configuration: HTTPResponseCache.Configuration)
+        -> TimeInterval
+    {
         let control = response.cacheControl
         if configuration.isShared, let shared = control.sharedMaxAge { return TimeInterval(shared) }
         if let maxAge = control.maxAge { return TimeInterval(maxAge) }
@@ -78,9 +81,11 @@ struct _HTTPFreshness {
             return max(0, expiry.timeIntervalSince(date))
         }
         guard _HTTPStorability.heuristicallyCacheable.contains(response.statusCode),
-              let modified = response[header: "last-modified"].flatMap(_HTTPDate.parse)
+            let modified = response[header: "last-modified"].flatMap(_HTTPDate.parse)
         else { return 0 }
-        return min(configuration.maximumHeuristicLifetime, max(0, date.timeIntervalSince(modified)) * configuration.heuristicFraction)
+        return min(
+            configuration.maximumHeuristicLifetime,
+            max(0, date.timeIntervalSince(modified)) * configuration.heuristicFraction)
     }
 }
 
@@ -95,15 +100,16 @@ enum _HTTPStorability {
         let control = response.cacheControl
         let requestControl = request.cacheControl
         guard response.statusCode >= 200, response.statusCode != 206, response.statusCode != 304,
-              !control.noStore, !requestControl.noStore, !(shared && control.isPrivate),
-              !response.varyNames.contains("*")
+            !control.noStore, !requestControl.noStore, !(shared && control.isPrivate),
+            !response.varyNames.contains("*")
         else { return false }
         if shared, request.headers["authorization"] != nil,
-           !(control.isPublic || control.mustRevalidate || control.sharedMaxAge != nil)
+            !(control.isPublic || control.mustRevalidate || control.sharedMaxAge != nil)
         {
             return false
         }
-        let explicit = control.isPublic || control.maxAge != nil || (shared && control.sharedMaxAge != nil)
+        let explicit =
+            control.isPublic || control.maxAge != nil || (shared && control.sharedMaxAge != nil)
             || response[header: "expires"] != nil || (!shared && control.isPrivate)
         return explicit || heuristicallyCacheable.contains(response.statusCode)
     }

@@ -21,7 +21,8 @@ extension LocalStorage {
             func count(_ count: Int, _ singular: String, _ plural: String) -> String {
                 "\(count) \(count == 1 ? singular : plural)"
             }
-            var text = "deleted \(count(deletedStores.count, "store", "stores")), \(count(deletedLogs.count, "log", "logs")), "
+            var text =
+                "deleted \(count(deletedStores.count, "store", "stores")), \(count(deletedLogs.count, "log", "logs")), "
                 + count(deletedSettings.count, "settings namespace", "settings namespaces")
             for (path, reason) in kept { text += "\nkept \(path): \(reason)" }
             return text
@@ -76,7 +77,8 @@ extension LocalStorage {
         }
         if _FileSystem.kind(at: logsDirectory.path) == .directory, rmdir(logsDirectory.path) != 0, errno != ENOENT {
             let left = ((try? _FileSystem.contents(of: logsDirectory.path)) ?? []).sorted().prefix(5)
-            report.kept.append((logsDirectory.path, "the folder holds files that are not logs: \(left.joined(separator: ", "))"))
+            report.kept.append(
+                (logsDirectory.path, "the folder holds files that are not logs: \(left.joined(separator: ", "))"))
         }
         report.deletedSettings = try settings.removeEverything().map { ($0.name, $0.count) }
         return report

@@ -138,7 +138,8 @@ public struct LocalStorage: Sendable {
         try _LocalNames.validateComponent(name, what: "a store name")
         let path = cachesDirectory.path + "/" + name
         guard _FileSystem.kind(at: path) == .directory else {
-            throw HoardError(.notAStore, "there is no store directory by this name (a symbolic link is not one)", path: path)
+            throw HoardError(
+                .notAStore, "there is no store directory by this name (a symbolic link is not one)", path: path)
         }
         guard try _StoreDirectory.inspect(path) == .store else {
             throw HoardError(.notAStore, "the directory holds no Hoard store", path: path)

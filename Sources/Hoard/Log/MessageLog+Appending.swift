@@ -70,7 +70,8 @@ extension MessageLog {
             // The append starts with its wrap marker when it writes one that stays live:
             // a crash between the header and the marker then leaves a torn last append
             // (dropped on open), not a gap where the marker should be.
-            placed.lastAppendStart = placement.wrapMarker.flatMap { placed.isInUpperSegment($0) ? $0 : nil }
+            placed.lastAppendStart =
+                placement.wrapMarker.flatMap { placed.isInUpperSegment($0) ? $0 : nil }
                 ?? placement.offset
             do throws(HoardError) {
                 if placement.evicted > lease.aheadCount {
@@ -194,9 +195,11 @@ extension MessageLog {
                         into: UnsafeMutableRawBufferPointer(rebasing: record[0..<_LogRecord.prefixSize]),
                         offset: offset, payload: payloadBytes, lap: lap)
                     if let source = payloadBytes.baseAddress, !payloadBytes.isEmpty {
-                        (record.baseAddress! + _LogRecord.prefixSize).copyMemory(from: source, byteCount: payloadBytes.count)
+                        (record.baseAddress! + _LogRecord.prefixSize).copyMemory(
+                            from: source, byteCount: payloadBytes.count)
                     }
-                    return Result { () throws(HoardError) in try file.write(UnsafeRawBufferPointer(record), at: offset) }
+                    return Result { () throws(HoardError) in try file.write(UnsafeRawBufferPointer(record), at: offset)
+                    }
                 }
             }
             return withUnsafeTemporaryAllocation(byteCount: _LogRecord.prefixSize, alignment: 4) { prefix in

@@ -37,7 +37,8 @@ extension MessageLog {
             state.isWritable = false
             throw error
         }
-        state.isWritable = !readsOnly && state.file.isWritable
+        state.isWritable =
+            !readsOnly && state.file.isWritable
             && header.matches(maximumBytes: maximumBytes, overwritesOldMessages: overwritesOldMessages)
         return try Self._settle(
             header, file: state.file, persist: persistingSettlement && state.isWritable, durability: durability)
@@ -113,7 +114,8 @@ extension MessageLog {
             log.openedDamaged(_headerError(parsed, path: path))
             return _LogState(file: file, isWritable: false)
         case .header(let header):
-            guard file.isWritable, header.matches(maximumBytes: maximumBytes, overwritesOldMessages: overwritesOldMessages)
+            guard file.isWritable,
+                header.matches(maximumBytes: maximumBytes, overwritesOldMessages: overwritesOldMessages)
             else {
                 log.openedReadOnly(
                     _notWritable(
@@ -125,7 +127,7 @@ extension MessageLog {
             do throws(HoardError) {
                 let settled = try _settle(header, file: file, persist: true, durability: durability)
                 _ = try _checkLastAppend(settled, state: &state, durability: durability, log: log)
-            } catch where error.code == .fileCorrupted {
+            } catch  where error.code == .fileCorrupted {
                 // Damage before a torn last append: reads report it, recover() repairs it;
                 // opening must not fail, or there would be no instance to recover with.
             }
@@ -178,7 +180,8 @@ extension MessageLog {
         let path = log.path
         if state.trusted == header { return header }
         state.window = nil
-        let hasLastAppend = header.count > 0
+        let hasLastAppend =
+            header.count > 0
             && (header.lastAppendStart != header.next || header.isInUpperSegment(header.lastAppendStart))
         if hasLastAppend {
             let image = try _LogImage.loadLive(header, from: header.lastAppendStart, file: state.file)

@@ -54,7 +54,7 @@ extension MessageLog {
             let inspection = try _inspect(state.file)
             if let header = inspection.header {
                 guard !readsOnly, state.file.isWritable,
-                      header.matches(maximumBytes: maximumBytes, overwritesOldMessages: overwritesOldMessages)
+                    header.matches(maximumBytes: maximumBytes, overwritesOldMessages: overwritesOldMessages)
                 else { throw _notWritable(header, file: state.file) }
                 if let settlement = inspection.settlement {
                     // A writer died holding the lease: clear what it left past its records.

@@ -46,13 +46,15 @@ public struct MessageLogReport: Sendable, Hashable, CustomStringConvertible {
         if isIntact {
             lines.append("intact: \(intactMessageCount) messages")
         } else if !isHeaderIntact {
-            lines.append("damaged header: \(intactMessageCount) intact messages found by scanning; recover() keeps them")
+            lines.append(
+                "damaged header: \(intactMessageCount) intact messages found by scanning; recover() keeps them")
         } else if damagedRanges.isEmpty && tornAppendRanges.isEmpty {
             lines.append(
                 "damaged: the header counts \(headerMessageCount ?? 0) messages but \(intactMessageCount) were found")
         } else if damagedRanges.isEmpty {
             lines.append(
-                "torn last append: \(intactMessageCount) intact messages; opening the log for writing drops the torn part")
+                "torn last append: \(intactMessageCount) intact messages; opening the log for writing drops the torn part"
+            )
         } else {
             lines.append("damaged: \(intactMessageCount) intact messages; recover() keeps them and drops the rest")
         }

@@ -33,9 +33,11 @@ struct _LogFile: Sendable {
         case .failure(let failure) where failure.isNoSuchFile && refused != nil:
             // The file is missing and cannot be created: say why it could not be.
             let cause = refused ?? failure
-            throw HoardError(.ioFailed, "could not create the log file: \(cause)", path: path, underlying: cause.asError)
+            throw HoardError(
+                .ioFailed, "could not create the log file: \(cause)", path: path, underlying: cause.asError)
         case .failure(let failure):
-            let what = failure.isNoSuchFile ? "there is no log file at this path" : "could not open the log file: \(failure)"
+            let what =
+                failure.isNoSuchFile ? "there is no log file at this path" : "could not open the log file: \(failure)"
             throw HoardError(.ioFailed, what, path: path, underlying: failure.asError)
         }
     }
@@ -125,7 +127,8 @@ struct _LogFile: Sendable {
 
     /// Writes `bytes` at `offset`.
     func write(_ bytes: [UInt8], at offset: Int) throws(HoardError) {
-        let result = bytes.withUnsafeBytes { buffer in Result { () throws(HoardError) in try write(buffer, at: offset) } }
+        let result = bytes.withUnsafeBytes { buffer in Result { () throws(HoardError) in try write(buffer, at: offset) }
+        }
         try result.get()
     }
 

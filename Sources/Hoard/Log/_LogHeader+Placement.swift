@@ -127,7 +127,8 @@ extension _LogHeader {
     /// overwrite them (see ``_LogLease``).
     ///
     /// - Returns: How many records it evicted.
-    mutating func evictAhead(toFree bytes: Int, path: String, source: inout some _SlotSource) throws(HoardError) -> Int {
+    mutating func evictAhead(toFree bytes: Int, path: String, source: inout some _SlotSource) throws(HoardError) -> Int
+    {
         var evicted = 0
         // Never stop at offset 64: records dropped ahead are found again after a crash
         // only when they lie in the oldest record's own segment.

@@ -71,7 +71,7 @@ extension _LogHeader {
             }
             // A run that reaches offset 64 may have begun before the wrap point.
             if settled.oldest == start, !settled.wraps, settled.lap > 1,
-               let upper = try droppedAheadBeforeWrap(after: settled, file: file, fileSize: fileSize)
+                let upper = try droppedAheadBeforeWrap(after: settled, file: file, fileSize: fileSize)
             {
                 settled.oldest = upper.start
                 settled.count += upper.count

@@ -130,14 +130,15 @@ struct _LogHeader: Equatable, Sendable {
                 lap: lap, maximumBytes: budgetHint)
         }
         guard checksum == u32(60) else {
-            return .damaged(reason: "the header's checksum does not match its bytes", lap: lap, maximumBytes: budgetHint)
+            return .damaged(
+                reason: "the header's checksum does not match its bytes", lap: lap, maximumBytes: budgetHint)
         }
         func damaged(_ reason: String) -> Parsed { .damaged(reason: reason, lap: lap, maximumBytes: budgetHint) }
         let flags = u32(12)
         guard flags & ~3 == 0 else { return damaged("the header has unknown flags \(flags)") }
         guard let maximumBytes = Int(exactly: u64(16)), (minimumBytes...Self.maximumBytes).contains(maximumBytes),
-              let oldest = Int(exactly: u64(24)), let next = Int(exactly: u64(32)),
-              let count = Int(exactly: u64(40)), let lastAppendStart = Int(exactly: u64(48))
+            let oldest = Int(exactly: u64(24)), let next = Int(exactly: u64(32)),
+            let count = Int(exactly: u64(40)), let lastAppendStart = Int(exactly: u64(48))
         else { return damaged("a header field is out of range") }
         var header = _LogHeader(maximumBytes: maximumBytes, overwritesOldMessages: flags & 1 == 1)
         header.oldest = oldest
@@ -165,12 +166,16 @@ struct _LogHeader: Equatable, Sendable {
             guard oldest == next else { return "an empty log's oldest and next offsets differ" }
             guard lastAppendStart == next else { return "an empty log has a last append" }
         } else {
-            guard next >= start + _LogRecord.prefixSize else { return "the next offset is before the first record's end" }
+            guard next >= start + _LogRecord.prefixSize else {
+                return "the next offset is before the first record's end"
+            }
             guard overwritesOldMessages || next > oldest else {
                 return "a log that does not overwrite has wrapped"
             }
             guard lap != 0 else { return "a log with records has lap 0" }
-            guard maximumBytes - oldest >= _LogRecord.prefixSize else { return "the oldest record starts past the budget" }
+            guard maximumBytes - oldest >= _LogRecord.prefixSize else {
+                return "the oldest record starts past the budget"
+            }
             // The last append starts at a live record or marker, or equals next when
             // there is none.
             guard isLive(lastAppendStart) || lastAppendStart == next else {
@@ -183,8 +188,12 @@ struct _LogHeader: Equatable, Sendable {
     /// The 64 bytes of this header.
     func write(into bytes: UnsafeMutableRawBufferPointer) {
         precondition(bytes.count >= Self.size)
-        func put32(_ value: UInt32, _ offset: Int) { bytes.storeBytes(of: value.littleEndian, toByteOffset: offset, as: UInt32.self) }
-        func put64(_ value: UInt64, _ offset: Int) { bytes.storeBytes(of: value.littleEndian, toByteOffset: offset, as: UInt64.self) }
+        func put32(_ value: UInt32, _ offset: Int) {
+            bytes.storeBytes(of: value.littleEndian, toByteOffset: offset, as: UInt32.self)
+        }
+        func put64(_ value: UInt64, _ offset: Int) {
+            bytes.storeBytes(of: value.littleEndian, toByteOffset: offset, as: UInt64.self)
+        }
         put64(Self.magic, 0)
         put32(Self.currentVersion, 8)
         put32((overwritesOldMessages ? 1 : 0) | (isLeased ? 2 : 0), 12)

@@ -29,7 +29,9 @@ struct _LogImage {
     /// The live records of `header` from `start` (the oldest record, or any record
     /// boundary after it) to `next`.
     static func loadLive(_ header: _LogHeader, from start: Int, file: _LogFile) throws(HoardError) -> _LogImage {
-        guard header.count > 0, start != header.next || header.isInUpperSegment(start) else { return _LogImage(pieces: []) }
+        guard header.count > 0, start != header.next || header.isInUpperSegment(start) else {
+            return _LogImage(pieces: [])
+        }
         if header.isInUpperSegment(start) {
             return try load([(start, header.maximumBytes), (_LogHeader.recordsStart, header.next)], from: file)
         }
@@ -70,7 +72,7 @@ struct _LogImage {
                     let length = bytes.loadUnaligned(fromByteOffset: start, as: UInt32.self).littleEndian
                     // Marker tags are above maximumPayload; a record must fit before `end`.
                     guard length <= UInt32(_LogRecord.maximumPayload),
-                          Int(length) <= end - position - _LogRecord.prefixSize
+                        Int(length) <= end - position - _LogRecord.prefixSize
                     else { break }
                     let check = bytes.loadUnaligned(fromByteOffset: start + 4, as: UInt32.self).littleEndian
                     let payloadStart = start + _LogRecord.prefixSize
@@ -123,7 +125,9 @@ struct _LogImage {
                 while let record = remaining.first {
                     let start = record.offset + _LogRecord.prefixSize
                     guard piece.start <= start && start + record.length <= piece.end else { break }
-                    try body(UnsafeRawBufferPointer(rebasing: bytes[(start - piece.start)..<(start - piece.start + record.length)]))
+                    try body(
+                        UnsafeRawBufferPointer(
+                            rebasing: bytes[(start - piece.start)..<(start - piece.start + record.length)]))
                     remaining = remaining.dropFirst()
                 }
             }

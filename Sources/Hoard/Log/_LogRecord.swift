@@ -116,7 +116,8 @@ enum _LogRecord {
             return .unavailable(count: prefixSize + Int(length))
         }
         if let lap {
-            let payload = UnsafeRawBufferPointer(rebasing: bytes[(start + prefixSize)..<(start + prefixSize + Int(length))])
+            let payload = UnsafeRawBufferPointer(
+                rebasing: bytes[(start + prefixSize)..<(start + prefixSize + Int(length))])
             guard check(offset: position, length: length, payload: payload, lap: lap) == second else {
                 return .invalid(reason: "the record's checksum does not match its bytes")
             }

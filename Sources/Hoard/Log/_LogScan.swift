@@ -49,7 +49,8 @@ struct _LogScan {
                     scan.torn = inUpper ? [position..<end, start..<header.next] : [position..<header.next]
                     return scan
                 }
-                let resume = resynchronize(image, from: position + _LogRecord.prefixSize, segmentEnd: segmentEnd, lap: lap)
+                let resume = resynchronize(
+                    image, from: position + _LogRecord.prefixSize, segmentEnd: segmentEnd, lap: lap)
                 let damage = position..<(resume ?? segmentEnd)
                 scan.damaged.append(damage)
                 if damage.contains(header.lastAppendStart) { inLastAppend = true }
@@ -91,7 +92,8 @@ struct _LogScan {
     /// it finds at least two records. This finds every intact record when the header's
     /// lap field is intact, or when one of the first records from offset 64 is intact
     /// and so is one more record of its lap.
-    static func scanWithoutHeader(image: _LogImage, maximumBytes: Int, overwrites: Bool, lapHints: [UInt32]) -> _LogScan {
+    static func scanWithoutHeader(image: _LogImage, maximumBytes: Int, overwrites: Bool, lapHints: [UInt32]) -> _LogScan
+    {
         let start = _LogHeader.recordsStart
         var candidates = lapHints.map { (lap: $0, corroborate: false) }
         var position = start
@@ -119,9 +121,10 @@ struct _LogScan {
             let end = min(maximumBytes, image.loadedEnd(at: start))
             while position + _LogRecord.prefixSize <= end {
                 if let found = image.impliedLap(at: position, segmentEnd: maximumBytes),
-                   found.lap == lap || (found.lap == lap &- 1 && lap &- 1 != 0)
+                    found.lap == lap || (found.lap == lap &- 1 && lap &- 1 != 0)
                 {
-                    let record = _LogWalk.Record(offset: position, length: found.length, isInUpperSegment: found.lap != lap)
+                    let record = _LogWalk.Record(
+                        offset: position, length: found.length, isInUpperSegment: found.lap != lap)
                     if found.lap == lap { current.append(record) } else { previous.append(record) }
                     position = record.end
                 } else {
@@ -144,7 +147,9 @@ struct _LogScan {
     ///
     /// Records closer than 8 bytes to the one before them (no room for a marker
     /// between) are left out.
-    func rebuilt(maximumBytes: Int, overwrites: Bool, lap: UInt32) -> (header: _LogHeader, markers: [(offset: Int, bytes: [UInt8])]) {
+    func rebuilt(maximumBytes: Int, overwrites: Bool, lap: UInt32) -> (
+        header: _LogHeader, markers: [(offset: Int, bytes: [UInt8])]
+    ) {
         let start = _LogHeader.recordsStart
         var kept: [_LogWalk.Record] = []
         var markers: [(offset: Int, bytes: [UInt8])] = []

@@ -24,7 +24,9 @@ struct _LogWalk {
     ///
     /// - Throws: ``HoardError/Code/fileCorrupted`` at the first damaged record before
     ///   the most recent append, or when the records do not end where the header says.
-    static func run(_ header: _LogHeader, image: _LogImage, from start: Int, path: String) throws(HoardError) -> _LogWalk {
+    static func run(_ header: _LogHeader, image: _LogImage, from start: Int, path: String) throws(HoardError)
+        -> _LogWalk
+    {
         var walk = _LogWalk()
         if start == header.oldest {
             // A walk of the whole log finds the header's count (or throws); the budget

@@ -58,7 +58,8 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         }
         if let response = configuration.memoryPressure {
             let observation = response.source.observe { [weak self] level in
-                self?.relieve(level, fraction: level == .critical ? response.criticalFraction : response.warningFraction)
+                self?.relieve(
+                    level, fraction: level == .critical ? response.criticalFraction : response.warningFraction)
             }
             pressureObservation.withLock { $0 = observation }
         }

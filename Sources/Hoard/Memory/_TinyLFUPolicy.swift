@@ -52,7 +52,9 @@ struct _TinyLFUPolicy {
     }
 
     @inlinable
-    mutating func recordAccess(_ i: Int32, weight: Int, links: inout _SlotArray<_Links>, info: inout _SlotArray<_NodeInfo>) {
+    mutating func recordAccess(
+        _ i: Int32, weight: Int, links: inout _SlotArray<_Links>, info: inout _SlotArray<_NodeInfo>
+    ) {
         sketch.increment(info[Int(i)].hash)
         switch info[Int(i)].queue {
         case .window:

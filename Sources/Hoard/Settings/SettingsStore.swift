@@ -119,15 +119,23 @@ public final class SettingsStore<Value: Sendable>: Sendable {
             do {
                 return try codec.decode(data)
             } catch {
-                report(.undecodable(StoreDamage(
-                    namespace: namespace, key: key, reason: .undecodableValue,
-                    detail: "\(data.count) bytes do not decode as \(Value.self): \(error.message); the value was kept")))
+                report(
+                    .undecodable(
+                        StoreDamage(
+                            namespace: namespace, key: key, reason: .undecodableValue,
+                            detail:
+                                "\(data.count) bytes do not decode as \(Value.self): \(error.message); the value was kept"
+                        )))
                 return nil
             }
         case .other(let typeName):
-            report(.undecodable(StoreDamage(
-                namespace: namespace, key: key, reason: .unexpectedType,
-                detail: "the suite holds a \(typeName), not the encoded bytes a SettingsStore writes; the value was kept")))
+            report(
+                .undecodable(
+                    StoreDamage(
+                        namespace: namespace, key: key, reason: .unexpectedType,
+                        detail:
+                            "the suite holds a \(typeName), not the encoded bytes a SettingsStore writes; the value was kept"
+                    )))
             return nil
         }
     }

@@ -48,7 +48,8 @@ final class _SettingsRegistry: Sendable {
 
         mutating func loadKeys(_ domain: _SettingsDomain, _ namespace: String) {
             guard keys[namespace] == nil else { return }
-            let found = Set(suite(domain, namespace).persistentDomain(forName: domain.suiteName(for: namespace))?.keys ?? [:].keys)
+            let found = Set(
+                suite(domain, namespace).persistentDomain(forName: domain.suiteName(for: namespace))?.keys ?? [:].keys)
             keys[namespace] = found
             total += found.count
         }
@@ -137,7 +138,8 @@ final class _SettingsRegistry: Sendable {
     ///   the domain already holds `itemLimit` items (nothing is stored);
     ///   ``HoardError/Code/ioFailed`` when the suite could not be written to disk.
     func set(_ data: Data, for key: String, in namespace: String, itemLimit: Int) throws(HoardError) {
-        let (suite, registry, newNamespace) = try state.withLock { (state) throws(HoardError) -> (UserDefaults, UserDefaults, Bool) in
+        let (suite, registry, newNamespace) = try state.withLock {
+            (state) throws(HoardError) -> (UserDefaults, UserDefaults, Bool) in
             let newNamespace = !state.registered.contains(namespace)
             state.loadKeys(domain, namespace)
             if !state.keys[namespace, default: []].contains(key) {
@@ -253,7 +255,8 @@ final class _SettingsRegistry: Sendable {
     ) -> Int {
         state.withLock { state in
             let id = observers.addUpdates(for: key, continuation)
-            let current = state.registered.contains(namespace)
+            let current =
+                state.registered.contains(namespace)
                 ? state.suite(domain, namespace).object(forKey: key) as? Data : nil
             continuation.yield(current)
             return id

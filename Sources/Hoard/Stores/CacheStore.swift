@@ -101,7 +101,8 @@ extension CacheStore {
     ///   - namespace: The namespace the key belongs to.
     ///   - expires: The entry's lifetime.
     ///   - now: The stored date.
-    public func set(_ data: Data, for key: String, in namespace: String, expires: Expiry, now: Date) throws(HoardError) {
+    public func set(_ data: Data, for key: String, in namespace: String, expires: Expiry, now: Date) throws(HoardError)
+    {
         try set(data, for: key, in: namespace, storedAt: now, expiresAt: expires.date(storedAt: now))
     }
 }

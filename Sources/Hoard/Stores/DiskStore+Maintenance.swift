@@ -124,16 +124,19 @@ extension DiskStore {
     public func verify(repairing: Bool, progress: ((Progress) -> Void)?) throws(HoardError) -> VerificationReport {
         var report = VerificationReport(repaired: repairing)
         func indexDamage(_ what: String, _ error: HoardError) {
-            report.damage.append(StoreDamage(
-                namespace: nil, key: nil, reason: .damagedIndex, detail: "\(what): \(error.message)"))
+            report.damage.append(
+                StoreDamage(
+                    namespace: nil, key: nil, reason: .damagedIndex, detail: "\(what): \(error.message)"))
         }
         do {
             let messages = try state.withLock { (state) throws(HoardError) in try state.open().quickCheck() }
             for message in messages {
-                report.damage.append(StoreDamage(
-                    namespace: nil, key: nil, reason: .damagedIndex, detail: "SQLite's integrity check: \(message)"))
+                report.damage.append(
+                    StoreDamage(
+                        namespace: nil, key: nil, reason: .damagedIndex, detail: "SQLite's integrity check: \(message)")
+                )
             }
-        } catch where error.code == .storeDamaged {
+        } catch  where error.code == .storeDamaged {
             indexDamage("SQLite's integrity check could not run", error)
         }
         let total = (try? state.withLock { (state) throws(HoardError) in try state.open().totalUsage().count }) ?? 0
@@ -147,7 +150,7 @@ extension DiskStore {
                 rows = try state.withLock { (state) throws(HoardError) in
                     try state.open().scan(after: lastID, limit: chunk)
                 }
-            } catch where error.code == .storeDamaged {
+            } catch  where error.code == .storeDamaged {
                 indexDamage("the entries after row \(lastID) cannot be read", error)
                 readable = false
                 break
@@ -169,14 +172,15 @@ extension DiskStore {
         let wrongTotals: [(String, StoreUsage, StoreUsage)]
         do {
             wrongTotals = try state.withLock { (state) throws(HoardError) in try state.open().wrongTotals() }
-        } catch where error.code == .storeDamaged {
+        } catch  where error.code == .storeDamaged {
             indexDamage("the namespace totals cannot be read", error)
             return report
         }
         for (namespace, recorded, actual) in wrongTotals {
-            report.damage.append(StoreDamage(
-                namespace: namespace, key: nil, reason: .wrongTotals,
-                detail: "the namespace's totals say \(recorded), its entries add up to \(actual)"))
+            report.damage.append(
+                StoreDamage(
+                    namespace: namespace, key: nil, reason: .wrongTotals,
+                    detail: "the namespace's totals say \(recorded), its entries add up to \(actual)"))
         }
         if repairing, !wrongTotals.isEmpty {
             try state.withLock { (state) throws(HoardError) in
@@ -194,7 +198,9 @@ extension DiskStore {
     /// - Throws: When a value file exists but cannot be read.
     private func check(_ row: _DiskIndex.ScannedRow) throws(HoardError) -> StoreDamage? {
         if let problem = row.problem {
-            return StoreDamage(namespace: row.namespace, key: row.key, reason: .malformedRow, detail: "the entry's row is malformed: \(problem)")
+            return StoreDamage(
+                namespace: row.namespace, key: row.key, reason: .malformedRow,
+                detail: "the entry's row is malformed: \(problem)")
         }
         if row.checksumMismatch {
             return StoreDamage(
@@ -257,7 +263,8 @@ extension DiskStore {
             let path = blobs.path(of: name)
             let modified = (try? FileManager.default.attributesOfItem(atPath: path)[.modificationDate]) as? Date
             let old = modified.map { now.timeIntervalSince($0) > (age ?? .infinity) } ?? false
-            var detail = temporary
+            var detail =
+                temporary
                 ? "blobs/\(name) is a temporary file of an interrupted write"
                 : "blobs/\(name) is a value file no entry refers to"
             if let age {
@@ -318,7 +325,8 @@ extension DiskStore {
     /// - Complexity: O(namespaces).
     public func namespaces() throws(HoardError) -> [String: StoreUsage] {
         let list = try state.withLock { (state) throws(HoardError) in try state.open().namespaces() }
-        return Dictionary(list, uniquingKeysWith: { a, b in StoreUsage(count: a.count + b.count, bytes: a.bytes + b.bytes) })
+        return Dictionary(
+            list, uniquingKeysWith: { a, b in StoreUsage(count: a.count + b.count, bytes: a.bytes + b.bytes) })
     }
 
     /// Writes the access times recorded in memory now rather than with the next

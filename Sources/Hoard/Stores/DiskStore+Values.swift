@@ -46,9 +46,14 @@ extension DiskStore {
             return CacheEntry(value: value, storedAt: stored.storedAt, expiresAt: stored.expiresAt)
         } catch {
             let reason = "\(error.message)\(error.underlying.map { " (\($0))" } ?? "")"
-            observers.publish([.undecodable(StoreDamage(
-                namespace: namespace, key: key, reason: .undecodableValue,
-                detail: "\(stored.data.count) intact bytes do not decode as \(Value.self): \(reason); the entry was kept"))])
+            observers.publish([
+                .undecodable(
+                    StoreDamage(
+                        namespace: namespace, key: key, reason: .undecodableValue,
+                        detail:
+                            "\(stored.data.count) intact bytes do not decode as \(Value.self): \(reason); the entry was kept"
+                    ))
+            ])
             return nil
         }
     }
@@ -85,13 +90,17 @@ extension DiskStore {
     ///
     /// - Returns: Whether there was one.
     @discardableResult
-    public func removeValue(for key: some CacheKey, in namespace: String = DiskStore.defaultNamespace) throws(HoardError) -> Bool {
+    public func removeValue(for key: some CacheKey, in namespace: String = DiskStore.defaultNamespace)
+        throws(HoardError) -> Bool
+    {
         try removeValue(for: key.cacheKeyString, in: namespace)
     }
 
     /// Whether the store holds a live entry for `key`. Does not read the value and
     /// does not count as an access.
-    public func contains(_ key: some CacheKey, in namespace: String = DiskStore.defaultNamespace) throws(HoardError) -> Bool {
+    public func contains(_ key: some CacheKey, in namespace: String = DiskStore.defaultNamespace) throws(HoardError)
+        -> Bool
+    {
         try contains(key.cacheKeyString, in: namespace)
     }
 

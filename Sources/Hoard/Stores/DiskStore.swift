@@ -371,9 +371,12 @@ public final class DiskStore: CacheStore {
                         file = name
                     }
                     let crc = data.withUnsafeBytes { _DiskIndex.checksum($0, namespace: namespace, key: key) }
-                    prepared.append(.set(
-                        namespace: namespace, key: key, inline: file == nil ? data : nil, size: data.count, file: file,
-                        storedAt: storedAt.timeIntervalSince1970, expiresAt: expiresAt?.timeIntervalSince1970, crc: crc))
+                    prepared.append(
+                        .set(
+                            namespace: namespace, key: key, inline: file == nil ? data : nil, size: data.count,
+                            file: file,
+                            storedAt: storedAt.timeIntervalSince1970, expiresAt: expiresAt?.timeIntervalSince1970,
+                            crc: crc))
                 case .removeValue(let key, let namespace):
                     prepared.append(.remove(namespace: _normalized(namespace), key: _normalized(key)))
                 case .removeAll(let namespace):
@@ -453,15 +456,17 @@ public final class DiskStore: CacheStore {
             let count = try deleteRows(namespace: namespace, effects: &effects)
             finish(effects)
             return count
-        } catch where error.code == .storageFull {
+        } catch  where error.code == .storageFull {
             let files = try state.withLock { (state) throws(HoardError) in try state.open().files(in: namespace) }
             for file in files {
                 do {
                     try blobs.remove(file)
                 } catch let failure {
-                    effects.events.append(.failed(
-                        operation: "delete a value file to make room on a full disk", namespace: namespace, key: nil,
-                        error: failure))
+                    effects.events.append(
+                        .failed(
+                            operation: "delete a value file to make room on a full disk", namespace: namespace,
+                            key: nil,
+                            error: failure))
                 }
             }
             do throws(HoardError) {
@@ -510,7 +515,9 @@ public final class DiskStore: CacheStore {
             do {
                 try blobs.remove(file)
             } catch {
-                events.append(.failed(operation: "delete a value file no entry refers to", namespace: nil, key: nil, error: error))
+                events.append(
+                    .failed(operation: "delete a value file no entry refers to", namespace: nil, key: nil, error: error)
+                )
             }
         }
         observers.publish(events)

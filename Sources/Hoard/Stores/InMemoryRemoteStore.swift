@@ -65,7 +65,8 @@ public final class InMemoryRemoteStore: RemoteCacheStore {
         }
     }
 
-    public func set(_ data: Data, for key: String, in namespace: String, storedAt: Date, expiresAt: Date?) async throws {
+    public func set(_ data: Data, for key: String, in namespace: String, storedAt: Date, expiresAt: Date?) async throws
+    {
         let now = clock.now()
         try mutate(namespace: namespace, invalidation: .key(key)) { entries in
             if let expiresAt, expiresAt <= now {

@@ -137,9 +137,12 @@ struct _BlobFiles: Sendable {
         case .success:
             break
         }
-        return .data(Data(bytesNoCopy: buffer.baseAddress!, count: size, deallocator: .custom { pointer, _ in
-            pointer.deallocate()
-        }))
+        return .data(
+            Data(
+                bytesNoCopy: buffer.baseAddress!, count: size,
+                deallocator: .custom { pointer, _ in
+                    pointer.deallocate()
+                }))
     }
 
     /// Removes the file `name`; one already gone is fine.

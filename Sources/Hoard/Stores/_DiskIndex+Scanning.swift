@@ -126,11 +126,12 @@ extension _DiskIndex {
         var result: [(String, StoreUsage, StoreUsage)] = []
         while try statement.step() {
             let name = statement.string(at: 0) ?? String(decoding: statement.bytes(at: 0), as: UTF8.self)
-            result.append((
-                name,
-                StoreUsage(count: Int(statement.int64(at: 1)), bytes: Int(statement.int64(at: 2))),
-                StoreUsage(count: Int(statement.int64(at: 3)), bytes: Int(statement.int64(at: 4)))
-            ))
+            result.append(
+                (
+                    name,
+                    StoreUsage(count: Int(statement.int64(at: 1)), bytes: Int(statement.int64(at: 2))),
+                    StoreUsage(count: Int(statement.int64(at: 3)), bytes: Int(statement.int64(at: 4)))
+                ))
         }
         return result
     }

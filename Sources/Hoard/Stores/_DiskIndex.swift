@@ -121,7 +121,7 @@ final class _DiskIndex {
                 default: break
                 }
             }
-        } catch where error.code == .storeDamaged || error.code == .busy || error.code == .permissionDenied {
+        } catch  where error.code == .storeDamaged || error.code == .busy || error.code == .permissionDenied {
             throw HoardError(
                 error.code, "the index database has Hoard's application id but its format record cannot be read",
                 path: connection.path, underlying: error)
@@ -254,7 +254,9 @@ final class _DiskIndex {
 
     /// Calls `body` with the UTF-8 bytes of a string, without copying it.
     @inline(__always)
-    func withBytes<R>(_ string: String, _ body: (UnsafeRawBufferPointer) throws(HoardError) -> R) throws(HoardError) -> R {
+    func withBytes<R>(_ string: String, _ body: (UnsafeRawBufferPointer) throws(HoardError) -> R) throws(HoardError)
+        -> R
+    {
         var string = string
         let result = string.withUTF8 { a in
             Result { () throws(HoardError) -> R in try body(UnsafeRawBufferPointer(a)) }

@@ -85,7 +85,9 @@ struct _DiskState {
     /// Looks up `key`: a live, well-formed entry is a hit and has its access
     /// recorded; an expired one is deleted; a malformed one, or an inline value
     /// that does not match its checksum, is deleted and reported.
-    mutating func find(namespace: String, key: String, now: Double, effects: inout _DiskEffects) throws(HoardError) -> Found {
+    mutating func find(namespace: String, key: String, now: Double, effects: inout _DiskEffects) throws(HoardError)
+        -> Found
+    {
         let index = try open()
         guard let row = try index.lookup(namespace: namespace, key: key) else { return .miss }
         if row.problem != nil || row.checksumMismatch {
@@ -113,14 +115,17 @@ struct _DiskState {
         }
         let expiresAt = row.expiresAt.map { Date(timeIntervalSince1970: $0) }
         if let value = row.value {
-            return .inline(StoredEntry(data: value, storedAt: Date(timeIntervalSince1970: row.storedAt), expiresAt: expiresAt))
+            return .inline(
+                StoredEntry(data: value, storedAt: Date(timeIntervalSince1970: row.storedAt), expiresAt: expiresAt))
         }
         return .file(name: row.blob!, size: row.size, storedAt: row.storedAt, expiresAt: row.expiresAt, crc: row.crc)
     }
 
     /// Deletes the entry for `key` if, under the write lock, its row is still
     /// malformed or its inline value still fails its checksum; reports it.
-    private mutating func removeMalformed(namespace: String, key: String, effects: inout _DiskEffects) throws(HoardError) -> Found {
+    private mutating func removeMalformed(namespace: String, key: String, effects: inout _DiskEffects)
+        throws(HoardError) -> Found
+    {
         let index = try open()
         let removed = try index.transaction { () throws(HoardError) -> (damage: StoreDamage, file: String?)? in
             guard let row = try index.lookup(namespace: namespace, key: key) else { return nil }
@@ -174,7 +179,9 @@ struct _DiskState {
             case let size? where size != row.size:
                 damage = StoreDamage(
                     namespace: namespace, key: key, reason: .fileSizeMismatch,
-                    detail: "the value file blobs/\(name) has \(size) bytes, the entry says \(row.size); the entry was removed")
+                    detail:
+                        "the value file blobs/\(name) has \(size) bytes, the entry says \(row.size); the entry was removed"
+                )
             default:
                 return nil
             }
@@ -280,14 +287,16 @@ struct _DiskState {
             var evicted = 0
             var bytes = 0
             while true {
-                let step = try trimStep(toBytes: byteLowWater, count: countLowWater, protecting: protected, effects: &effects)
+                let step = try trimStep(
+                    toBytes: byteLowWater, count: countLowWater, protecting: protected, effects: &effects)
                 evicted += step.evicted
                 bytes += step.bytes
                 if step.done { break }
             }
             if evicted > 0 { effects.events.append(.evicted(count: evicted, bytes: bytes)) }
         } catch {
-            effects.events.append(.failed(operation: "evict entries over the limit", namespace: nil, key: nil, error: error))
+            effects.events.append(
+                .failed(operation: "evict entries over the limit", namespace: nil, key: nil, error: error))
         }
     }
 

@@ -49,7 +49,8 @@ enum _Query: Int, CaseIterable {
         case .usage: return "SELECT count, bytes FROM namespaces WHERE namespace = ?1"
         case .totalUsage: return "SELECT total(count), total(bytes) FROM namespaces"
         case .namespaces: return "SELECT namespace, count, bytes FROM namespaces ORDER BY namespace"
-        case .leastRecentlyAccessed: return "SELECT id, size, namespace, key FROM entries ORDER BY accessed_at, id LIMIT ?1"
+        case .leastRecentlyAccessed:
+            return "SELECT id, size, namespace, key FROM entries ORDER BY accessed_at, id LIMIT ?1"
         case .referencedFiles: return "SELECT blob FROM entries WHERE blob IS NOT NULL"
         case .filesOfNamespace: return "SELECT blob FROM entries WHERE namespace = ?1 AND blob IS NOT NULL"
         case .scan: return "SELECT \(Self.scannedColumns), value FROM entries WHERE id > ?1 ORDER BY id LIMIT ?2"

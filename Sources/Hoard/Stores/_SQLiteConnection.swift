@@ -1,3 +1,5 @@
+import Foundation
+
 // The one file that imports SQLite. Apple platforms ship it as the `SQLite3` module;
 // on Linux the `CSQLite` system-library target wraps the distribution's libsqlite3.
 // Every other file talks to SQLite only through `_SQLiteConnection`.
@@ -6,7 +8,6 @@ import SQLite3
 #else
 import CSQLite
 #endif
-import Foundation
 
 /// One SQLite database connection and the statements prepared on it.
 ///
@@ -107,7 +108,8 @@ final class _SQLiteConnection {
 
     static func error(_ rc: Int32, db: OpaquePointer?, _ what: String, path: String) -> HoardError {
         let extended = db.map { sqlite3_extended_errcode($0) } ?? rc
-        let message = db.flatMap { sqlite3_errmsg($0) }.map { String(cString: $0) } ?? String(cString: sqlite3_errstr(rc))
+        let message =
+            db.flatMap { sqlite3_errmsg($0) }.map { String(cString: $0) } ?? String(cString: sqlite3_errstr(rc))
         let systemErrno = db.map { sqlite3_system_errno($0) } ?? 0
         let cause = _SQLiteError(code: extended, message: message, systemErrno: systemErrno)
         let code: HoardError.Code
@@ -125,7 +127,8 @@ final class _SQLiteConnection {
         }
         var text = "\(what): \(message)"
         if code == .storeDamaged {
-            text += ". The index database is damaged; a store holds only cached data, so deleting its directory repairs it"
+            text +=
+                ". The index database is damaged; a store holds only cached data, so deleting its directory repairs it"
         }
         return HoardError(code, text, path: path, underlying: cause)
     }

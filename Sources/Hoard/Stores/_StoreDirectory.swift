@@ -62,7 +62,8 @@ enum _StoreDirectory {
         }
         if names.contains(lockName), _FileSystem.kind(at: path + "/" + lockName) != .file {
             throw HoardError(
-                .notAStore, "the lock entry is not a regular file (a symbolic link or a directory); nothing was changed",
+                .notAStore,
+                "the lock entry is not a regular file (a symbolic link or a directory); nothing was changed",
                 path: path)
         }
         if names.contains(indexName) {
@@ -190,7 +191,8 @@ enum _StoreDirectory {
         var files = 0
         var bytes = 0
         for name in try blobs.allNames() {
-            let orphan = _BlobFiles.isTemporaryName(name) || (_BlobFiles.isValidName(name) && !referenced.contains(name))
+            let orphan =
+                _BlobFiles.isTemporaryName(name) || (_BlobFiles.isValidName(name) && !referenced.contains(name))
             guard orphan else { continue }
             let size = blobs.size(of: name) ?? 0
             try blobs.remove(name)

@@ -25,7 +25,8 @@ enum _LocalNames {
                 || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: ".")
         }
         guard allowed else {
-            throw HoardError(.invalidName, "\(what) may hold only ASCII letters, digits, '-', '_' and '.', not \(shown)")
+            throw HoardError(
+                .invalidName, "\(what) may hold only ASCII letters, digits, '-', '_' and '.', not \(shown)")
         }
         guard !name.hasPrefix("."), !name.hasSuffix("."), !name.contains("..") else {
             throw HoardError(.invalidName, "\(what) must not start or end with '.' or contain '..', as \(shown) does")
@@ -44,7 +45,8 @@ extension _LocalNames {
         guard !name.isEmpty, name != ".", name != "..", !name.contains("/"), !name.contains("\0"),
             name.utf8.count <= 255
         else {
-            throw HoardError(.invalidName, "\(what) must be one path component (not empty, . or .., no / or NUL), not \(shown)")
+            throw HoardError(
+                .invalidName, "\(what) must be one path component (not empty, . or .., no / or NUL), not \(shown)")
         }
     }
 }

@@ -1,3 +1,5 @@
+import Foundation
+
 #if canImport(Darwin)
 import Darwin
 #elseif canImport(Glibc)
@@ -7,7 +9,6 @@ import Musl
 #else
 #error("Hoard's file-backed types need a POSIX C library")
 #endif
-import Foundation
 
 /// Every call Hoard makes into the C library for file I/O, and every platform
 /// difference among them, in one place. The rest of the code never branches on the
@@ -114,7 +115,8 @@ enum _POSIX {
             let written = withUnsafeTemporaryAllocation(of: iovec.self, capacity: batch) { vectors in
                 for i in 0..<batch {
                     let buffer = buffers[first + i]
-                    vectors[i] = iovec(iov_base: UnsafeMutableRawPointer(mutating: buffer.baseAddress), iov_len: buffer.count)
+                    vectors[i] = iovec(
+                        iov_base: UnsafeMutableRawPointer(mutating: buffer.baseAddress), iov_len: buffer.count)
                 }
                 while true {
                     let n = pwritev(fd, vectors.baseAddress!, Int32(batch), off_t(position))

@@ -60,7 +60,9 @@ extension Cache {
 
     /// The entry for `key` (value, stored date, expiry) from any tier, or fetched;
     /// reads like ``value(for:maxAge:newerThan:)``.
-    public func entry(for key: Key, maxAge: TimeInterval? = nil, newerThan: Date? = nil) async throws -> CacheEntry<Value>? {
+    public func entry(for key: Key, maxAge: TimeInterval? = nil, newerThan: Date? = nil) async throws -> CacheEntry<
+        Value
+    >? {
         try await entry(for: key, maxAge: maxAge, newerThan: newerThan, fetch: fetch, checksMemory: true)
     }
 
@@ -116,7 +118,8 @@ extension Cache {
     /// The remote stores in order; a hit is decoded and promoted into memory and
     /// every local store unless the key changed since `ticket`.
     @usableFromInline
-    func lookUpRemotely(_ key: Key, maxAge: TimeInterval?, newerThan: Date?, ticket: UInt64) async -> CacheEntry<Value>? {
+    func lookUpRemotely(_ key: Key, maxAge: TimeInterval?, newerThan: Date?, ticket: UInt64) async -> CacheEntry<Value>?
+    {
         guard !remoteStores.isEmpty else { return nil }
         let keyString = key.cacheKeyString
         for (index, store) in remoteStores.enumerated() {
@@ -135,7 +138,8 @@ extension Cache {
                 let value = decode(stored, key: key, tier: .remote(index))
             else { continue }
             counters.remoteHits.add(1, ordering: .relaxed)
-            promote(value, stored, for: key, from: .remote(index), ticket: ticket, intoLocalStoresBefore: localStores.count)
+            promote(
+                value, stored, for: key, from: .remote(index), ticket: ticket, intoLocalStoresBefore: localStores.count)
             guard case .hit(let entry, _) = hit(value, storedAt: stored.storedAt, expiresAt: stored.expiresAt, now: now)
             else { return nil }
             return entry
@@ -169,7 +173,8 @@ extension Cache {
             guard let value else {
                 if let seconds = self.configuration.negativeCaching {
                     let expiresAt = self.clock.now().addingTimeInterval(seconds)
-                    let entry = CacheEntry(value: _CacheSlot<Value>.missing, storedAt: self.clock.now(), expiresAt: expiresAt)
+                    let entry = CacheEntry(
+                        value: _CacheSlot<Value>.missing, storedAt: self.clock.now(), expiresAt: expiresAt)
                     _ = writer.promote(key, ticket: ticket, memory: { self.memory.set(entry, for: key) }, stores: nil)
                 }
                 return nil
@@ -179,7 +184,8 @@ extension Cache {
                 self.noteDroppedPromotion(key)
             }
             return CacheEntry(
-                value: value, storedAt: dates.storedAt, expiresAt: dates.memoryExpiry.map { $0.addingTimeInterval(-self.grace) })
+                value: value, storedAt: dates.storedAt,
+                expiresAt: dates.memoryExpiry.map { $0.addingTimeInterval(-self.grace) })
         }
     }
 
@@ -197,7 +203,8 @@ extension Cache {
             } catch {
                 // Counted as a fetch failure and an error where the fetch ran.
                 self.report(
-                    CacheFailure(key: key.cacheKeyString, tier: .fetch, operation: .fetch, error: error), counted: false)
+                    CacheFailure(key: key.cacheKeyString, tier: .fetch, operation: .fetch, error: error), counted: false
+                )
             }
         }
     }

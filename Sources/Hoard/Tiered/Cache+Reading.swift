@@ -232,9 +232,11 @@ extension Cache {
         intoLocalStoresBefore index: Int
     ) {
         let entry = CacheEntry(value: _CacheSlot.value(value), storedAt: stored.storedAt, expiresAt: stored.expiresAt)
-        let stores: _CacheWriter<Key, Value>.Operation.Kind? = index == 0
+        let stores: _CacheWriter<Key, Value>.Operation.Kind? =
+            index == 0
             ? nil
-            : .promote(key, stored.data, storedAt: stored.storedAt, expiresAt: stored.expiresAt, localStoresBefore: index)
+            : .promote(
+                key, stored.data, storedAt: stored.storedAt, expiresAt: stored.expiresAt, localStoresBefore: index)
         let made = writer.promote(key, ticket: ticket, memory: { memory.set(entry, for: key) }, stores: stores)
         guard made else {
             noteDroppedPromotion(key)

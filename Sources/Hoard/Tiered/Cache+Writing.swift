@@ -30,7 +30,8 @@ extension Cache {
     /// - Throws: The first error a store threw. Memory keeps the value either way.
     public func set(_ entry: CacheEntry<Value>, for key: Key) async throws {
         let physical = entry.expiresAt.map { $0.addingTimeInterval(grace) }
-        let dates = _WriteDates(storedAt: entry.storedAt, memoryExpiry: physical, localExpiry: physical, remoteExpiry: physical)
+        let dates = _WriteDates(
+            storedAt: entry.storedAt, memoryExpiry: physical, localExpiry: physical, remoteExpiry: physical)
         try await writer.apply(setting(entry.value, for: key, dates: dates)) {
             setMemory(entry.value, for: key, dates: dates)
         }
@@ -84,7 +85,8 @@ extension Cache {
         if !writer.hasStores, let value, writer.isQuiet {
             let now = clock.now()
             memory.set(
-                CacheEntry(value: .value(value), storedAt: now, expiresAt: memoryExpiry(expires, storedAt: now)), for: key)
+                CacheEntry(value: .value(value), storedAt: now, expiresAt: memoryExpiry(expires, storedAt: now)),
+                for: key)
             if observers.ifActive != nil { publishSet(key, value) }
             return
         }

@@ -112,7 +112,8 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
             switch kind {
             case .set(let key, let value, let storedAt, let localExpiry, _):
                 if queued {
-                    pending[key] = .init(sequence: sequence, value: .value(value, storedAt: storedAt, expiresAt: localExpiry))
+                    pending[key] = .init(
+                        sequence: sequence, value: .value(value, storedAt: storedAt, expiresAt: localExpiry))
                 }
                 noteChange(of: key, at: sequence)
             case .remove(let key, let remote):
@@ -465,9 +466,10 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
                 try _timed(timings, .write, .local(index)) { try store.write(writes) }
             } catch {
                 for position in positions where failures[position] == nil { failures[position] = error }
-                report(CacheFailure(
-                    key: writes.count == 1 ? Self.key(of: writes[0]) : nil, tier: .local(index),
-                    operation: Self.isRemoval(writes) ? .remove : .write, error: error))
+                report(
+                    CacheFailure(
+                        key: writes.count == 1 ? Self.key(of: writes[0]) : nil, tier: .local(index),
+                        operation: Self.isRemoval(writes) ? .remove : .write, error: error))
             }
         }
         return (failures, encoded)
@@ -486,9 +488,10 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
                 try await _timed(timings, .write, .remote(index)) { try await store.write(writes) }
             } catch {
                 for position in positions where failures[position] == nil { failures[position] = error }
-                report(CacheFailure(
-                    key: writes.count == 1 ? Self.key(of: writes[0]) : nil, tier: .remote(index),
-                    operation: Self.isRemoval(writes) ? .remove : .write, error: error))
+                report(
+                    CacheFailure(
+                        key: writes.count == 1 ? Self.key(of: writes[0]) : nil, tier: .remote(index),
+                        operation: Self.isRemoval(writes) ? .remove : .write, error: error))
             }
         }
         return failures
@@ -514,12 +517,14 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
             switch batch[batch.startIndex + position].kind {
             case .set(let key, _, let storedAt, let localExpiry, let remoteExpiry):
                 guard let data = encoded[position] else { continue }
-                writes.append(.set(
-                    data, for: key.cacheKeyString, in: namespace, storedAt: storedAt,
-                    expiresAt: remote ? remoteExpiry : localExpiry))
+                writes.append(
+                    .set(
+                        data, for: key.cacheKeyString, in: namespace, storedAt: storedAt,
+                        expiresAt: remote ? remoteExpiry : localExpiry))
             case .promote(let key, let data, let storedAt, let expiresAt, let before):
                 guard !remote, localIndex < before else { continue }
-                writes.append(.set(data, for: key.cacheKeyString, in: namespace, storedAt: storedAt, expiresAt: expiresAt))
+                writes.append(
+                    .set(data, for: key.cacheKeyString, in: namespace, storedAt: storedAt, expiresAt: expiresAt))
             case .remove(let key, let fromRemote):
                 guard !remote || fromRemote else { continue }
                 writes.append(.removeValue(for: key.cacheKeyString, in: namespace))

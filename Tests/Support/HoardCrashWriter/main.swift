@@ -22,6 +22,7 @@
 //
 // Every line is written with one write(2) call, so a line the parent reads is whole.
 import Foundation
+
 // Testable: the settings tests pass a settings domain of their own, which only
 // internal initializers take.
 @testable import Hoard
@@ -172,9 +173,14 @@ func runCounted(directory: String, name: String, count: Int) {
         let key = "\(name)-\(i)"
         let size = i % 10 == 0 ? 40_000 + rng.below(20_000) : 50 + rng.below(3_000)
         do {
-            try store.set(Payload.make(key: key, sequence: i, size: size), for: key, in: "shared", storedAt: Date(), expiresAt: nil)
-            try store.set(Payload.make(key: "shared", sequence: i, size: 100 + i), for: "shared", in: "shared", storedAt: Date(), expiresAt: nil)
-            if let entry = try store.entry(for: "shared", in: "shared"), Payload.check(entry.data, key: "shared") == nil {
+            try store.set(
+                Payload.make(key: key, sequence: i, size: size), for: key, in: "shared", storedAt: Date(),
+                expiresAt: nil)
+            try store.set(
+                Payload.make(key: "shared", sequence: i, size: 100 + i), for: "shared", in: "shared", storedAt: Date(),
+                expiresAt: nil)
+            if let entry = try store.entry(for: "shared", in: "shared"), Payload.check(entry.data, key: "shared") == nil
+            {
                 say("bad read of shared")
             }
         } catch {
@@ -208,7 +214,9 @@ func runFileSizeLimit(directory: String) {
     var limit = rlimit(rlim_cur: 256 << 10, rlim_max: 256 << 10)
     guard setrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit) == 0 else { fail("setrlimit: \(errno)") }
     do {
-        try store.set(Payload.make(key: "huge", sequence: 2, size: 1 << 20), for: "huge", in: "ns", storedAt: Date(), expiresAt: nil)
+        try store.set(
+            Payload.make(key: "huge", sequence: 2, size: 1 << 20), for: "huge", in: "ns", storedAt: Date(),
+            expiresAt: nil)
         say("stored")
     } catch {
         say("thrown \(code(of: error))")
@@ -217,9 +225,14 @@ func runFileSizeLimit(directory: String) {
         let hugeGone = try store.entry(for: "huge", in: "ns") == nil
         let smallOK = try store.entry(for: "small", in: "ns")?.data == small
         let largeOK = try store.entry(for: "large", in: "ns")?.data == large
-        say("after huge=\(hugeGone ? "absent" : "present") small=\(smallOK) large=\(largeOK) temporary=\(temporaryFiles(in: directory))")
-        try store.set(Payload.make(key: "next", sequence: 3, size: 50_000), for: "next", in: "ns", storedAt: Date(), expiresAt: nil)
-        let nextOK = try store.entry(for: "next", in: "ns")?.data == Payload.make(key: "next", sequence: 3, size: 50_000)
+        say(
+            "after huge=\(hugeGone ? "absent" : "present") small=\(smallOK) large=\(largeOK) temporary=\(temporaryFiles(in: directory))"
+        )
+        try store.set(
+            Payload.make(key: "next", sequence: 3, size: 50_000), for: "next", in: "ns", storedAt: Date(),
+            expiresAt: nil)
+        let nextOK =
+            try store.entry(for: "next", in: "ns")?.data == Payload.make(key: "next", sequence: 3, size: 50_000)
         say("next \(nextOK)")
     } catch {
         say("error after the limit: \(error)")
@@ -245,7 +258,9 @@ func runPermission(directory: String) {
         say("made blobs read-only")
     }
     do {
-        try store.set(Payload.make(key: "large", sequence: 2, size: 100_000), for: "large", in: "ns", storedAt: Date(), expiresAt: nil)
+        try store.set(
+            Payload.make(key: "large", sequence: 2, size: 100_000), for: "large", in: "ns", storedAt: Date(),
+            expiresAt: nil)
         say("stored")
     } catch {
         say("thrown \(code(of: error))")
@@ -253,7 +268,9 @@ func runPermission(directory: String) {
     do {
         let largeGone = try store.entry(for: "large", in: "ns") == nil
         let smallOK = try store.entry(for: "small", in: "ns")?.data == small
-        say("after large=\(largeGone ? "absent" : "present") small=\(smallOK) temporary=\(temporaryFiles(in: directory))")
+        say(
+            "after large=\(largeGone ? "absent" : "present") small=\(smallOK) temporary=\(temporaryFiles(in: directory))"
+        )
         let next = Payload.make(key: "next", sequence: 3, size: 300)
         try store.set(next, for: "next", in: "ns", storedAt: Date(), expiresAt: nil)
         say("next \(try store.entry(for: "next", in: "ns")?.data == next)")
@@ -295,7 +312,8 @@ func runSettingsWrite(domain: String, namespace: String, count: Int) {
 func runLogDefault(name: String, count: Int) {
     do {
         let url = try MessageLog<String>.defaultFileURL(named: name)
-        let log = try MessageLog<String>(fileURL: url, maximumBytes: 64 << 10, overwritesOldMessages: true, codec: .cacheValue)
+        let log = try MessageLog<String>(
+            fileURL: url, maximumBytes: 64 << 10, overwritesOldMessages: true, codec: .cacheValue)
         for i in 0..<count {
             try log.append("message \(i)")
         }
@@ -365,7 +383,9 @@ case "permission":
 case "open-as-nobody":
     runOpenAsNobody(directory: arguments[2])
 case "settings-write":
-    guard arguments.count >= 5, let count = Int(arguments[4]) else { fail("usage: settings-write DOMAIN NAMESPACE COUNT") }
+    guard arguments.count >= 5, let count = Int(arguments[4]) else {
+        fail("usage: settings-write DOMAIN NAMESPACE COUNT")
+    }
     runSettingsWrite(domain: arguments[2], namespace: arguments[3], count: count)
 case "log-default":
     guard arguments.count >= 4, let count = Int(arguments[3]) else { fail("usage: log-default NAME COUNT") }

@@ -32,7 +32,9 @@ final class _MemoryPressureWatcher: Sendable {
 
     #if canImport(Darwin)
     /// Starts two dispatch memory-pressure sources, one per level.
-    static func start(deliver: @escaping @Sendable (MemoryPressureLevel) -> Void) -> Result<_MemoryPressureWatcher, Failure> {
+    static func start(deliver: @escaping @Sendable (MemoryPressureLevel) -> Void) -> Result<
+        _MemoryPressureWatcher, Failure
+    > {
         let queue = DispatchQueue(label: "hoard.memory-pressure")
         let warning = DispatchSource.makeMemoryPressureSource(eventMask: .warning, queue: queue)
         let critical = DispatchSource.makeMemoryPressureSource(eventMask: .critical, queue: queue)
@@ -60,7 +62,9 @@ final class _MemoryPressureWatcher: Sendable {
     static let criticalTrigger = "full 300000 2000000"
 
     /// Registers the PSI triggers and starts the thread that polls them.
-    static func start(deliver: @escaping @Sendable (MemoryPressureLevel) -> Void) -> Result<_MemoryPressureWatcher, Failure> {
+    static func start(deliver: @escaping @Sendable (MemoryPressureLevel) -> Void) -> Result<
+        _MemoryPressureWatcher, Failure
+    > {
         let path = pressureFile()
         let warning: Int32
         switch openTrigger(path, warningTrigger) {
@@ -153,7 +157,9 @@ final class _MemoryPressureWatcher: Sendable {
         return "/proc/pressure/memory"
     }
     #else
-    static func start(deliver: @escaping @Sendable (MemoryPressureLevel) -> Void) -> Result<_MemoryPressureWatcher, Failure> {
+    static func start(deliver: @escaping @Sendable (MemoryPressureLevel) -> Void) -> Result<
+        _MemoryPressureWatcher, Failure
+    > {
         .failure(Failure(reason: "this platform offers no memory-pressure signal Hoard knows"))
     }
     #endif

@@ -21,7 +21,9 @@ enum _ProcessCgroup {
     /// The smallest memory limit set on the process's cgroup or any of its ancestors,
     /// in bytes: v2 `memory.max`, else v1 `memory.limit_in_bytes`; `nil` when none is.
     static func memoryLimit() -> Int? {
-        if let group = unifiedPath(), let limit = smallestLimit(root: "/sys/fs/cgroup", group: group, file: "memory.max") {
+        if let group = unifiedPath(),
+            let limit = smallestLimit(root: "/sys/fs/cgroup", group: group, file: "memory.max")
+        {
             return limit
         }
         if let group = memoryV1Path() {
@@ -38,7 +40,7 @@ enum _ProcessCgroup {
         while true {
             let directory = ([root] + components).joined(separator: "/")
             if let text = try? String(contentsOfFile: directory + "/" + file, encoding: .utf8),
-               let limit = Int(text.trimmingCharacters(in: .whitespacesAndNewlines)), limit < Int(Int64.max / 2)
+                let limit = Int(text.trimmingCharacters(in: .whitespacesAndNewlines)), limit < Int(Int64.max / 2)
             {
                 smallest = min(smallest ?? limit, limit)
             }
