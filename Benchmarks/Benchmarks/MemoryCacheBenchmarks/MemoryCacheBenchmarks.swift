@@ -12,7 +12,9 @@ import Hoard
 /// Subjects, with the baselines measured in the same run so results compare as ratios:
 /// - `MemoryCache lru shards:1`, `MemoryCache lru shards:8`,
 ///   `MemoryCache tinyLFU shards:1` (1 thread only): countLimit 100,000,
-///   lowWaterMark 1.0.
+///   lowWaterMark 1.0, listening to the system's memory-pressure signal (the default).
+/// - `MemoryCache lru shards:1 no pressure` (get-hit, 1 thread): the same with
+///   `memoryPressure: nil`, to show that listening costs a read nothing.
 /// - `baseline LockedDictionary`: `Mutex<[Int: Int]>`, no eviction.
 /// - `baseline NSCache`: `NSCache<NSNumber, NSNumber>`, unbounded.
 ///
@@ -29,6 +31,9 @@ let benchmarks: @Sendable () -> Void = {
     register("MemoryCache lru shards:8", oneThread: oneThread, twoThreads: twoThreads) {
         try memoryCache(policy: .lru, shards: 8)
     }
+    register("MemoryCache lru shards:1 no pressure", oneThread: [.getHit], twoThreads: []) {
+        try memoryCache(policy: .lru, shards: 1, listensToPressure: false)
+    }
     register("MemoryCache tinyLFU shards:1", oneThread: oneThread, twoThreads: []) {
         try memoryCache(policy: .tinyLFU, shards: 1)
     }
@@ -40,9 +45,11 @@ let benchmarks: @Sendable () -> Void = {
     }
 }
 
-func memoryCache(policy: EvictionPolicy, shards: Int) throws -> MemoryCache<Int, Int> {
-    try MemoryCache<Int, Int>(
-        configuration: .init(countLimit: KeySpace.keyCount, lowWaterMark: 1.0, policy: policy, shards: shards))
+func memoryCache(policy: EvictionPolicy, shards: Int, listensToPressure: Bool = true) throws -> MemoryCache<Int, Int> {
+    var configuration = MemoryCache<Int, Int>.Configuration(
+        countLimit: KeySpace.keyCount, lowWaterMark: 1.0, policy: policy, shards: shards)
+    if !listensToPressure { configuration.memoryPressure = nil }
+    return try MemoryCache<Int, Int>(configuration: configuration)
 }
 
 /// Registers one benchmark per workload and thread count for a subject. Each gets
