@@ -25,6 +25,19 @@ extension SettingsStore {
         /// its UTF-8 bytes, a `Codable` value by its JSON.
         public var valueByteLimit: Int
 
+        /// The family of `UserDefaults` suites the store keeps its values in: the
+        /// namespace's values go to the suite `<suiteDomain>.<namespace>`, and the
+        /// item count ``itemLimit`` limits is kept per domain, in the suite
+        /// `<suiteDomain>`. Defaults to `"hoard.settings"`, the domain ``LocalStorage``
+        /// and the `hoard` tool see. Separate programs, or tests, that must not share
+        /// one item count give each their own domain. Must follow the namespace rules
+        /// (ASCII letters, digits, `-`, `_`, `.`, no leading or trailing dot, no `..`).
+        ///
+        /// Every namespace gets a suite of its own, so an app group's single shared
+        /// suite is not a domain: on Apple platforms, a domain named after the group
+        /// is kept in the app's container, not the group's.
+        public var suiteDomain: String
+
         /// Called with every event the store reports (damaged values removed, failed
         /// clean-ups), on the thread that caused it, never while a lock is held.
         /// Defaults to `nil`.
@@ -34,12 +47,17 @@ extension SettingsStore {
         public init(
             itemLimit: Int = 1_024,
             valueByteLimit: Int = 1_024,
+            suiteDomain: String = "hoard.settings",
             onEvent: (@Sendable (SettingsStoreEvent) -> Void)? = nil
         ) {
             self.itemLimit = itemLimit
             self.valueByteLimit = valueByteLimit
+            self.suiteDomain = suiteDomain
             self.onEvent = onEvent
         }
+
+        /// The domain ``suiteDomain`` names.
+        var domain: _SettingsDomain { _SettingsDomain(name: suiteDomain) }
 
         /// Checks every setting.
         func validate() throws(HoardError) {
@@ -49,6 +67,7 @@ extension SettingsStore {
             guard valueByteLimit >= 1 else {
                 throw HoardError(.invalidConfiguration, "valueByteLimit must be at least 1, not \(valueByteLimit)")
             }
+            try _LocalNames.validate(suiteDomain, what: "a settings suite domain")
         }
     }
 }

@@ -64,7 +64,7 @@ public final class SettingsStore<Value: Sendable>: Sendable {
     public convenience init(
         namespace: String, codec: ValueCodec<Value>, configuration: Configuration = .init()
     ) throws(HoardError) {
-        try self.init(namespace: namespace, codec: codec, configuration: configuration, domain: .standard)
+        try self.init(namespace: namespace, codec: codec, configuration: configuration, domain: configuration.domain)
     }
 
     /// Opens the settings of `namespace` with the codec the value type gets with no
@@ -73,7 +73,8 @@ public final class SettingsStore<Value: Sendable>: Sendable {
     /// - Throws: As ``init(namespace:codec:configuration:)``, and
     ///   ``HoardError/Code/noCodec`` when `Value` is neither `CacheValue` nor `Codable`.
     public convenience init(namespace: String, configuration: Configuration = .init()) throws(HoardError) {
-        try self.init(namespace: namespace, codec: .automatic(), configuration: configuration, domain: .standard)
+        try self.init(
+            namespace: namespace, codec: .automatic(), configuration: configuration, domain: configuration.domain)
     }
 
     /// Opens `namespace` in a given domain (tests use their own).
@@ -94,11 +95,17 @@ public final class SettingsStore<Value: Sendable>: Sendable {
         observers.finishAll()
     }
 
-    /// How many items all settings stores together hold: every namespace, including
-    /// values earlier runs left. This is the count ``Configuration/itemLimit``
-    /// limits.
+    /// How many items all settings stores of the default suite domain together hold:
+    /// every namespace, including values earlier runs left. This is the count
+    /// ``Configuration/itemLimit`` limits.
     public static var totalItemCount: Int {
         _SettingsRegistry.shared(.standard).totalCount
+    }
+
+    /// How many items the settings stores of `suiteDomain` hold together (see
+    /// ``Configuration/suiteDomain``).
+    public static func totalItemCount(inSuiteDomain suiteDomain: String) -> Int {
+        _SettingsRegistry.shared(_SettingsDomain(name: suiteDomain)).totalCount
     }
 
     // MARK: Reading
