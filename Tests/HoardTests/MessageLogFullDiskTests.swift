@@ -61,6 +61,9 @@ extension DiskStoreSuites {
                     try rawLog(mountPoint.appendingPathComponent("new.log"), maximumBytes: 4096, overwrites: false)
                 }
                 #expect(creation?.code == .storageFull, "\(String(describing: creation))")
+                #expect(
+                    !FileManager.default.fileExists(atPath: mountPoint.appendingPathComponent("new.log").path),
+                    "a log that could not be created leaves no empty file")
             }
         }
     }

@@ -160,6 +160,9 @@ public final class MessageLog<Message: Sendable>: Sendable {
                 durability: durability, log: log)
             state = Mutex(opened)
         } catch {
+            // A log this call created and could not start (no room for its header)
+            // leaves no empty file behind.
+            file.removeIfCreatedEmpty()
             file.close()
             throw error
         }

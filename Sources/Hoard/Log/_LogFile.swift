@@ -10,12 +10,19 @@ struct _LogFile: Sendable {
     let path: String
     /// Whether the descriptor was opened for writing.
     let isWritable: Bool
+    /// Whether opening it created the file.
+    var created = false
 
     /// Opens `path` for reading and writing, creating it when `create` is set; falls
     /// back to reading only when the file or its file system may not be written.
     static func open(path: String, writable: Bool, create: Bool) throws(HoardError) -> _LogFile {
         var refused: _POSIX.Failure?
         if writable {
+            if create, case .success(let fd) = _POSIX.openFile(path, writable: true, create: true, exclusively: true) {
+                var file = _LogFile(descriptor: fd, path: path, isWritable: true)
+                file.created = true
+                return file
+            }
             switch _POSIX.openFile(path, writable: true, create: create) {
             case .success(let fd):
                 return _LogFile(descriptor: fd, path: path, isWritable: true)
@@ -40,6 +47,14 @@ struct _LogFile: Sendable {
                 failure.isNoSuchFile ? "there is no log file at this path" : "could not open the log file: \(failure)"
             throw HoardError(.ioFailed, what, path: path, underlying: failure.asError)
         }
+    }
+
+    /// Removes the file this open created, when it is still empty: what a creation
+    /// that failed before its header was written leaves (on a full disk, say).
+    func removeIfCreatedEmpty() {
+        guard created, (try? size()) == 0 else { return }
+        // Best effort: the caller is already throwing the error that matters.
+        _POSIX.removeFile(path)
     }
 
     /// Closes the descriptor, releasing any lock.

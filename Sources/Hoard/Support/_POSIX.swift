@@ -53,14 +53,23 @@ enum _POSIX {
     /// Opens a file; `create` adds `O_CREAT` with mode 0600 (owner only, as the
     /// disk store's files). The descriptor is
     /// close-on-exec.
-    static func openFile(_ path: String, writable: Bool, create: Bool) -> Result<Int32, Failure> {
+    static func openFile(
+        _ path: String, writable: Bool, create: Bool, exclusively: Bool = false
+    ) -> Result<Int32, Failure> {
         var flags = (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC
         if create { flags |= O_CREAT }
+        if exclusively { flags |= O_EXCL }
         while true {
             let fd = path.withCString { open($0, flags, 0o600) }
             if fd >= 0 { return .success(fd) }
             if errno != EINTR { return .failure(Failure(call: "open", code: errno)) }
         }
+    }
+
+    /// Removes the file name `path` (not following a link there).
+    @discardableResult
+    static func removeFile(_ path: String) -> Result<Void, Failure> {
+        path.withCString { unlink($0) } == 0 ? .success(()) : .failure(Failure(call: "unlink", code: errno))
     }
 
     /// Closes a descriptor. Errors are ignored: there is nothing left to do with it.
