@@ -65,6 +65,7 @@ let package = Package(
         .library(name: "HoardMetrics", targets: ["HoardMetrics"]),
         .library(name: "HoardHummingbird", targets: ["HoardHummingbird"]),
         .library(name: "HoardVapor", targets: ["HoardVapor"]),
+        .library(name: "HoardAsyncHTTPClient", targets: ["HoardAsyncHTTPClient"]),
         .executable(name: "hoard", targets: ["hoard"]),
     ],
     traits: [
@@ -76,6 +77,9 @@ let package = Package(
         .trait(name: "Metrics", description: "HoardMetrics: a Cache's statistics and timings through swift-metrics."),
         .trait(name: "Hummingbird", description: "HoardHummingbird: a Hummingbird PersistDriver backed by a Hoard Cache."),
         .trait(name: "Vapor", description: "HoardVapor: a Vapor Cache (app.caches.use(.hoard(...))) backed by a Hoard Cache."),
+        .trait(
+            name: "AsyncHTTPClient",
+            description: "HoardAsyncHTTPClient: an HTTPResponseCache transport over AsyncHTTPClient."),
         .default(enabledTraits: []),
     ],
     dependencies: [
@@ -87,6 +91,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/vapor/vapor", from: "4.122.3"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         // Only for `swift package generate-documentation`; no target depends on it.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
@@ -144,6 +149,18 @@ let package = Package(
             dependencies: [
                 "Hoard",
                 .product(name: "Vapor", package: "vapor", condition: .when(traits: ["Vapor"])),
+            ]
+        ),
+        // HTTPResponseCache's transport over AsyncHTTPClient, for servers that do not use
+        // URLSession.
+        .target(
+            name: "HoardAsyncHTTPClient",
+            dependencies: [
+                "Hoard",
+                .product(
+                    name: "AsyncHTTPClient", package: "async-http-client", condition: .when(traits: ["AsyncHTTPClient"])),
+                .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["AsyncHTTPClient"])),
+                .product(name: "NIOHTTP1", package: "swift-nio", condition: .when(traits: ["AsyncHTTPClient"])),
             ]
         ),
         // Not a product: a Hummingbird server that serves a slow upstream value through
@@ -258,7 +275,7 @@ let package = Package(
             name: "HoardTests",
             dependencies: [
                 "Hoard", "HoardCrashWriter", "HoardPoolProbe", "HoardLoggingTestSupport", "HoardServiceLifecycle",
-                "HoardMetrics", "hoard",
+                "HoardMetrics", "HoardAsyncHTTPClient", "hoard",
                 .product(name: "MetricsTestKit", package: "swift-metrics", condition: .when(traits: ["Metrics"])),
                 .product(name: "Logging", package: "swift-log"),
                 .product(

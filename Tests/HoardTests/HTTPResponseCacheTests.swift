@@ -4,16 +4,46 @@ import Testing
 
 @testable import Hoard
 
+#if AsyncHTTPClient
+import HoardAsyncHTTPClient
+#endif
+
 /// Each test runs a loopback origin whose answers it scripts, and counts the requests
 /// that reach it.
 @Suite("HTTP response cache (RFC 9111)", .timeLimit(.minutes(3)))
 struct HTTPResponseCacheTests {
     /// A memory-only cache on `clock`.
-    static func cache(_ clock: ManualClock, shared: Bool = true) throws -> HTTPResponseCache {
+    static func cache(
+        _ clock: ManualClock, shared: Bool = true, transport: any HTTPCacheTransport = URLSessionHTTPTransport()
+    ) throws -> HTTPResponseCache {
         var storage = Cache<String, HTTPStoredResponses>.Configuration(name: "http-test")
         storage.localStores = .none
-        return try HTTPResponseCache(configuration: .init(storage: storage, isShared: shared), clock: clock)
+        return try HTTPResponseCache(
+            configuration: .init(storage: storage, isShared: shared), transport: transport, clock: clock)
     }
+
+    #if AsyncHTTPClient
+    @Test("Over AsyncHTTPClient: a fresh hit, then a 304 revalidation, with the same request counts")
+    func asyncHTTPClientTransport() async throws {
+        let clock = ManualClock(start: Date(timeIntervalSince1970: 1_700_000_000))
+        let origin = try Origin(clock: clock) { request, _ in
+            if request.headers["if-none-match"] == "\"a\"" {
+                return LoopbackResponse(status: 304, headers: ["Cache-Control": "max-age=10", "ETag": "\"a\""])
+            }
+            return LoopbackResponse(
+                status: 200, headers: ["Cache-Control": "max-age=10", "ETag": "\"a\""], body: "nio")
+        }
+        let http = try Self.cache(clock, transport: AsyncHTTPClientTransport())
+        #expect(try await http.data(from: origin.url()) == Data("nio".utf8))
+        #expect(try await http.response(for: origin.url()).isFromCache)
+        #expect(origin.requests.count == 1)
+        clock.advance(by: 11)
+        let revalidated = try await http.response(for: origin.url())
+        #expect(revalidated.body == Data("nio".utf8))
+        #expect(origin.requests.count == 2)
+        #expect(http.statistics.revalidations == 1)
+    }
+    #endif
 
     /// An origin that answers every path with `headers` (and a Date from `clock`),
     /// the body `body`, and records each request's header fields.
