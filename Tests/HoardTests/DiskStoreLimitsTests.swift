@@ -140,6 +140,22 @@ extension DiskStoreSuites {
             }
         }
 
+        @Test("With a 1-second access resolution, a read seconds after a write protects the entry from trimming")
+        func readProtectsEntry() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                let clock = ManualClock(start: Date(timeIntervalSince1970: 1_000))
+                let store = try DiskStore(directory: url, configuration: .init(accessTimeResolution: 1), clock: clock)
+                try store.set(Data(count: 100), for: "read", in: "ns", storedAt: clock.now(), expiresAt: nil)
+                clock.advance(by: 2)
+                try store.set(Data(count: 100), for: "unread", in: "ns", storedAt: clock.now(), expiresAt: nil)
+                clock.advance(by: 2)
+                #expect(try store.entry(for: "read", in: "ns") != nil)
+                #expect(try store.trim(toBytes: 100) == 1)
+                #expect(try store.entry(for: "read", in: "ns") != nil)
+                #expect(try store.entry(for: "unread", in: "ns") == nil)
+            }
+        }
+
         @Test("Access times within the resolution are not recorded; pending ones are written on flush and deinit")
         func accessTimeResolutionAndFlush() throws {
             try DiskTest.withTemporaryDirectory { url in

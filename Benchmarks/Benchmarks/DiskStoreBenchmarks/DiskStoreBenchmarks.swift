@@ -8,7 +8,11 @@ import Hoard
 ///
 /// - 1 KiB values over 100,000 entries (all present): `get` (random keys, 1,000 per
 ///   iteration, `.kilo`), `set` (one overwrite per transaction, one per iteration),
-///   `set batch1000` (1,000 overwrites in one transaction per iteration, `.kilo`).
+///   `set batch1000` (1,000 overwrites in one transaction per iteration, `.kilo`),
+///   `mix90/10` (1,000 operations per iteration, `.kilo`: 90% gets, 10% overwrites,
+///   each in its own transaction; the DiskStore records read access times in
+///   memory and writes them with the next write, the baseline updates an access
+///   column on every get, as python-diskcache does).
 ///   Baseline: raw SQLite prepared statements on a table with PRIMARY KEY
 ///   (namespace, key) (a rowid table), WAL, synchronous=NORMAL.
 /// - 100 KiB values over 2,000 entries (above the spill threshold, so in files):
@@ -49,6 +53,18 @@ let benchmarks: @Sendable () -> Void = {
         make: { try SQLiteSubject(shape: small) }
     ) {
         try $0.setBatch(1_000)
+    }
+
+    register(
+        "disk mix90/10 1KiB: DiskStore", shape: small, perIteration: 1_000, make: { try StoreSubject(shape: small) }
+    ) {
+        try $0.mixed(1_000)
+    }
+    register(
+        "disk mix90/10 1KiB: baseline raw SQLite, access time updated on every get", shape: small,
+        perIteration: 1_000, make: { try SQLiteSubject(shape: small) }
+    ) {
+        try $0.mixed(1_000)
     }
 
     // 100 KiB
@@ -157,6 +173,17 @@ protocol DiskSubject: AnyObject {
     func setOne() throws
     /// `count` overwrites of random keys in one transaction.
     func setBatch(_ count: Int) throws
+    /// `count` operations, 90% reads and 10% overwrites of random keys, each
+    /// overwrite in its own transaction.
+    func mixed(_ count: Int) throws
     /// Closes the store and removes its directory.
     func close()
+}
+
+extension DiskSubject {
+    func mixed(_ count: Int) throws {
+        for operation in 0..<count {
+            if operation % 10 == 9 { try setOne() } else { get(1) }
+        }
+    }
 }

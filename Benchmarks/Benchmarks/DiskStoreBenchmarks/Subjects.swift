@@ -69,6 +69,7 @@ final class SQLiteSubject: DiskSubject {
     private var select: OpaquePointer?
     private var begin: OpaquePointer?
     private var commit: OpaquePointer?
+    private var touch: OpaquePointer?
     let keys: [String]
     let value: Data
     var stream: KeyStream
@@ -86,7 +87,7 @@ final class SQLiteSubject: DiskSubject {
         try exec(
             """
             CREATE TABLE entries (namespace TEXT NOT NULL, key TEXT NOT NULL, stored REAL NOT NULL,
-            expires REAL, value BLOB NOT NULL, PRIMARY KEY (namespace, key))
+            expires REAL, accessed REAL, value BLOB NOT NULL, PRIMARY KEY (namespace, key))
             """)
         // A rowid table (the primary key becomes a unique index), not WITHOUT ROWID:
         // a WITHOUT ROWID row over ~1,000 bytes on 4 KiB pages spills to an overflow
@@ -94,6 +95,7 @@ final class SQLiteSubject: DiskSubject {
         insert = try prepare(
             "INSERT OR REPLACE INTO entries (namespace, key, stored, expires, value) VALUES (?, ?, ?, ?, ?)")
         select = try prepare("SELECT value, stored, expires FROM entries WHERE namespace = ? AND key = ?")
+        touch = try prepare("UPDATE entries SET accessed = ? WHERE namespace = ? AND key = ?")
         begin = try prepare("BEGIN")
         commit = try prepare("COMMIT")
         var start = 0
@@ -158,6 +160,29 @@ final class SQLiteSubject: DiskSubject {
         try put(keys[stream.next()])
     }
 
+    /// 90% gets, each followed by an update of the row's access time (its own
+    /// transaction), and 10% overwrites.
+    func mixed(_ count: Int) throws {
+        for operation in 0..<count {
+            if operation % 10 == 9 {
+                try setOne()
+                continue
+            }
+            let key = keys[stream.next()]
+            sqlite3_bind_text(select, 1, namespace, -1, bench_sqlite_transient())
+            sqlite3_bind_text(select, 2, key, -1, bench_sqlite_transient())
+            precondition(sqlite3_step(select) == SQLITE_ROW, "a present key was not found")
+            let length = Int(sqlite3_column_bytes(select, 0))
+            let data = sqlite3_column_blob(select, 0).map { Data(bytes: $0, count: length) } ?? Data()
+            sqlite3_reset(select)
+            blackHole(data)
+            sqlite3_bind_double(touch, 1, Date().timeIntervalSince1970)
+            sqlite3_bind_text(touch, 2, namespace, -1, bench_sqlite_transient())
+            sqlite3_bind_text(touch, 3, key, -1, bench_sqlite_transient())
+            try step(touch)
+        }
+    }
+
     func setBatch(_ count: Int) throws {
         try step(begin)
         for _ in 0..<count { try put(keys[stream.next()]) }
@@ -165,7 +190,7 @@ final class SQLiteSubject: DiskSubject {
     }
 
     func close() {
-        for statement in [insert, select, begin, commit] { sqlite3_finalize(statement) }
+        for statement in [insert, select, begin, commit, touch] { sqlite3_finalize(statement) }
         sqlite3_close_v2(db)
         db = nil
         try? FileManager.default.removeItem(at: directory)
