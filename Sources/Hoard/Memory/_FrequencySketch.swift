@@ -3,7 +3,8 @@
 /// Admission Policy"; the layout follows Caffeine's `FrequencySketch`).
 ///
 /// - Each 64-bit word holds sixteen 4-bit counters; an item maps to four counters in
-///   four words, and its estimate is the smallest of them (saturating at 15).
+///   one 64-byte block of the table (one cache line), and its estimate is the
+///   smallest of them (saturating at 15).
 /// - The doorkeeper, a Bloom filter, absorbs an item's first occurrence in each
 ///   sample period so that one-hit wonders never reach the counters. Unlike the
 ///   paper, the doorkeeper bit does not add one to the estimate: an item seen once
@@ -59,41 +60,41 @@ struct _FrequencySketch {
         return h ^ (h >> 33)
     }
 
+    /// The word of the table holding counter `i` (0..<4) of an item, and the counter's
+    /// bit shift in it. The four counters of an item lie in one 64-byte block of
+    /// eight words (each in its own pair of words), so that reading or incrementing
+    /// them touches one cache line, as in Caffeine's sketch.
     @inlinable
-    func index(_ hash: UInt64, _ i: Int) -> Int {
-        let seed: UInt64
-        switch i {
-        case 0: seed = Self.seeds.0
-        case 1: seed = Self.seeds.1
-        case 2: seed = Self.seeds.2
-        default: seed = Self.seeds.3
-        }
-        var h = (hash &+ seed) &* seed
-        h &+= h >> 32
-        return Int(truncatingIfNeeded: h) & tableMask
+    func counter(_ hash: UInt64, _ i: Int) -> (word: Int, shift: UInt64) {
+        let block = (Int(truncatingIfNeeded: hash) & tableMask) & ~7
+        var h = (hash &+ Self.seeds.0) &* Self.seeds.1
+        h ^= h >> 29
+        let bits = h >> UInt64(i << 3)
+        return (block + (i << 1) + Int(bits & 1), ((bits >> 1) & 15) << 2)
     }
 
+    /// The doorkeeper word of an item and the two bits of it the item sets: one word,
+    /// so one cache line (a blocked Bloom filter).
     @inlinable
-    func doorkeeperBits(_ hash: UInt64) -> (UInt64, UInt64) {
-        (hash & doorkeeperMask, (hash >> 32 | hash << 32) & doorkeeperMask)
+    func doorkeeperBits(_ hash: UInt64) -> (word: Int, bits: UInt64) {
+        let word = Int(truncatingIfNeeded: (hash >> 32) & (doorkeeperMask >> 6))
+        return (word, (1 << (hash & 63)) | (1 << ((hash >> 6) & 63)))
     }
 
     @inlinable
     func doorkeeperContains(_ hash: UInt64) -> Bool {
-        let (a, b) = doorkeeperBits(hash)
-        return doorkeeper[Int(a >> 6)] & (1 << (a & 63)) != 0
-            && doorkeeper[Int(b >> 6)] & (1 << (b & 63)) != 0
+        let (word, bits) = doorkeeperBits(hash)
+        return doorkeeper[word] & bits == bits
     }
 
     /// The estimated number of times `hash` was added since the last reset, not
     /// counting the first occurrence the doorkeeper absorbed; at most 15.
     @inlinable
     func frequency(_ hash: UInt64) -> Int {
-        let start = Int(hash & 3) << 2
         var smallest = 15
         for i in 0..<4 {
-            let shift = UInt64((start + i) << 2)
-            let count = Int((table[index(hash, i)] >> shift) & 0xF)
+            let (word, shift) = counter(hash, i)
+            let count = Int((table[word] >> shift) & 0xF)
             if count < smallest { smallest = count }
         }
         return smallest
@@ -103,20 +104,17 @@ struct _FrequencySketch {
     @inlinable
     mutating func increment(_ hash: UInt64) {
         if !doorkeeperContains(hash) {
-            let (a, b) = doorkeeperBits(hash)
-            doorkeeper[Int(a >> 6)] |= 1 << (a & 63)
-            doorkeeper[Int(b >> 6)] |= 1 << (b & 63)
+            let (word, bits) = doorkeeperBits(hash)
+            doorkeeper[word] |= bits
             countAddition()
             return
         }
-        let start = Int(hash & 3) << 2
         var added = false
         for i in 0..<4 {
-            let j = index(hash, i)
-            let shift = UInt64((start + i) << 2)
+            let (word, shift) = counter(hash, i)
             let mask: UInt64 = 0xF << shift
-            if table[j] & mask != mask {
-                table[j] &+= 1 << shift
+            if table[word] & mask != mask {
+                table[word] &+= 1 << shift
                 added = true
             }
         }
