@@ -130,8 +130,9 @@ struct StatsCommand: ParsableCommand {
         abstract: "Show a store's entries and bytes per namespace, and its size on disk.",
         discussion: """
             With --json, one object: {"store": directory, "entries": Int, "valueBytes": Int, \
-            "bytesOnDisk": Int, "valueFiles": Int, "namespaces": [{"name": String, \
-            "entries": Int, "valueBytes": Int}]}, namespaces sorted by name.
+            "bytesOnDisk": Int or null, "valueFiles": Int or null, "namespaces": [{"name": String, \
+            "entries": Int, "valueBytes": Int}]}, namespaces sorted by name. The size on disk is \
+            null (and the reason is printed on standard error) when the store's files cannot be listed.
             """)
 
     @OptionGroup var location: StoreLocation
@@ -148,9 +149,22 @@ struct StatsCommand: ParsableCommand {
         var store: String
         var entries: Int
         var valueBytes: Int
-        var bytesOnDisk: Int
-        var valueFiles: Int
+        var bytesOnDisk: Int?
+        var valueFiles: Int?
         var namespaces: [Namespace]
+
+        enum Keys: String, CodingKey { case store, entries, valueBytes, bytesOnDisk, valueFiles, namespaces }
+
+        /// Every field, an unknown size as `null` (the schema's stable keys).
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: Keys.self)
+            try container.encode(store, forKey: .store)
+            try container.encode(entries, forKey: .entries)
+            try container.encode(valueBytes, forKey: .valueBytes)
+            try container.encode(bytesOnDisk, forKey: .bytesOnDisk)
+            try container.encode(valueFiles, forKey: .valueFiles)
+            try container.encode(namespaces, forKey: .namespaces)
+        }
     }
 
     func run() throws {
@@ -158,15 +172,22 @@ struct StatsCommand: ParsableCommand {
         let total = try store.totalUsage()
         let namespaces = try store.namespaces()
         let directory = store.directory.standardizedFileURL
-        var onDisk = 0
-        var files = 0
-        for name in (try? FileManager.default.subpathsOfDirectory(atPath: directory.path)) ?? [] {
-            let attributes = try? FileManager.default.attributesOfItem(
-                atPath: directory.appendingPathComponent(name).path)
-            if attributes?[.type] as? FileAttributeType == .typeRegular {
-                onDisk += (attributes?[.size] as? Int) ?? 0
-                if name.hasPrefix("blobs/") { files += 1 }
+        var onDisk: Int? = 0
+        var files: Int? = 0
+        do {
+            for name in try FileManager.default.subpathsOfDirectory(atPath: directory.path) {
+                let attributes = try FileManager.default.attributesOfItem(
+                    atPath: directory.appendingPathComponent(name).path)
+                if attributes[.type] as? FileAttributeType == .typeRegular {
+                    onDisk? += (attributes[.size] as? Int) ?? 0
+                    if name.hasPrefix("blobs/") { files? += 1 }
+                }
             }
+        } catch {
+            // The entries and values come from the index; only the size is unknown.
+            (onDisk, files) = (nil, nil)
+            FileHandle.standardError.write(
+                Data("hoard: cannot measure the store's size on disk: \(error.localizedDescription)\n".utf8))
         }
         let sorted = namespaces.sorted(by: { $0.key < $1.key })
         if json {
@@ -182,9 +203,13 @@ struct StatsCommand: ParsableCommand {
         print("store      \(directory.path)")
         print("entries    \(total.count)")
         print("values     \(StoreFormat.bytes(total.bytes))")
-        print(
-            "on disk    \(StoreFormat.bytes(onDisk)) (index and \(StoreFormat.count(files, "value file", "value files")))"
-        )
+        if let onDisk, let files {
+            print(
+                "on disk    \(StoreFormat.bytes(onDisk)) (index and \(StoreFormat.count(files, "value file", "value files")))"
+            )
+        } else {
+            print("on disk    unknown: the store's files cannot be listed")
+        }
         print("namespaces \(namespaces.count)")
         for (name, usage) in sorted {
             print(
@@ -524,7 +549,7 @@ struct VerifyCommand: ParsableCommand {
             print(report)
         }
         let unrepaired = report.damage.contains { damage in
-            !repair || damage.reason == .damagedIndex
+            !repair || damage.reason == .damagedIndex || damage.reason == .unreadableFile
                 || (damage.reason == .orphanedFile && !damage.detail.hasSuffix("deleted"))
         }
         if unrepaired { throw ExitCode(1) }

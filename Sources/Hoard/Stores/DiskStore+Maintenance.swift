@@ -107,6 +107,9 @@ extension DiskStore {
     /// with the entries; and lists files in `blobs/` that no entry refers to. It
     /// does not decode values, so it cannot tell which type they decode as.
     ///
+    /// A value file that exists but cannot be read (permissions, an I/O error) is
+    /// reported as ``StoreDamage/Reason/unreadableFile`` and never removed.
+    ///
     /// With `repairing`, damaged entries are removed (after checking again under
     /// the write lock that they are still damaged), the totals are recomputed, and
     /// orphaned files older than ten minutes are deleted (younger ones may belong
@@ -161,7 +164,8 @@ extension DiskStore {
                 report.entriesChecked += 1
                 guard let damage = try check(row) else { continue }
                 report.damage.append(damage)
-                if repairing { try repair(row, damage: damage) }
+                // A file that cannot be read is not known to be damaged: never removed.
+                if repairing, damage.reason != .unreadableFile { try repair(row, damage: damage) }
             }
             progress?(Progress(completed: report.entriesChecked, total: max(total, report.entriesChecked)))
             if rows.count < chunk { break }
@@ -208,7 +212,15 @@ extension DiskStore {
                 detail: "the entry's \(row.size) inline bytes do not match their checksum")
         }
         guard let name = row.blob, let crc = row.crc else { return nil }
-        switch try blobs.read(name, size: row.size) {
+        let read: _BlobFiles.ReadResult
+        do {
+            read = try blobs.read(name, size: row.size)
+        } catch {
+            return StoreDamage(
+                namespace: row.namespace, key: row.key, reason: .unreadableFile,
+                detail: "the value file blobs/\(name) cannot be read (\(error.message)); it was left as it is")
+        }
+        switch read {
         case .missing:
             return StoreDamage(
                 namespace: row.namespace, key: row.key, reason: .missingFile,
@@ -238,7 +250,7 @@ extension DiskStore {
             let index = try state.open()
             try index.transaction { () throws(HoardError) in
                 guard let again = try index.scan(after: row.id - 1, limit: 1).first, again.id == row.id,
-                    again.blob == row.blob, try check(again) != nil
+                    again.blob == row.blob, let still = try check(again), still.reason != .unreadableFile
                 else { return }
                 _ = try index.delete(id: row.id)
                 if let file = again.blob { effects.filesToRemove.append(file) }

@@ -39,6 +39,9 @@ public struct StoreDamage: Sendable, Hashable, CustomStringConvertible {
         public static let damagedIndex = Reason("damagedIndex")
         /// The per-namespace totals the store keeps disagree with its entries.
         public static let wrongTotals = Reason("wrongTotals")
+        /// A value file exists but cannot be read (permissions, an I/O error): not
+        /// damage, so ``DiskStore/verify(repairing:)`` reports it and never removes it.
+        public static let unreadableFile = Reason("unreadableFile")
     }
 
     /// The namespace of the damaged entry, when the damage concerns one entry.

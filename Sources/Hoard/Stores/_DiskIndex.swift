@@ -121,7 +121,14 @@ final class _DiskIndex {
                 default: break
                 }
             }
-        } catch  where error.code == .storeDamaged || error.code == .busy || error.code == .permissionDenied {
+        } catch  where error.code == .permissionDenied {
+            throw HoardError(
+                .permissionDenied,
+                "the store cannot be opened by this user: its index (and the directory its journal goes in) must be "
+                    + "writable, even to read it, as SQLite's WAL mode writes beside the database; open it as the user "
+                    + "who owns it, or copy it",
+                path: connection.path, underlying: error)
+        } catch  where error.code == .storeDamaged || error.code == .busy {
             throw HoardError(
                 error.code, "the index database has Hoard's application id but its format record cannot be read",
                 path: connection.path, underlying: error)
