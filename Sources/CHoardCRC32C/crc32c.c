@@ -36,41 +36,34 @@ static inline uint64_t hoard_crc32c_shift(const uint32_t table[4][256], uint64_t
     return table[0][crc & 0xFF] ^ table[1][(crc >> 8) & 0xFF] ^ table[2][(crc >> 16) & 0xFF] ^ table[3][(crc >> 24) & 0xFF];
 }
 
+/// Three independent streams of the 8-byte instruction `WORD` over three adjacent
+/// blocks of `BLOCK` bytes, as long as three remain, joined with `TABLE` (the shift
+/// by `BLOCK` zero bytes).
+#define HOARD_CRC32C_THREE_STREAMS(WORD, BLOCK, TABLE)                                     \
+    while (count >= 3 * (BLOCK)) {                                                    \
+        uint64_t c1 = 0, c2 = 0;                                                      \
+        const unsigned char *end = p + (BLOCK);                                       \
+        do {                                                                          \
+            c0 = WORD(c0, load64(p));                                                 \
+            c1 = WORD(c1, load64(p + (BLOCK)));                                       \
+            c2 = WORD(c2, load64(p + 2 * (BLOCK)));                                   \
+            p += 8;                                                                   \
+        } while (p < end);                                                            \
+        c0 = hoard_crc32c_shift(TABLE, c0) ^ c1;                                      \
+        c0 = hoard_crc32c_shift(TABLE, c0) ^ c2;                                      \
+        p += 2 * (BLOCK);                                                             \
+        count -= 3 * (BLOCK);                                                         \
+    }
+
 /// The body of a hardware CRC-32C: three independent streams of the 8-byte
-/// instruction `WORD` over three adjacent blocks of LONG, then SHORT, bytes, joined
-/// with the shift tables (the instruction's latency is three times its throughput,
-/// so one stream leaves two thirds of the unit idle), then the rest one stream.
+/// instruction `WORD` over blocks of LONG, then SHORT, bytes (the instruction's
+/// latency is three times its throughput, so one stream leaves two thirds of the
+/// unit idle), then the rest one stream.
 #define HOARD_CRC32C_HARDWARE_BODY(WORD, BYTE)                                            \
     const unsigned char *p = bytes;                                                   \
     uint64_t c0 = (uint32_t)~crc;                                                     \
-    while (count >= 3 * HOARD_CRC32C_LONG) {                                          \
-        uint64_t c1 = 0, c2 = 0;                                                      \
-        const unsigned char *end = p + HOARD_CRC32C_LONG;                             \
-        do {                                                                          \
-            c0 = WORD(c0, load64(p));                                                 \
-            c1 = WORD(c1, load64(p + HOARD_CRC32C_LONG));                             \
-            c2 = WORD(c2, load64(p + 2 * HOARD_CRC32C_LONG));                         \
-            p += 8;                                                                   \
-        } while (p < end);                                                            \
-        c0 = hoard_crc32c_shift(hoard_crc32c_long, c0) ^ c1;                          \
-        c0 = hoard_crc32c_shift(hoard_crc32c_long, c0) ^ c2;                          \
-        p += 2 * HOARD_CRC32C_LONG;                                                   \
-        count -= 3 * HOARD_CRC32C_LONG;                                               \
-    }                                                                                 \
-    while (count >= 3 * HOARD_CRC32C_SHORT) {                                         \
-        uint64_t c1 = 0, c2 = 0;                                                      \
-        const unsigned char *end = p + HOARD_CRC32C_SHORT;                            \
-        do {                                                                          \
-            c0 = WORD(c0, load64(p));                                                 \
-            c1 = WORD(c1, load64(p + HOARD_CRC32C_SHORT));                            \
-            c2 = WORD(c2, load64(p + 2 * HOARD_CRC32C_SHORT));                        \
-            p += 8;                                                                   \
-        } while (p < end);                                                            \
-        c0 = hoard_crc32c_shift(hoard_crc32c_short, c0) ^ c1;                         \
-        c0 = hoard_crc32c_shift(hoard_crc32c_short, c0) ^ c2;                         \
-        p += 2 * HOARD_CRC32C_SHORT;                                                  \
-        count -= 3 * HOARD_CRC32C_SHORT;                                              \
-    }                                                                                 \
+    HOARD_CRC32C_THREE_STREAMS(WORD, HOARD_CRC32C_LONG, hoard_crc32c_long)            \
+    HOARD_CRC32C_THREE_STREAMS(WORD, HOARD_CRC32C_SHORT, hoard_crc32c_short)          \
     while (count >= 8) {                                                              \
         c0 = WORD(c0, load64(p));                                                     \
         p += 8;                                                                       \

@@ -14,6 +14,32 @@ extension DiskStoreSuites {
     /// `setpriv`, since root reads any file).
     @Suite("DiskStore: a value file that cannot be read", .timeLimit(.minutes(2)))
     struct DiskStoreUnreadableTests {
+        /// Runs the `hoard` tool with `arguments` as a user that cannot read `hidden`:
+        /// as root, the tool runs as `nobody`, who is given the store at `url` except
+        /// `hidden` (root reads any file); otherwise as this user. `hidden` is made
+        /// mode 0 for the call.
+        static func hoardWithout(
+            _ hidden: String, inStore url: URL, _ arguments: [String]...
+        ) throws -> [(status: Int32, output: String, errors: String)] {
+            var command = [try DiskTest.executable(named: "hoard").path]
+            if geteuid() == 0 {
+                for path in [url.deletingLastPathComponent().path, url.path] { chmod(path, 0o755) }
+                let owned = try FileManager.default.subpathsOfDirectory(atPath: url.path).map {
+                    url.appendingPathComponent($0).path
+                }
+                for path in [url.path] + owned { chown(path, 65_534, 65_534) }
+                chown(hidden, 0, 0)
+                command = ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] + command
+            }
+            var mode = stat()
+            stat(hidden, &mode)
+            chmod(hidden, 0)
+            defer { chmod(hidden, mode.st_mode & 0o777) }
+            return try arguments.map {
+                try DiskTest.run(URL(fileURLWithPath: command[0]), Array(command.dropFirst()) + $0)
+            }
+        }
+
         @Test("verify reports an unreadable value file as unreadableFile, and --repair leaves it")
         func unreadableBlob() throws {
             try DiskTest.withTemporaryDirectory { url in
@@ -27,27 +53,11 @@ extension DiskStoreSuites {
                 let blobs = url.appendingPathComponent("blobs")
                 let name = try #require(try FileManager.default.contentsOfDirectory(atPath: blobs.path).first)
                 let blob = blobs.appendingPathComponent(name).path
-                let hoard = try DiskTest.executable(named: "hoard")
-                var command = [hoard.path]
-                if geteuid() == 0 {
-                    // nobody owns the store (so it can open it) but not the value file.
-                    for path in [url.deletingLastPathComponent().path, url.path] { chmod(path, 0o755) }
-                    let owned = try FileManager.default.subpathsOfDirectory(atPath: url.path).map {
-                        url.appendingPathComponent($0).path
-                    }
-                    for path in [url.path] + owned { chown(path, 65_534, 65_534) }
-                    chown(blob, 0, 0)
-                    command = ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", hoard.path]
-                }
-                chmod(blob, 0)
-                defer { chmod(blob, 0o600) }
 
-                // When verify runs (and repairs)
-                let run = { (arguments: [String]) throws -> (status: Int32, output: String, errors: String) in
-                    try DiskTest.run(URL(fileURLWithPath: command[0]), Array(command.dropFirst()) + arguments)
-                }
-                let checked = try run(["verify", url.path, "--json"])
-                let repaired = try run(["verify", url.path, "--repair"])
+                // When verify runs (and repairs) as a user that cannot read it
+                let runs = try Self.hoardWithout(
+                    blob, inStore: url, ["verify", url.path, "--json"], ["verify", url.path, "--repair"])
+                let (checked, repaired) = (runs[0], runs[1])
 
                 // Then the file is reported as unreadable, not damaged, and is still there
                 #expect(checked.status == 1, "\(checked.output) \(checked.errors)")
@@ -56,7 +66,6 @@ extension DiskStoreSuites {
                 #expect(repaired.output.contains("unreadableFile"), "\(repaired.output) \(repaired.errors)")
                 #expect(repaired.status == 1, "a file that cannot be read is not repaired")
                 #expect(FileManager.default.fileExists(atPath: blob))
-                chmod(blob, 0o600)
                 let store = try DiskStore(directory: url)
                 #expect(try store.value(for: "big", as: Data.self, in: "ns") == secret)
             }
@@ -101,27 +110,13 @@ extension DiskStoreSuites {
                     try store.set(DiskTest.bytes(5_000, seed: 3), for: "big", in: "ns")
                 }
                 let blobs = url.appendingPathComponent("blobs").path
-                let hoard = try DiskTest.executable(named: "hoard")
-                var command = [hoard.path]
-                if geteuid() == 0 {
-                    for path in [url.deletingLastPathComponent().path, url.path] { chmod(path, 0o755) }
-                    let owned = try FileManager.default.subpathsOfDirectory(atPath: url.path).map {
-                        url.appendingPathComponent($0).path
-                    }
-                    for path in [url.path] + owned { chown(path, 65_534, 65_534) }
-                    chown(blobs, 0, 0)
-                    command = ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", hoard.path]
-                }
-                chmod(blobs, 0)
-                defer { chmod(blobs, 0o700) }
-                let stats = try DiskTest.run(
-                    URL(fileURLWithPath: command[0]), Array(command.dropFirst()) + ["stats", url.path])
+                let runs = try Self.hoardWithout(
+                    blobs, inStore: url, ["stats", url.path], ["stats", url.path, "--json"])
+                let (stats, json) = (runs[0], runs[1])
                 #expect(stats.status == 0, "\(stats.errors)")
                 #expect(stats.output.contains("entries    1"))
                 #expect(stats.output.contains("on disk    unknown"), "\(stats.output)")
                 #expect(stats.errors.contains("cannot measure the store's size on disk"), "\(stats.errors)")
-                let json = try DiskTest.run(
-                    URL(fileURLWithPath: command[0]), Array(command.dropFirst()) + ["stats", url.path, "--json"])
                 #expect(json.output.contains("\"bytesOnDisk\":null"), "\(json.output)")
             }
         }

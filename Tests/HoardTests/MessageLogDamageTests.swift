@@ -200,15 +200,8 @@ struct MessageLogDamageTests {
             let url = directory.appendingPathComponent("shared.log")
             let survivor = try rawLog(url, maximumBytes: 2048, overwrites: true)
             try survivor.append(contentsOf: [Data("one".utf8), Data("two".utf8)])
-            let before = try bytes(of: url)
-            do {
-                let crashing = try rawLog(url, maximumBytes: 2048, overwrites: true)
-                try crashing.append(Data("lost in the crash".utf8))
-            }
             // When the other's append reached the file only in its header
-            var torn = try bytes(of: url)
-            torn.removeSubrange(before.count...)
-            try write(torn + [UInt8](repeating: 0, count: 8 + 17), to: url)
+            try tearAppend(of: Data("lost in the crash".utf8), to: url, maximumBytes: 2048)
 
             // Then the survivor skips it when reading, and drops it before appending
             #expect(try survivor.messages() == [Data("one".utf8), Data("two".utf8)])

@@ -26,14 +26,7 @@ struct MessageLogLoggingTests {
                 let log = try rawLog(url, maximumBytes: 2048, overwrites: true)
                 try log.append(contentsOf: [Data("one".utf8), Data("two".utf8)])
             }
-            let before = try bytes(of: url)
-            do {
-                let crashing = try rawLog(url, maximumBytes: 2048, overwrites: true)
-                try crashing.append(Data("lost in the crash".utf8))
-            }
-            var torn = try bytes(of: url)
-            torn.removeSubrange(before.count...)
-            try write(torn + [UInt8](repeating: 0, count: 8 + 17), to: url)
+            try tearAppend(of: Data("lost in the crash".utf8), to: url, maximumBytes: 2048)
 
             let handler = RecordingLogHandler()
             let log = try MessageLog<Data>(

@@ -100,6 +100,20 @@ func restingBytes(of url: URL, after log: MessageLog<Data>) throws -> [UInt8] {
     return try bytes(of: url)
 }
 
+/// Appends `lost` through a second instance that then "crashes" with only the
+/// append's header in the file: the record's bytes are zeros, as a crash between
+/// the header and the record leaves them.
+func tearAppend(of lost: Data, to url: URL, maximumBytes: Int) throws {
+    let before = try bytes(of: url)
+    do {
+        let crashing = try rawLog(url, maximumBytes: maximumBytes, overwrites: true)
+        try crashing.append(lost)
+    }
+    var torn = try bytes(of: url)
+    torn.removeSubrange(before.count...)
+    try write(torn + [UInt8](repeating: 0, count: 8 + lost.count), to: url)
+}
+
 /// Replaces the file's bytes (without `Data.write(to:)`, which syncs on Linux and
 /// would make the damage tests wait on the disk).
 func write(_ bytes: [UInt8], to url: URL) throws {

@@ -174,8 +174,8 @@ public final class HTTPResponseCache: Sendable {
                 try await self.fetch(request, storing: true)
             }
         }
-        let policy = _HTTPFreshness(candidate, configuration: configuration, now: now)
         let control = candidate.cacheControl
+        let policy = _HTTPFreshness(candidate, control: control, configuration: configuration, now: now)
         let mayServeStale =
             !control.mustRevalidate && !(configuration.isShared && control.proxyRevalidate)
             && !control.noCache
@@ -194,13 +194,13 @@ public final class HTTPResponseCache: Sendable {
             }
             if mayServeStale, let window = control.staleWhileRevalidate, policy.staleness < TimeInterval(window) {
                 count { $0.staleHits += 1 }
-                revalidateInBackground(candidate, request)
+                revalidateInBackground(candidate, control: control, request)
                 return candidate
             }
         }
         if requestControl.onlyIfCached { return request.gatewayTimeout(now: now) }
         return try await flights.run(request.flightKey, joined: { self.count { $0.coalescedWaits += 1 } }) {
-            try await self.revalidate(candidate, request, mayServeStale: mayServeStale)
+            try await self.revalidate(candidate, control: control, request, mayServeStale: mayServeStale)
         }
     }
 
@@ -228,15 +228,16 @@ public final class HTTPResponseCache: Sendable {
 
     /// A conditional request for `candidate`; a `304` refreshes it.
     private func revalidate(
-        _ candidate: HTTPCachedResponse, _ request: _HTTPRequest, mayServeStale: Bool
+        _ candidate: HTTPCachedResponse, control: HTTPCacheControl, _ request: _HTTPRequest, mayServeStale: Bool
     ) async throws -> HTTPCachedResponse {
         var conditions: [String: String] = [:]
         if let tag = candidate[header: "etag"] { conditions["if-none-match"] = tag }
         if let modified = candidate[header: "last-modified"] { conditions["if-modified-since"] = modified }
         let staleIfError: Bool = {
             guard mayServeStale else { return false }
-            let window = candidate.cacheControl.staleIfError ?? request.cacheControl.staleIfError
-            let staleness = _HTTPFreshness(candidate, configuration: configuration, now: clock.now()).staleness
+            let window = control.staleIfError ?? request.cacheControl.staleIfError
+            let staleness = _HTTPFreshness(candidate, control: control, configuration: configuration, now: clock.now())
+                .staleness
             return window.map { staleness < TimeInterval($0) } ?? false
         }()
         let exchange: (response: HTTPTransportResponse, requestTime: Date, responseTime: Date)
@@ -272,12 +273,14 @@ public final class HTTPResponseCache: Sendable {
     }
 
     /// Starts one background revalidation of `candidate` (none when one is running).
-    private func revalidateInBackground(_ candidate: HTTPCachedResponse, _ request: _HTTPRequest) {
+    private func revalidateInBackground(
+        _ candidate: HTTPCachedResponse, control: HTTPCacheControl, _ request: _HTTPRequest
+    ) {
         guard !flights.isRunning(request.flightKey) else { return }
         Task {
             do {
                 _ = try await flights.run(request.flightKey, joined: { self.count { $0.coalescedWaits += 1 } }) {
-                    try await self.revalidate(candidate, request, mayServeStale: false)
+                    try await self.revalidate(candidate, control: control, request, mayServeStale: false)
                 }
             } catch {
                 count { $0.backgroundFailures += 1 }

@@ -62,16 +62,19 @@ struct _HTTPFreshness {
     /// Seconds past its lifetime (negative while fresh).
     var staleness: TimeInterval { age - lifetime }
 
-    init(_ response: HTTPCachedResponse, configuration: HTTPResponseCache.Configuration, now: Date) {
+    /// How fresh `response`, whose `Cache-Control` is `control`, is at `now`.
+    init(
+        _ response: HTTPCachedResponse, control: HTTPCacheControl, configuration: HTTPResponseCache.Configuration,
+        now: Date
+    ) {
         age = response.age(at: now)
-        lifetime = Self.lifetime(of: response, configuration: configuration)
+        lifetime = Self.lifetime(of: response, control: control, configuration: configuration)
     }
 
     /// RFC 9111, section 4.2.1, with the heuristic of section 4.2.2.
-    static func lifetime(of response: HTTPCachedResponse, configuration: HTTPResponseCache.Configuration)
-        -> TimeInterval
-    {
-        let control = response.cacheControl
+    static func lifetime(
+        of response: HTTPCachedResponse, control: HTTPCacheControl, configuration: HTTPResponseCache.Configuration
+    ) -> TimeInterval {
         if configuration.isShared, let shared = control.sharedMaxAge { return TimeInterval(shared) }
         if let maxAge = control.maxAge { return TimeInterval(maxAge) }
         let date = response[header: "date"].flatMap(_HTTPDate.parse) ?? response.responseTime

@@ -58,8 +58,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         }
         if let response = configuration.memoryPressure {
             let observation = response.source.observe { [weak self] level in
-                self?.relieve(
-                    level, fraction: level == .critical ? response.criticalFraction : response.warningFraction)
+                self?.relieve(fraction: level == .critical ? response.criticalFraction : response.warningFraction)
             }
             pressureObservation.withLock { $0 = observation }
         }
@@ -279,14 +278,20 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     }
 
     private func purge(count: Int, cost: Int) {
-        let observers = self.observers.ifActive
         let shardCount = shards.count
-        for i in 0..<shardCount {
+        evictEachShard(reason: .purge) { _, _ in
+            (count == .max ? .max : count / shardCount, cost == .max ? .max : cost / shardCount)
+        }
+    }
+
+    /// Evicts in every shard, in its policy's order, down to the entry count and
+    /// cost `targets` gives for the shard's own count and cost.
+    func evictEachShard(reason: EvictionReason, targets: (_ count: Int, _ cost: Int) -> (count: Int, cost: Int)) {
+        let observers = self.observers.ifActive
+        for i in 0..<shards.count {
             shards.withLock(i) { shard in
-                shard.evict(
-                    toCount: count == .max ? .max : count / shardCount,
-                    toCost: cost == .max ? .max : cost / shardCount,
-                    reason: .purge, protecting: -1, observers: observers)
+                let (count, cost) = targets(shard.count, shard.totalCost)
+                shard.evict(toCount: count, toCost: cost, reason: reason, protecting: -1, observers: observers)
             }
         }
     }
