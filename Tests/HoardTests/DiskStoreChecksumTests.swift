@@ -121,13 +121,32 @@ extension DiskStoreSuites {
             }
         }
 
-        /// A store of format version 1 as an earlier Hoard left it: no `crc` column.
+        /// Turns a store of the current format into one of format version 2 as an
+        /// earlier Hoard left it: access times in an indexed `accessed_at` column of
+        /// `entries`, no `access` table.
+        static func downgradeToVersion2(_ url: URL) throws {
+            try tamper(
+                url,
+                """
+                ALTER TABLE entries ADD COLUMN accessed_at REAL NOT NULL DEFAULT 0;
+                UPDATE entries SET accessed_at = (SELECT accessed_at FROM access WHERE access.id = entries.id);
+                CREATE INDEX entries_by_access ON entries (accessed_at);
+                DROP TRIGGER entries_deleted_access;
+                DROP TABLE access;
+                UPDATE meta SET value = '2' WHERE name = 'version';
+                """)
+            #expect(try formatVersion(url) == "2")
+        }
+
+        /// A store of format version 1 as an earlier Hoard left it: version 2
+        /// without the `crc` column.
         static func makeVersion1Store(_ url: URL) throws {
             do {
                 let store = try DiskStore(directory: url, configuration: .init(spillThreshold: 100))
                 try store.set(Data("small".utf8), for: "inline", in: "ns", storedAt: Date(), expiresAt: nil)
                 try store.set(DiskTest.bytes(1_000), for: "spilled", in: "ns", storedAt: Date(), expiresAt: nil)
             }
+            try downgradeToVersion2(url)
             try tamper(url, "ALTER TABLE entries DROP COLUMN crc; UPDATE meta SET value = '1' WHERE name = 'version'")
             #expect(try formatVersion(url) == "1")
         }
@@ -142,8 +161,8 @@ extension DiskStoreSuites {
                 let store = try DiskStore(
                     directory: url, configuration: .init(spillThreshold: 100, onEvent: events.handler))
 
-                // Then it is version 2, healthy, with every value
-                #expect(try Self.formatVersion(url) == "2")
+                // Then it is version 3, healthy, with every value
+                #expect(try Self.formatVersion(url) == "3")
                 #expect(try store.verify().isHealthy)
                 #expect(try store.entry(for: "inline", in: "ns")?.data == Data("small".utf8))
                 #expect(try store.entry(for: "spilled", in: "ns")?.data == DiskTest.bytes(1_000))
@@ -173,8 +192,51 @@ extension DiskStoreSuites {
                 // Once it is let go, opening migrates
                 close(descriptor)
                 let store = try DiskStore(directory: url)
-                #expect(try Self.formatVersion(url) == "2")
+                #expect(try Self.formatVersion(url) == "3")
                 #expect(try store.entry(for: "inline", in: "ns")?.data == Data("small".utf8))
+            }
+        }
+
+        @Test("A version 2 store is migrated on open with its access order: the least recently read is evicted first")
+        func migratesVersion2() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                // Given a version 2 store where "a" was written first but read last
+                let clock = ManualClock(start: Date(timeIntervalSince1970: 1_000))
+                do {
+                    let store = try DiskStore(directory: url, clock: clock)
+                    for key in ["a", "b", "c"] {
+                        try store.set(Data(count: 10), for: key, in: "ns", storedAt: clock.now(), expiresAt: nil)
+                        clock.advance(by: 10)
+                    }
+                    #expect(try store.entry(for: "a", in: "ns") != nil)
+                }
+                try Self.downgradeToVersion2(url)
+
+                // When it is opened alone
+                let store = try DiskStore(directory: url, clock: clock)
+
+                // Then it is version 3, healthy, with every access time
+                #expect(try Self.formatVersion(url) == "3")
+                #expect(try store.verify().isHealthy)
+                let accessed = Dictionary(
+                    uniqueKeysWithValues: try store.entries(in: "ns").map {
+                        ($0.key, $0.accessedAt.timeIntervalSince1970)
+                    })
+                #expect(accessed == ["a": 1_030, "b": 1_010, "c": 1_020])
+                // And eviction follows them
+                #expect(try store.trim(toBytes: 20) == 1)
+                #expect(try store.keys(in: "ns").sorted() == ["a", "c"])
+            }
+        }
+
+        @Test("A store of format version 4 is refused as unsupported, and left unchanged")
+        func newerVersion() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                do { _ = try DiskStore(directory: url) }
+                try Self.tamper(url, "UPDATE meta SET value = '4' WHERE name = 'version'")
+                let error = #expect(throws: HoardError.self) { try DiskStore(directory: url) }
+                #expect(error?.code == .unsupportedFormat)
+                #expect(try Self.formatVersion(url) == "4")
             }
         }
 

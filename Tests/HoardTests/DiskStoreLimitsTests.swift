@@ -140,11 +140,11 @@ extension DiskStoreSuites {
             }
         }
 
-        @Test("With a 1-second access resolution, a read seconds after a write protects the entry from trimming")
+        @Test("By default, a read seconds after a write protects the entry from trimming")
         func readProtectsEntry() throws {
             try DiskTest.withTemporaryDirectory { url in
                 let clock = ManualClock(start: Date(timeIntervalSince1970: 1_000))
-                let store = try DiskStore(directory: url, configuration: .init(accessTimeResolution: 1), clock: clock)
+                let store = try DiskStore(directory: url, clock: clock)
                 try store.set(Data(count: 100), for: "read", in: "ns", storedAt: clock.now(), expiresAt: nil)
                 clock.advance(by: 2)
                 try store.set(Data(count: 100), for: "unread", in: "ns", storedAt: clock.now(), expiresAt: nil)
@@ -156,22 +156,34 @@ extension DiskStoreSuites {
             }
         }
 
-        @Test("Access times within the resolution are not recorded; pending ones are written on flush and deinit")
+        @Test(
+            "A read within the resolution of the instance's last recorded one is not recorded; pending ones are written on flush and deinit"
+        )
         func accessTimeResolutionAndFlush() throws {
             try DiskTest.withTemporaryDirectory { url in
                 let clock = ManualClock(start: Date(timeIntervalSince1970: 0))
                 let reader = try DiskStore(directory: url, configuration: .init(accessTimeResolution: 60), clock: clock)
                 let observer = try DiskStore(directory: url, clock: clock)
+                func accessed(_ key: String) throws -> Double? {
+                    try observer.entries(in: "ns").first { $0.key == key }?.accessedAt.timeIntervalSince1970
+                }
                 try reader.set(Data([1]), for: "k", in: "ns", storedAt: clock.now(), expiresAt: nil)
                 try reader.set(Data([1]), for: "j", in: "ns", storedAt: clock.now(), expiresAt: nil)
+                #expect(try accessed("k") == 0)
                 clock.advance(by: 30)
                 _ = try reader.entry(for: "k", in: "ns")
                 reader.flushAccessTimes()
-                #expect(try observer.entries(in: "ns").first { $0.key == "k" }?.accessedAt.timeIntervalSince1970 == 0)
-                clock.advance(by: 31)
+                #expect(try accessed("k") == 30)
+                // 59 seconds after the recorded read: not recorded again
+                clock.advance(by: 59)
                 _ = try reader.entry(for: "k", in: "ns")
                 reader.flushAccessTimes()
-                #expect(try observer.entries(in: "ns").first { $0.key == "k" }?.accessedAt.timeIntervalSince1970 == 61)
+                #expect(try accessed("k") == 30)
+                // 60 seconds after: recorded
+                clock.advance(by: 1)
+                _ = try reader.entry(for: "k", in: "ns")
+                reader.flushAccessTimes()
+                #expect(try accessed("k") == 90)
                 // Pending at deinit: written as the instance goes away
                 clock.advance(by: 100)
                 do {
@@ -179,7 +191,46 @@ extension DiskStoreSuites {
                         directory: url, configuration: .init(accessTimeResolution: 1), clock: clock)
                     _ = try shortLived.entry(for: "j", in: "ns")
                 }
-                #expect(try observer.entries(in: "ns").first { $0.key == "j" }?.accessedAt.timeIntervalSince1970 == 161)
+                #expect(try accessed("j") == 190)
+            }
+        }
+
+        @Test("An entry that lost its access time is reported by verify and evicted again once read or repaired")
+        func lostAccessTime() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                let clock = ManualClock(start: Date(timeIntervalSince1970: 1_000))
+                let store = try DiskStore(directory: url, configuration: .init(accessTimeResolution: 0), clock: clock)
+                for key in ["a", "b", "c"] {
+                    try store.set(Data(count: 10), for: key, in: "ns", storedAt: clock.now(), expiresAt: nil)
+                    clock.advance(by: 10)
+                }
+                // Given "a" without an access time (which trimming would never pick)
+                // and an access time that belongs to no entry
+                try DiskStoreDamageTests.tamper(
+                    url,
+                    """
+                    DELETE FROM access WHERE id = (SELECT id FROM entries WHERE key = CAST('a' AS BLOB));
+                    INSERT INTO access (id, accessed_at) VALUES (999, 5);
+                    """)
+
+                // verify() reports both, and repairing gives "a" its stored time back
+                let report = try store.verify()
+                #expect(report.damage.map(\.reason) == [.wrongAccessTimes])
+                #expect(report.damage.first?.detail.contains("1 entries without an access time") == true)
+                #expect(report.damage.first?.detail.contains("1 access times without an entry") == true)
+                #expect(try store.verify(repairing: true).damage.map(\.reason) == [.wrongAccessTimes])
+                #expect(try store.verify().isHealthy)
+                #expect(try store.trim(toBytes: 20) == 1)
+                #expect(try store.keys(in: "ns").sorted() == ["b", "c"])
+
+                // A read gives a lost access time back too
+                try DiskStoreDamageTests.tamper(
+                    url, "DELETE FROM access WHERE id = (SELECT id FROM entries WHERE key = CAST('b' AS BLOB))")
+                #expect(try store.entry(for: "b", in: "ns") != nil)
+                store.flushAccessTimes()
+                #expect(try store.verify().isHealthy)
+                #expect(try store.trim(toBytes: 10) == 1)
+                #expect(try store.keys(in: "ns") == ["b"])
             }
         }
     }

@@ -12,11 +12,13 @@ final class StoreSubject: DiskSubject {
     var stream: KeyStream
     let namespace = DiskStore.defaultNamespace
 
-    init(shape: Shape) throws {
+    /// - Parameter accessTimeResolution: As in `DiskStore.Configuration`; `nil`
+    ///   for its default.
+    init(shape: Shape, accessTimeResolution: TimeInterval? = nil) throws {
         directory = try makeTemporaryDirectory()
-        store = try DiskStore(
-            directory: directory.appendingPathComponent("store"),
-            configuration: .init(syncsValueFiles: false))
+        var configuration = DiskStore.Configuration(syncsValueFiles: false)
+        if let accessTimeResolution { configuration.accessTimeResolution = accessTimeResolution }
+        store = try DiskStore(directory: directory.appendingPathComponent("store"), configuration: configuration)
         keys = shape.keys
         value = Data(repeating: 0xA5, count: shape.valueSize)
         stream = KeyStream(count: 1 << 20, upperBound: shape.entries, seed: 42)

@@ -193,6 +193,29 @@ extension DiskStore {
             }
         }
 
+        let accessTimes: (missing: Int, orphaned: Int, malformed: Int)
+        do {
+            accessTimes = try state.withLock { (state) throws(HoardError) in try state.open().wrongAccessTimes() }
+        } catch  where error.code == .storeDamaged {
+            indexDamage("the access times cannot be read", error)
+            return report
+        }
+        if accessTimes != (0, 0, 0) {
+            report.damage.append(
+                StoreDamage(
+                    namespace: nil, key: nil, reason: .wrongAccessTimes,
+                    detail:
+                        "the access order has \(accessTimes.missing) entries without an access time (never evicted), "
+                        + "\(accessTimes.orphaned) access times without an entry, and \(accessTimes.malformed) that are not numbers"
+                ))
+            if repairing {
+                try state.withLock { (state) throws(HoardError) in
+                    let index = try state.open()
+                    try index.transaction { () throws(HoardError) in try index.repairAccessTimes() }
+                }
+            }
+        }
+
         report.damage += try orphans(deletingOlderThan: repairing ? 600 : nil)
         return report
     }

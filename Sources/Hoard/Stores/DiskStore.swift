@@ -30,10 +30,11 @@ import Synchronization
 /// - **Bad data.** A malformed row, a missing or truncated value file, or bytes
 ///   that do not match their checksum: a miss, the entry removed, a
 ///   ``DiskStoreEvent/removedDamaged(_:)`` naming namespace, key and reason.
-/// - **Older stores.** A store of format version 1 (no checksums) is migrated to
-///   version 2 when it is opened while no other instance or process has it open
-///   (every value file is read once); opened while another has it open, it is
-///   refused with ``HoardError/Code/busy`` and left unchanged.
+/// - **Older stores.** A store of format version 1 (no checksums) or 2 (access
+///   times in the entries' rows) is migrated to version 3 when it is opened while
+///   no other instance or process has it open (from version 1, every value file is
+///   read once); opened while another has it open, it is refused with
+///   ``HoardError/Code/busy`` and left unchanged.
 /// - **Reads never destroy intact data.** Through the typed API, intact bytes that
 ///   do not decode as the type asked for are a miss and a
 ///   ``DiskStoreEvent/undecodable(_:)``; the entry stays.
@@ -49,7 +50,8 @@ import Synchronization
 ///   operation had no effect and the store stays usable.
 /// - **Limits.** Over ``Configuration/byteLimit`` or ``Configuration/countLimit``,
 ///   least-recently-accessed entries are evicted down to 75% (by default). Reads
-///   record accesses in memory and write them in batches.
+///   record accesses in memory, at most one per entry and second
+///   (``Configuration/accessTimeResolution``), and write them in batches.
 public final class DiskStore: CacheStore {
     /// The namespace the typed API uses when none is given: `"default"`.
     public static let defaultNamespace = "default"
@@ -107,7 +109,8 @@ public final class DiskStore: CacheStore {
         if contents == .store {
             // The format is checked before any file is created: a database that
             // only looks like a store is refused untouched.
-            index = try _DiskIndex(path: indexPath, busyTimeout: configuration.busyTimeout)
+            index = try _DiskIndex(
+                path: indexPath, busyTimeout: configuration.busyTimeout, pageCacheBytes: configuration.pageCacheBytes)
         } else if contents == .nothing {
             try _FileSystem.makeDirectories(path)
         }
@@ -124,7 +127,9 @@ public final class DiskStore: CacheStore {
                     }
                 }
                 try _StoreDirectory.checkIndexHeader(indexPath)
-                index = try _DiskIndex(path: indexPath, busyTimeout: configuration.busyTimeout)
+                index = try _DiskIndex(
+                    path: indexPath, busyTimeout: configuration.busyTimeout,
+                    pageCacheBytes: configuration.pageCacheBytes)
             }
             try _FileSystem.makeDirectory(blobs.directory)
             if let index, index.storedVersion < _DiskIndex.formatVersion {

@@ -39,6 +39,11 @@ public struct StoreDamage: Sendable, Hashable, CustomStringConvertible {
         public static let damagedIndex = Reason("damagedIndex")
         /// The per-namespace totals the store keeps disagree with its entries.
         public static let wrongTotals = Reason("wrongTotals")
+        /// The access order the store evicts by disagrees with its entries: an entry
+        /// without an access time (which eviction would never pick), or an access
+        /// time without an entry. Values are intact; repairing gives such entries
+        /// their stored time.
+        public static let wrongAccessTimes = Reason("wrongAccessTimes")
         /// A value file exists but cannot be read (permissions, an I/O error): not
         /// damage, so ``DiskStore/verify(repairing:)`` reports it and never removes it.
         public static let unreadableFile = Reason("unreadableFile")

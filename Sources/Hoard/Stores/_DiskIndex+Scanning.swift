@@ -34,7 +34,7 @@ extension _DiskIndex {
         while try statement.step() {
             var row = Self.readScanned(statement)
             if row.problem == nil, row.inlineLength != nil, let crc = row.crc,
-                Self.checksum(statement.bytes(at: 16), namespace: row.namespace, key: row.key) != crc
+                Self.checksum(statement.bytes(at: 15), namespace: row.namespace, key: row.key) != crc
             {
                 row.checksumMismatch = true
             }
@@ -57,9 +57,10 @@ extension _DiskIndex {
         return rows
     }
 
-    /// Reads `id, namespace, key, stored_at, expires_at, accessed_at, size,
-    /// typeof(value), length(value), blob, typeof(blob), typeof(stored_at),
-    /// typeof(accessed_at), typeof(size), crc, typeof(crc)`.
+    /// Reads `id, namespace, key, stored_at, expires_at, accessed_at (or NULL),
+    /// size, typeof(value), length(value), blob, typeof(blob), typeof(stored_at),
+    /// typeof(size), crc, typeof(crc)`. A missing access time reads as the stored
+    /// time: it is damage of the access order, not of the entry.
     private static func readScanned(_ s: _SQLiteConnection.Statement) -> ScannedRow {
         let namespace = s.string(at: 1)
         let key = s.string(at: 2)
@@ -68,19 +69,20 @@ extension _DiskIndex {
             namespace: namespace ?? String(decoding: s.bytes(at: 1), as: UTF8.self),
             key: key ?? String(decoding: s.bytes(at: 2), as: UTF8.self),
             storedAt: s.double(at: 3), expiresAt: s.type(at: 4) == .null ? nil : s.double(at: 4),
-            accessedAt: s.double(at: 5), size: Int(s.int64(at: 6)), inlineLength: nil, blob: nil, problem: nil)
+            accessedAt: s.type(at: 5) == .null ? s.double(at: 3) : s.double(at: 5), size: Int(s.int64(at: 6)),
+            inlineLength: nil, blob: nil, problem: nil)
         let valueType = s.string(at: 7)
         let blobType = s.string(at: 10)
         if namespace == nil || key == nil {
             row.problem = "its namespace or key is not valid UTF-8"
-        } else if !["real", "integer"].contains(s.string(at: 11)) || !["real", "integer"].contains(s.string(at: 12)) {
-            row.problem = "its stored or access date is not a number"
-        } else if s.string(at: 13) != "integer" || row.size < 0 {
+        } else if !["real", "integer"].contains(s.string(at: 11)) {
+            row.problem = "its stored date is not a number"
+        } else if s.string(at: 12) != "integer" || row.size < 0 {
             row.problem = "its size is not a non-negative integer"
         } else if s.type(at: 4) == .text || s.type(at: 4) == .blob {
             row.problem = "its expiry date is not a number"
         }
-        if s.string(at: 15) == "integer", let crc = UInt32(exactly: s.int64(at: 14)) {
+        if s.string(at: 14) == "integer", let crc = UInt32(exactly: s.int64(at: 13)) {
             row.crc = crc
         } else if row.problem == nil {
             row.problem = "it has no valid checksum"
@@ -134,6 +136,30 @@ extension _DiskIndex {
                 ))
         }
         return result
+    }
+
+    /// How the access order disagrees with the entries: entries without an access
+    /// time (never evicted), access times without an entry, and times that are not
+    /// numbers. All zero in a sound store.
+    func wrongAccessTimes() throws(HoardError) -> (missing: Int, orphaned: Int, malformed: Int) {
+        let statement = try self.statement(.wrongAccessTimes)
+        defer { statement.reset() }
+        guard try statement.step() else { return (0, 0, 0) }
+        return (Int(statement.int64(at: 0)), Int(statement.int64(at: 1)), Int(statement.int64(at: 2)))
+    }
+
+    /// Rebuilds the access order where ``wrongAccessTimes()`` finds it wrong: drops
+    /// access times without an entry or that are not numbers, and gives every entry
+    /// without one its stored time.
+    func repairAccessTimes() throws(HoardError) {
+        try connection.execute(
+            """
+            DELETE FROM access WHERE NOT EXISTS (SELECT 1 FROM entries WHERE entries.id = access.id)
+                OR typeof(accessed_at) NOT IN ('real', 'integer');
+            INSERT INTO access (id, accessed_at)
+                SELECT id, CASE WHEN typeof(stored_at) IN ('real', 'integer') THEN stored_at ELSE 0 END
+                FROM entries WHERE NOT EXISTS (SELECT 1 FROM access WHERE access.id = entries.id);
+            """)
     }
 
     /// Rebuilds the `namespaces` totals from the entries.

@@ -34,7 +34,7 @@ struct _EntryName: Hashable {
 }
 
 /// Everything of a ``DiskStore`` that lives behind its lock: the index connection
-/// and the access times recorded in memory but not yet written.
+/// and the access times recorded in memory, written or not yet written.
 ///
 /// Every method runs with the lock held and never calls user code; events and file
 /// deletions are collected in a ``_DiskEffects`` for after the lock.
@@ -42,6 +42,13 @@ struct _DiskState {
     var index: _DiskIndex?
     /// Row id → access time, recorded by reads and written in batches.
     var pendingAccesses: [Int64: Double] = [:]
+    /// Row id → the access time this instance last wrote for it, kept while
+    /// younger than the resolution (pruned when it grows): a read of an entry found
+    /// here is not recorded again. Kept in memory so that a lookup reads the
+    /// entry's row alone, not its access time too.
+    var writtenAccesses: [Int64: Double] = [:]
+    /// The size of ``writtenAccesses`` at which it is next pruned.
+    var writtenAccessesPruneCount = 4_096
     /// When the oldest pending access was recorded.
     var pendingSince = Double.infinity
 
@@ -106,10 +113,7 @@ struct _DiskState {
             }
             return .miss
         }
-        if now - row.accessedAt >= accessTimeResolution, pendingAccesses[row.id] == nil {
-            pendingAccesses[row.id] = now
-            pendingSince = min(pendingSince, now)
-        }
+        recordAccess(id: row.id, now: now)
         if pendingAccesses.count >= accessFlushCount || now - pendingSince >= accessFlushInterval {
             flushAccesses(effects: &effects)
         }
@@ -196,15 +200,43 @@ struct _DiskState {
 
     // MARK: Access times
 
-    /// Writes the pending access times inside the caller's transaction.
+    /// Records a read of row `id` at `now` in memory, unless this instance has
+    /// recorded one for it within the resolution.
+    @inline(__always)
+    private mutating func recordAccess(id: Int64, now: Double) {
+        guard pendingAccesses[id] == nil else { return }
+        if let written = writtenAccesses[id], now - written < accessTimeResolution { return }
+        pendingAccesses[id] = now
+        pendingSince = min(pendingSince, now)
+    }
+
+    /// Writes the pending access times inside the caller's transaction, in row id
+    /// order (neighbouring rows share pages: about half the page writes of random
+    /// order).
     private func writePendingAccesses(_ index: _DiskIndex) throws(HoardError) {
-        for (id, time) in pendingAccesses {
+        guard !pendingAccesses.isEmpty else { return }
+        for (id, time) in pendingAccesses.sorted(by: { $0.key < $1.key }) {
             try index.touch(id: id, at: time)
         }
     }
 
+    /// Forgets the pending access times once written (or dropped), remembering
+    /// the written ones while they are younger than the resolution.
     private mutating func clearPendingAccesses() {
-        if !pendingAccesses.isEmpty { pendingAccesses.removeAll(keepingCapacity: true) }
+        guard !pendingAccesses.isEmpty else {
+            pendingSince = .infinity
+            return
+        }
+        if accessTimeResolution > 0 {
+            let newest = pendingAccesses.values.max() ?? 0
+            if writtenAccesses.count + pendingAccesses.count > writtenAccessesPruneCount {
+                writtenAccesses = writtenAccesses.filter { newest - $0.value < accessTimeResolution }
+                // Pruned again only once it has doubled: O(1) amortised per access.
+                writtenAccessesPruneCount = max(2 * writtenAccesses.count, 4_096)
+            }
+            writtenAccesses.merge(pendingAccesses) { max($0, $1) }
+        }
+        pendingAccesses.removeAll(keepingCapacity: true)
         pendingSince = .infinity
     }
 

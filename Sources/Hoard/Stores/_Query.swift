@@ -1,14 +1,22 @@
 /// Every query the store runs, by its slot in the statement cache.
 enum _Query: Int, CaseIterable {
     case begin, commit, rollback, readMeta
-    case lookup, expiryOfKey, upsert, fileOfKey, anyFile, touch
+    case lookup, expiryOfKey, upsert, recordWrite, fileOfKey, anyFile, touch, restoreAccess
     case deleteKey, deleteNamespace, deleteEverything, deleteIfExpired, deleteID, deleteExpired
     case keys, usage, totalUsage, namespaces, leastRecentlyAccessed, referencedFiles, filesOfNamespace
-    case scan, list, quickCheck, wrongTotals
+    case scan, list, quickCheck, wrongTotals, wrongAccessTimes
 
     private static let scannedColumns = """
-        id, namespace, key, stored_at, expires_at, accessed_at, size, typeof(value), length(value), blob,
-        typeof(blob), typeof(stored_at), typeof(accessed_at), typeof(size), crc, typeof(crc)
+        id, namespace, key, stored_at, expires_at, \(accessTime), size, typeof(value), length(value), blob,
+        typeof(blob), typeof(stored_at), typeof(size), crc, typeof(crc)
+        """
+
+    /// An entry's access time as a column of a query over `entries`: `NULL` when
+    /// the entry has no row in `access` (damage that reads heal and
+    /// ``DiskStore/verify(repairing:)`` repairs) or a row whose time is not a number.
+    private static let accessTime = """
+        (SELECT CASE WHEN typeof(accessed_at) IN ('real', 'integer') THEN accessed_at END
+         FROM access WHERE access.id = entries.id)
         """
 
     var sql: String {
@@ -19,22 +27,34 @@ enum _Query: Int, CaseIterable {
         case .readMeta: return "SELECT name, value FROM meta"
         case .lookup:
             return """
-                SELECT id, stored_at, expires_at, accessed_at, size, value, blob, crc FROM entries
+                SELECT id, stored_at, expires_at, size, value, blob, crc FROM entries
                 WHERE namespace = ?1 AND key = ?2
                 """
         case .expiryOfKey: return "SELECT expires_at FROM entries WHERE namespace = ?1 AND key = ?2"
         case .upsert:
             return """
-                INSERT INTO entries (namespace, key, stored_at, expires_at, accessed_at, size, value, blob, crc)
-                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+                INSERT INTO entries (namespace, key, stored_at, expires_at, size, value, blob, crc)
+                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
                 ON CONFLICT (namespace, key) DO UPDATE SET
-                    stored_at = excluded.stored_at, expires_at = excluded.expires_at,
-                    accessed_at = excluded.accessed_at, size = excluded.size,
+                    stored_at = excluded.stored_at, expires_at = excluded.expires_at, size = excluded.size,
                     value = excluded.value, blob = excluded.blob, crc = excluded.crc
+                """
+        case .recordWrite:
+            return """
+                INSERT INTO access (id, accessed_at) SELECT id, ?3 FROM entries WHERE namespace = ?1 AND key = ?2
+                ON CONFLICT (id) DO UPDATE SET accessed_at = excluded.accessed_at
                 """
         case .fileOfKey: return "SELECT blob FROM entries WHERE namespace = ?1 AND key = ?2"
         case .anyFile: return "SELECT 1 FROM entries WHERE blob IS NOT NULL LIMIT 1"
-        case .touch: return "UPDATE entries SET accessed_at = max(accessed_at, ?2) WHERE id = ?1"
+        case .touch:
+            // Never backwards; a time that is not a number is replaced.
+            return """
+                UPDATE access SET accessed_at = CASE
+                    WHEN typeof(accessed_at) IN ('real', 'integer') THEN max(accessed_at, ?2) ELSE ?2 END
+                WHERE id = ?1
+                """
+        case .restoreAccess:
+            return "INSERT OR IGNORE INTO access (id, accessed_at) SELECT id, ?2 FROM entries WHERE id = ?1"
         case .deleteKey: return "DELETE FROM entries WHERE namespace = ?1 AND key = ?2 RETURNING blob"
         case .deleteNamespace: return "DELETE FROM entries WHERE namespace = ?1 RETURNING blob"
         case .deleteEverything: return "DELETE FROM entries RETURNING blob"
@@ -50,7 +70,10 @@ enum _Query: Int, CaseIterable {
         case .totalUsage: return "SELECT total(count), total(bytes) FROM namespaces"
         case .namespaces: return "SELECT namespace, count, bytes FROM namespaces ORDER BY namespace"
         case .leastRecentlyAccessed:
-            return "SELECT id, size, namespace, key FROM entries ORDER BY accessed_at, id LIMIT ?1"
+            return """
+                SELECT e.id, e.size, e.namespace, e.key FROM access AS a JOIN entries AS e ON e.id = a.id
+                ORDER BY a.accessed_at, a.id LIMIT ?1
+                """
         case .referencedFiles: return "SELECT blob FROM entries WHERE blob IS NOT NULL"
         case .filesOfNamespace: return "SELECT blob FROM entries WHERE namespace = ?1 AND blob IS NOT NULL"
         case .scan: return "SELECT \(Self.scannedColumns), value FROM entries WHERE id > ?1 ORDER BY id LIMIT ?2"
@@ -67,6 +90,12 @@ enum _Query: Int, CaseIterable {
                 FROM (SELECT namespace, count(*) AS count, total(size) AS bytes FROM entries GROUP BY namespace) AS e
                 FULL OUTER JOIN namespaces AS n ON n.namespace = e.namespace
                 WHERE coalesce(n.count, 0) != coalesce(e.count, 0) OR coalesce(n.bytes, 0) != coalesce(e.bytes, 0)
+                """
+        case .wrongAccessTimes:
+            return """
+                SELECT (SELECT count(*) FROM entries WHERE NOT EXISTS (SELECT 1 FROM access WHERE access.id = entries.id)),
+                       (SELECT count(*) FROM access WHERE NOT EXISTS (SELECT 1 FROM entries WHERE entries.id = access.id)),
+                       (SELECT count(*) FROM access WHERE typeof(accessed_at) NOT IN ('real', 'integer'))
                 """
         }
     }

@@ -95,6 +95,12 @@ final class _SQLiteConnection {
         return prepared
     }
 
+    /// How many rows the last finished `INSERT`, `UPDATE` or `DELETE` changed.
+    var changes: Int {
+        guard let handle else { return 0 }
+        return Int(sqlite3_changes(handle))
+    }
+
     /// Whether a transaction is open on this connection.
     var isInTransaction: Bool {
         guard let handle else { return false }
