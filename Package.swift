@@ -50,7 +50,8 @@ let readmeBlocks: [(name: String, imports: [String])] = [
     ("ReadmeBlock17", ["Hoard"]),
     ("ReadmeBlock18", ["Foundation", "Hoard"]),
     ("ReadmeBlock19", ["Foundation", "Hoard", "HoardRedis"]),
-    ("ReadmeBlock20", ["Foundation", "Hoard", "HoardPostgres"]),
+    ("ReadmeBlock20", ["HoardRedis"]),
+    ("ReadmeBlock21", ["Foundation", "Hoard", "HoardPostgres"]),
 ]
 // END README BLOCKS
 

@@ -46,6 +46,10 @@ public struct RedisError: Error, Sendable, CustomStringConvertible {
         public static let serverError = Code("serverError")
         /// Every connection of the pool was busy for longer than the configured wait.
         public static let poolExhausted = Code("poolExhausted")
+        /// A Redis Cluster could not serve the key's hash slot: no node owns it (the
+        /// cluster is failing over or not fully configured), or redirections did
+        /// not settle within the store's retry limit.
+        public static let clusterDown = Code("clusterDown")
         /// The store has been shut down.
         public static let shutdown = Code("shutdown")
         /// The calling task was cancelled while the operation waited for room on a

@@ -2,6 +2,23 @@
 import Foundation
 import Logging
 
+/// A Redis server's host and TCP port.
+public struct ServerAddress: Sendable, Hashable, CustomStringConvertible {
+    /// The host name or IP address.
+    public var host: String
+    /// The TCP port.
+    public var port: Int
+
+    /// Creates an address.
+    public init(host: String, port: Int) {
+        self.host = host
+        self.port = port
+    }
+
+    /// `host:port`, with an IPv6 host in brackets.
+    public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+}
+
 extension RedisStore {
     /// Where a ``RedisStore`` finds its server, how it names its keys, and how long
     /// it waits.
@@ -18,6 +35,16 @@ extension RedisStore {
 
         /// The server's TCP port. Defaults to 6379.
         public var port: Int
+
+        /// The nodes of a Redis Cluster to read its slot map from, or empty (the
+        /// default) to talk to the single server at ``host`` and ``port``.
+        ///
+        /// With seeds, the store is a Redis Cluster client: it reads which primary
+        /// owns each hash slot (`CLUSTER SLOTS`) from the first seed that answers,
+        /// sends each command to the primary of its key's slot, and follows `MOVED`
+        /// and `ASK` redirections. One seed is enough; more keep the store starting
+        /// when one is down. ``database`` must be 0, the only database of a cluster.
+        public var clusterSeeds: [ServerAddress]
 
         /// The ACL user to authenticate as, with ``password``. Defaults to `nil`:
         /// `AUTH <password>` authenticates as the `default` user.
@@ -85,6 +112,7 @@ extension RedisStore {
         public init(
             host: String = "127.0.0.1",
             port: Int = 6379,
+            clusterSeeds: [ServerAddress] = [],
             username: String? = nil,
             password: String? = nil,
             database: Int = 0,
@@ -102,6 +130,7 @@ extension RedisStore {
         ) {
             self.host = host
             self.port = port
+            self.clusterSeeds = clusterSeeds
             self.username = username
             self.password = password
             self.database = database
@@ -119,14 +148,20 @@ extension RedisStore {
         }
 
         /// Creates a configuration from a URL of the form
-        /// `redis://[[username]:password@]host[:port][/database]`; every other setting
-        /// has its default.
+        /// `redis://[[username]:password@]host[:port][/database]`, or
+        /// `redis+cluster://[[username]:password@]host:port[,host:port…]` for a Redis
+        /// Cluster (the nodes become ``clusterSeeds``); every other setting has its
+        /// default.
         ///
         /// User and password are percent-decoded. `rediss://` (TLS) is not supported.
         ///
         /// - Throws: ``RedisError/Code/invalidConfiguration`` when the URL is not of
         ///   that form.
         public init(url: String) throws(RedisError) {
+            if url.lowercased().hasPrefix("redis+cluster://") {
+                try self.init(clusterURL: url)
+                return
+            }
             guard let components = URLComponents(string: url) else {
                 throw RedisError(.invalidConfiguration, "\"\(url)\" is not a URL.")
             }
@@ -155,6 +190,50 @@ extension RedisStore {
             }
         }
 
+        /// Parses a `redis+cluster://` URL: credentials as in a `redis://` URL, then
+        /// comma-separated `host:port` seeds, then an optional `/0`.
+        private init(clusterURL url: String) throws(RedisError) {
+            var rest = Substring(url.dropFirst("redis+cluster://".count))
+            var user: Substring?
+            var password: Substring?
+            if let at = rest.lastIndex(of: "@") {
+                let credentials = rest[..<at]
+                rest = rest[rest.index(after: at)...]
+                if let colon = credentials.firstIndex(of: ":") {
+                    user = credentials[..<colon]
+                    password = credentials[credentials.index(after: colon)...]
+                } else {
+                    user = credentials
+                }
+            }
+            var database = 0
+            if let slash = rest.firstIndex(of: "/") {
+                let path = rest[rest.index(after: slash)...]
+                rest = rest[..<slash]
+                if !path.isEmpty {
+                    guard let number = Int(path) else {
+                        throw RedisError(.invalidConfiguration, "\"\(url)\": the path must be a database number.")
+                    }
+                    database = number
+                }
+            }
+            var seeds: [ServerAddress] = []
+            for part in rest.split(separator: ",", omittingEmptySubsequences: false) {
+                guard let address = _RedisCluster.Address(redirection: part), !address.host.isEmpty else {
+                    throw RedisError(
+                        .invalidConfiguration, "\"\(url)\": \"\(part)\" is not a host:port pair.")
+                }
+                seeds.append(ServerAddress(host: address.host, port: address.port))
+            }
+            guard let first = seeds.first else {
+                throw RedisError(.invalidConfiguration, "\"\(url)\" names no node.")
+            }
+            self.init(host: first.host, port: first.port, clusterSeeds: seeds)
+            self.database = database
+            if let user, !user.isEmpty { username = user.removingPercentEncoding ?? String(user) }
+            if let password { self.password = password.removingPercentEncoding ?? String(password) }
+        }
+
         /// Checks every setting.
         func validate() throws(RedisError) {
             func check(_ condition: Bool, _ message: String) throws(RedisError) {
@@ -163,6 +242,12 @@ extension RedisStore {
             try check(!host.isEmpty, "host must not be empty")
             try check((1...65535).contains(port), "port must be between 1 and 65535, not \(port)")
             try check(database >= 0, "database must not be negative, not \(database)")
+            try check(
+                clusterSeeds.isEmpty || database == 0, "a Redis Cluster has database 0 only, not \(database)")
+            for seed in clusterSeeds {
+                try check(!seed.host.isEmpty, "a cluster seed's host must not be empty")
+                try check((1...65535).contains(seed.port), "a cluster seed's port must be between 1 and 65535")
+            }
             try check(username == nil || password != nil, "a username needs a password")
             try check(maximumConnections >= 1, "maximumConnections must be at least 1, not \(maximumConnections)")
             try check(pipeliningLimit >= 1, "pipeliningLimit must be at least 1, not \(pipeliningLimit)")

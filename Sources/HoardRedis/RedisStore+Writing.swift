@@ -50,6 +50,11 @@ extension RedisStore {
             case .removeAll(let namespace):
                 try await removeAll(in: namespace)
             case .changes(let run):
+                if let cluster {
+                    let error = await clusterWrite(run, cluster: cluster)
+                    if firstError == nil { firstError = error }
+                    continue
+                }
                 let (encoded, changes, announcements) = encode(run)
                 let replies = try await self.run(key: changes.count == 1 ? changes[0].key : nil) {
                     connection throws(RedisError) in
@@ -87,27 +92,9 @@ extension RedisStore {
         for change in run {
             switch change {
             case .set(let data, let key, let namespace, let storedAt, let expiresAt):
-                var lifetime: Int64?
-                if let expiresAt {
-                    let milliseconds = (expiresAt.timeIntervalSince(now) * 1000).rounded(.up)
-                    if milliseconds <= 0 {
-                        // Already expired: not stored, and any older value removed.
-                        writeUnlink(key: key, in: namespace, to: &writer)
-                        changes.append(("UNLINK", key))
-                        changed.append(key, in: namespace)
-                        continue
-                    }
-                    // Beyond ~30,000 years the server could overflow; such an entry is as good as eternal.
-                    if milliseconds < 1e15 { lifetime = Int64(milliseconds) }
-                }
-                writer.command("SET", argumentCount: lifetime == nil ? 2 : 4)
-                keyspace.writeKey(key, in: namespace, to: &writer)
-                _RedisEntryFormat.write(data, storedAt: storedAt, expiresAt: expiresAt, to: &writer)
-                if let lifetime {
-                    writer.argument("PX")
-                    writer.argument(String(lifetime))
-                }
-                changes.append(("SET", key))
+                let command = writeSet(
+                    data, for: key, in: namespace, storedAt: storedAt, expiresAt: expiresAt, now: now, to: &writer)
+                changes.append((command, key))
                 changed.append(key, in: namespace)
             case .removeValue(let key, let namespace):
                 writeUnlink(key: key, in: namespace, to: &writer)
@@ -161,6 +148,7 @@ extension RedisStore {
     /// - Throws: ``RedisError`` when the server cannot answer; some entries may have
     ///   been removed.
     public func removeAll(in namespace: String) async throws(RedisError) {
+        if let cluster { return try await clusterRemoveAll(in: namespace, cluster: cluster) }
         let pattern = keyspace.namespacePattern(namespace)
         let announcement = publish(hub.messageAll(), in: namespace)
         try await run(key: nil) { connection throws(RedisError) in
@@ -188,6 +176,45 @@ extension RedisStore {
 
     func publish(_ message: ByteBuffer, in namespace: String) -> _RedisCommand {
         _RedisCommand("PUBLISH", .bytes(keyspace.channel(for: namespace)), .bytes(message))
+    }
+
+    /// The command ``write(_:)`` sends for one set, on its own (for a cluster).
+    func setCommand(
+        _ data: Data, for key: String, in namespace: String, storedAt: Date, expiresAt: Date?, now: Date
+    ) -> _RedisCommand {
+        let size = encodedSize(of: [.set(data, for: key, in: namespace, storedAt: storedAt, expiresAt: expiresAt)])
+        var writer = _RESPCommandWriter(capacity: size)
+        let name = writeSet(
+            data, for: key, in: namespace, storedAt: storedAt, expiresAt: expiresAt, now: now, to: &writer)
+        return _RedisCommand(name: name, encoded: writer.buffer)
+    }
+
+    /// Appends the command of one set: `SET … PX`, or `UNLINK` for an entry that has
+    /// already expired by `now` (not stored, and any older value removed).
+    ///
+    /// - Returns: The command's name.
+    private func writeSet(
+        _ data: Data, for key: String, in namespace: String, storedAt: Date, expiresAt: Date?, now: Date,
+        to writer: inout _RESPCommandWriter
+    ) -> String {
+        var lifetime: Int64?
+        if let expiresAt {
+            let milliseconds = (expiresAt.timeIntervalSince(now) * 1000).rounded(.up)
+            if milliseconds <= 0 {
+                writeUnlink(key: key, in: namespace, to: &writer)
+                return "UNLINK"
+            }
+            // Beyond ~30,000 years the server could overflow; such an entry is as good as eternal.
+            if milliseconds < 1e15 { lifetime = Int64(milliseconds) }
+        }
+        writer.command("SET", argumentCount: lifetime == nil ? 2 : 4)
+        keyspace.writeKey(key, in: namespace, to: &writer)
+        _RedisEntryFormat.write(data, storedAt: storedAt, expiresAt: expiresAt, to: &writer)
+        if let lifetime {
+            writer.argument("PX")
+            writer.argument(String(lifetime))
+        }
+        return "SET"
     }
 
     /// Appends `UNLINK <key>`.

@@ -38,6 +38,13 @@ import NIOPosix
 ///   between failed attempts; every command has a timeout. No event loop thread
 ///   ever blocks. The pool's connections all run on ``eventLoop``; tasks that prefer
 ///   ``taskExecutor`` run there too, and their operations cost no thread hop.
+/// - **Redis Cluster.** With ``Configuration/clusterSeeds`` (or a
+///   `redis+cluster://` URL) each command goes to the primary of its key's hash
+///   slot, over a pool per node; `MOVED` and `ASK` redirections are followed, a
+///   bounded number of times. Keys spread over every slot: ``entries(for:in:)``
+///   sends one `MGET` per slot and ``removeAll(in:)`` scans every primary.
+///   Invalidations are published with `PUBLISH`, which reaches the subscribers of
+///   every node.
 /// - **Errors.** Every failure is a ``RedisError``.
 ///
 /// A store needs no explicit shutdown; ``shutdown()`` closes its connections at once
@@ -91,7 +98,10 @@ public final class RedisStore: RemoteCacheStore {
     public var taskExecutor: any TaskExecutor { executor }
 
     let keyspace: _RedisKeyspace
+    /// The pool of the configured server (of the first seed, for a cluster).
     let pool: _RedisConnectionPool
+    /// The slot map and the pools of every node, for a Redis Cluster.
+    let cluster: _RedisCluster?
     private let executor: EventLoopTaskExecutor
     let hub: _InvalidationHub
     private let subscriber: _RedisSubscriber
@@ -122,26 +132,41 @@ public final class RedisStore: RemoteCacheStore {
         executor = EventLoopTaskExecutor(eventLoop: eventLoop)
         let connectionSettings = configuration.connectionSettings
         let log = _RedisLog(logger: configuration.logger, endpoint: connectionSettings.endpoint)
-        pool = _RedisConnectionPool(
-            settings: .init(
-                connection: connectionSettings,
-                maximumConnections: configuration.maximumConnections,
-                pipeliningLimit: configuration.pipeliningLimit,
-                connectionWaitTimeout: configuration.connectionWaitTimeout,
-                initialReconnectDelay: configuration.initialReconnectDelay,
-                maximumReconnectDelay: configuration.maximumReconnectDelay,
-                log: log),
-            group: eventLoop)
+        let poolSettings = _RedisConnectionPool.Settings(
+            connection: connectionSettings,
+            maximumConnections: configuration.maximumConnections,
+            pipeliningLimit: configuration.pipeliningLimit,
+            connectionWaitTimeout: configuration.connectionWaitTimeout,
+            initialReconnectDelay: configuration.initialReconnectDelay,
+            maximumReconnectDelay: configuration.maximumReconnectDelay,
+            log: log)
+        var subscriberEndpoints = [connectionSettings]
+        if configuration.clusterSeeds.isEmpty {
+            cluster = nil
+            pool = _RedisConnectionPool(settings: poolSettings, group: eventLoop)
+        } else {
+            let seeds = configuration.clusterSeeds.map { _RedisCluster.Address(host: $0.host, port: $0.port) }
+            let cluster = _RedisCluster(seeds: seeds, template: poolSettings, group: eventLoop)
+            self.cluster = cluster
+            pool = cluster.pool(for: seeds[0])
+            subscriberEndpoints = seeds.map { seed in
+                var settings = connectionSettings
+                settings.host = seed.host
+                settings.port = seed.port
+                return settings
+            }
+        }
         hub = _InvalidationHub(instanceID: instanceID.uuidString)
         subscriber = _RedisSubscriber(
-            settings: connectionSettings, group: eventLoopGroup, hub: hub,
+            endpoints: subscriberEndpoints, group: eventLoopGroup, hub: hub,
             initialReconnectDelay: configuration.initialReconnectDelay,
             maximumReconnectDelay: configuration.maximumReconnectDelay, log: log)
     }
 
     deinit {
-        Task { [pool, subscriber] in
+        Task { [pool, cluster, subscriber] in
             await pool.shutdown()
+            await cluster?.shutdown()
             await subscriber.shutdown()
         }
     }
@@ -150,6 +175,7 @@ public final class RedisStore: RemoteCacheStore {
     /// after it fail with ``RedisError/Code/shutdown``.
     public func shutdown() async {
         await pool.shutdown()
+        await cluster?.shutdown()
         await subscriber.shutdown()
     }
 
@@ -166,7 +192,17 @@ public final class RedisStore: RemoteCacheStore {
         writer.command("GET", argumentCount: 1)
         keyspace.writeKey(key, in: namespace, to: &writer)
         let command = _RedisCommand(name: "GET", encoded: writer.buffer)
-        let reply = try await run(key: key) { connection throws(RedisError) in try await connection.send(command) }
+        let reply: _RESPValue
+        if let cluster {
+            let slot = _RedisHashSlot.slot(of: keyspace.key(key, in: namespace))
+            do {
+                reply = try await cluster.send(command, slot: slot)
+            } catch {
+                throw error.with(key: key)
+            }
+        } else {
+            reply = try await run(key: key) { connection throws(RedisError) in try await connection.send(command) }
+        }
         return try await liveEntry(in: reply, key: key, namespace: namespace, command: "GET", now: clock.now())
     }
 
@@ -177,6 +213,7 @@ public final class RedisStore: RemoteCacheStore {
     /// - Throws: ``RedisError`` when the server cannot answer.
     public func entries(for keys: [String], in namespace: String) async throws(RedisError) -> [String: StoredEntry] {
         guard !keys.isEmpty else { return [:] }
+        if let cluster { return try await clusterEntries(for: keys, in: namespace, cluster: cluster) }
         let perKey = keyspace.prefix.utf8.count + namespace.utf8.count + 32
         var writer = _RESPCommandWriter(capacity: 32 + keys.reduce(0) { $0 + perKey + $1.utf8.count })
         writer.command("MGET", argumentCount: keys.count)
@@ -250,7 +287,7 @@ public final class RedisStore: RemoteCacheStore {
     }
 
     /// The live entry a `GET` or `MGET` reply holds, removing a value in another format.
-    private func liveEntry(
+    func liveEntry(
         in reply: _RESPValue, key: String, namespace: String, command: String, now: Date
     ) async throws(RedisError) -> StoredEntry? {
         try Self.check(reply, command: command, key: key)
@@ -261,8 +298,14 @@ public final class RedisStore: RemoteCacheStore {
             guard let entry = _RedisEntryFormat.decode(value) else {
                 // Damaged, or from another format version: a miss, and removed so it
                 // does not come back on every read.
-                let unlink = _RedisCommand("UNLINK", .bytes(keyspace.key(key, in: namespace)))
-                _ = try? await pool.withConnection { connection throws(RedisError) in try await connection.send(unlink)
+                let redisKey = keyspace.key(key, in: namespace)
+                let unlink = _RedisCommand("UNLINK", .bytes(redisKey))
+                if let cluster {
+                    _ = try? await cluster.send(unlink, slot: _RedisHashSlot.slot(of: redisKey))
+                } else {
+                    _ = try? await pool.withConnection { connection throws(RedisError) in
+                        try await connection.send(unlink)
+                    }
                 }
                 return nil
             }

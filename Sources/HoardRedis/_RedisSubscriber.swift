@@ -5,6 +5,10 @@ import NIOCore
 /// namespace that some ``RedisStore/invalidations(in:)`` stream watches, and
 /// reconnects and resubscribes when the connection is lost.
 ///
+/// With several endpoints (the nodes of a Redis Cluster, where a `PUBLISH` on any
+/// node reaches the subscribers of every node), each attempt after a failure or a
+/// lost connection tries the next one, so a failed node is left behind.
+///
 /// The connection opens when the first stream starts. When it closes, the subscriber
 /// reconnects at once, then after `initialReconnectDelay`, doubling up to
 /// `maximumReconnectDelay`, for as long as some stream is watching. Once the server
@@ -14,7 +18,9 @@ import NIOCore
 /// confirmations: a late confirmation of an earlier subscription must not look like
 /// a resubscription.)
 actor _RedisSubscriber {
-    private let settings: _RedisConnection.Settings
+    private let endpoints: [_RedisConnection.Settings]
+    /// Connection attempts so far; attempt `n` goes to `endpoints[n % count]`.
+    private var attempts = 0
     private let group: any EventLoopGroup
     private let hub: _InvalidationHub
     private let initialReconnectDelay: Duration
@@ -30,11 +36,12 @@ actor _RedisSubscriber {
     private var resubscribing = false
 
     init(
-        settings: _RedisConnection.Settings, group: any EventLoopGroup, hub: _InvalidationHub,
+        endpoints: [_RedisConnection.Settings], group: any EventLoopGroup, hub: _InvalidationHub,
         initialReconnectDelay: Duration, maximumReconnectDelay: Duration, log: _RedisLog
     ) {
         self.log = log
-        self.settings = settings
+        precondition(!endpoints.isEmpty, "a subscriber needs an endpoint")
+        self.endpoints = endpoints
         self.group = group
         self.hub = hub
         self.initialReconnectDelay = initialReconnectDelay
@@ -90,6 +97,8 @@ actor _RedisSubscriber {
         while !isShutdown, !Task.isCancelled, !hub.wantedChannels.isEmpty {
             do {
                 let hub = self.hub
+                let settings = endpoints[attempts % endpoints.count]
+                attempts += 1
                 let connection = try await _RedisConnection.connect(
                     settings: settings, group: group, onPush: { hub.handle($0) })
                 guard !isShutdown else {

@@ -3,6 +3,7 @@
 #   . scripts/lib/servers.sh
 #   trap stop_servers EXIT          # one trap stops whatever was started, also on failure
 #   ensure_redis_installed; start_redis        # exports HOARD_REDIS_URL
+#   start_redis_cluster                        # exports HOARD_REDIS_CLUSTER_URL
 #   ensure_postgres_installed; start_postgres  # exports HOARD_POSTGRES_URL
 #
 # Each server runs on a free loopback port with its files in a temporary
@@ -13,6 +14,9 @@
 
 REDIS_PID=""
 REDIS_DIR=""
+REDIS_CLUSTER_PIDS=()
+REDIS_CLUSTER_PORTS=()
+REDIS_CLUSTER_DIR=""
 POSTGRES_RUNNER_PID=""
 POSTGRES_PID=""
 POSTGRES_DIR=""
@@ -80,6 +84,90 @@ stop_redis() {
     if [ -n "$REDIS_DIR" ]; then rm -rf "$REDIS_DIR"; REDIS_DIR=""; fi
 }
 
+# Starts a Redis Cluster on loopback: three primaries and three replicas (one per
+# primary), each a redis-server without persistence on a port of its own, joined
+# with `redis-cli --cluster create`, and waits until every node says
+# cluster_state:ok. Exports HOARD_REDIS_CLUSTER_URL
+# (redis+cluster://127.0.0.1:p1,127.0.0.1:p2,...) and HOARD_REDIS_CLUSTER_PIDS
+# ("port:pid port:pid ...", so tests can stop one node by its PID).
+start_redis_cluster() {
+    REDIS_CLUSTER_DIR="$(mktemp -d)"
+    # Six consecutive ports, and each port + 10000 for the cluster bus, all free.
+    local base attempt i port pid ready
+    for attempt in 1 2 3 4 5 6 7 8 9 10; do
+        base=$((20000 + RANDOM % 30000))
+        REDIS_CLUSTER_PIDS=()
+        REDIS_CLUSTER_PORTS=()
+        for i in 0 1 2 3 4 5; do
+            port=$((base + i))
+            mkdir -p "$REDIS_CLUSTER_DIR/$port"
+            redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
+                --cluster-enabled yes --cluster-config-file "$REDIS_CLUSTER_DIR/$port/nodes.conf" \
+                --cluster-node-timeout 2000 --dir "$REDIS_CLUSTER_DIR/$port" \
+                >"$REDIS_CLUSTER_DIR/$port/redis.log" 2>&1 &
+            REDIS_CLUSTER_PIDS+=($!)
+            REDIS_CLUSTER_PORTS+=("$port")
+        done
+        ready=1
+        for i in 0 1 2 3 4 5; do
+            port="${REDIS_CLUSTER_PORTS[$i]}"
+            pid="${REDIS_CLUSTER_PIDS[$i]}"
+            for _ in $(seq 1 100); do
+                kill -0 "$pid" 2>/dev/null || break
+                [ "$(redis-cli -p "$port" ping 2>/dev/null)" = "PONG" ] && break
+                sleep 0.1
+            done
+            [ "$(redis-cli -p "$port" ping 2>/dev/null)" = "PONG" ] || ready=0
+        done
+        [ "$ready" = 1 ] && break
+        stop_redis_cluster_nodes
+    done
+    if [ "${#REDIS_CLUSTER_PIDS[@]}" -eq 0 ]; then
+        echo "could not start six redis-server cluster nodes" >&2
+        return 1
+    fi
+    local addresses=()
+    for port in "${REDIS_CLUSTER_PORTS[@]}"; do addresses+=("127.0.0.1:$port"); done
+    if ! redis-cli --cluster create "${addresses[@]}" --cluster-replicas 1 --cluster-yes \
+        >"$REDIS_CLUSTER_DIR/create.log" 2>&1; then
+        cat "$REDIS_CLUSTER_DIR/create.log" >&2
+        echo "redis-cli --cluster create failed" >&2
+        return 1
+    fi
+    for _ in $(seq 1 600); do
+        ready=1
+        for port in "${REDIS_CLUSTER_PORTS[@]}"; do
+            redis-cli -p "$port" cluster info 2>/dev/null | grep -q "cluster_state:ok" || { ready=0; break; }
+        done
+        [ "$ready" = 1 ] && break
+        sleep 0.1
+    done
+    if [ "$ready" != 1 ]; then
+        cat "$REDIS_CLUSTER_DIR/create.log" >&2
+        echo "the Redis cluster did not reach cluster_state:ok within a minute" >&2
+        return 1
+    fi
+    local joined pids=()
+    joined="$(IFS=,; echo "${addresses[*]}")"
+    for i in 0 1 2 3 4 5; do pids+=("${REDIS_CLUSTER_PORTS[$i]}:${REDIS_CLUSTER_PIDS[$i]}"); done
+    export HOARD_REDIS_CLUSTER_URL="redis+cluster://$joined"
+    export HOARD_REDIS_CLUSTER_PIDS="${pids[*]}"
+    servers_log "Redis cluster (3 primaries, 3 replicas, pids ${REDIS_CLUSTER_PIDS[*]}) answers on $joined"
+}
+
+stop_redis_cluster_nodes() {
+    local pid
+    for pid in "${REDIS_CLUSTER_PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+    for pid in "${REDIS_CLUSTER_PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+    REDIS_CLUSTER_PIDS=()
+    REDIS_CLUSTER_PORTS=()
+}
+
+stop_redis_cluster() {
+    stop_redis_cluster_nodes
+    if [ -n "$REDIS_CLUSTER_DIR" ]; then rm -rf "$REDIS_CLUSTER_DIR"; REDIS_CLUSTER_DIR=""; fi
+}
+
 # Creates a PostgreSQL 15 cluster (trust authentication, loopback only) in a
 # temporary directory, starts it, and waits until it accepts connections. As root
 # it runs the server as the postgres user (PostgreSQL refuses to run as root).
@@ -142,5 +230,6 @@ stop_postgres() {
 # Stops every server started here; safe to call more than once.
 stop_servers() {
     stop_redis
+    stop_redis_cluster
     stop_postgres
 }

@@ -1,0 +1,188 @@
+#if Redis
+import Foundation
+import Hoard
+import NIOCore
+
+/// The operations of a ``RedisStore`` on a Redis Cluster that touch more than one
+/// key: split by hash slot, each slot's commands sent to its primary, the slots in
+/// parallel.
+///
+/// Key layout: an entry's key (`<prefix>:<n>:<namespace>:<key>`) has no hash tag of
+/// Hoard's making, so the keys of one namespace spread over every slot and primary:
+/// the load of a busy namespace is shared by the whole cluster. The price is paid by
+/// the operations on many keys: ``RedisStore/entries(for:in:)`` sends one `MGET` per
+/// slot, and ``RedisStore/removeAll(in:)`` scans every primary. (A namespace in one
+/// slot would make both one command, and put all of that namespace on one primary.)
+/// Keys of a namespace whose name holds a `{tag}` share the tag's slot, as the server
+/// decides.
+extension RedisStore {
+    /// ``entries(for:in:)`` on a cluster: one `MGET` per slot, all in parallel.
+    func clusterEntries(
+        for keys: [String], in namespace: String, cluster: _RedisCluster
+    ) async throws(RedisError) -> [String: StoredEntry] {
+        var bySlot: [Int: [String]] = [:]
+        for key in keys {
+            bySlot[_RedisHashSlot.slot(of: keyspace.key(key, in: namespace)), default: []].append(key)
+        }
+        let groups = Array(bySlot)
+        let now = clock.now()
+        let results = await withTaskGroup(of: Result<[String: StoredEntry], RedisError>.self) { group in
+            for (slot, keys) in groups {
+                group.addTask {
+                    do throws(RedisError) {
+                        let command = _RedisCommand(
+                            "MGET", arguments: keys.map { .bytes(self.keyspace.key($0, in: namespace)) })
+                        let reply = try await cluster.send(command, slot: slot)
+                        try Self.check(reply, command: "MGET")
+                        guard let values = reply.elements, values.count == keys.count else {
+                            throw RedisError(
+                                .protocolError,
+                                "MGET of \(keys.count) keys was answered with \(reply.elements?.count ?? 0) values.",
+                                command: "MGET")
+                        }
+                        var entries: [String: StoredEntry] = [:]
+                        for index in keys.indices {
+                            if let entry = try await self.liveEntry(
+                                in: values[index], key: keys[index], namespace: namespace, command: "MGET", now: now)
+                            {
+                                entries[keys[index]] = entry
+                            }
+                        }
+                        return .success(entries)
+                    } catch {
+                        return .failure(error)
+                    }
+                }
+            }
+            var all: [Result<[String: StoredEntry], RedisError>] = []
+            for await result in group { all.append(result) }
+            return all
+        }
+        var entries: [String: StoredEntry] = [:]
+        entries.reserveCapacity(keys.count)
+        for result in results {
+            switch result {
+            case .success(let found): entries.merge(found) { first, _ in first }
+            case .failure(let error): throw error
+            }
+        }
+        return entries
+    }
+
+    /// One round of ``write(_:)`` on a cluster: the changes grouped by slot, in their
+    /// order within each slot, each slot's group pipelined to its primary, the slots
+    /// in parallel; then one `PUBLISH` per namespace (a cluster delivers a `PUBLISH`
+    /// to the subscribers of every node).
+    ///
+    /// - Returns: The first error reply or failed round trip, if any.
+    func clusterWrite(_ run: ArraySlice<CacheStoreWrite>, cluster: _RedisCluster) async -> RedisError? {
+        var bySlot: [Int: [(command: _RedisCommand, key: String)]] = [:]
+        var changed: [String: [String]] = [:]
+        var namespaceOrder: [String] = []
+        let now = clock.now()
+        for change in run {
+            let namespace: String
+            let key: String
+            let command: _RedisCommand
+            switch change {
+            case .set(let data, let changedKey, let changedNamespace, let storedAt, let expiresAt):
+                (namespace, key) = (changedNamespace, changedKey)
+                command = setCommand(data, for: key, in: namespace, storedAt: storedAt, expiresAt: expiresAt, now: now)
+            case .removeValue(let changedKey, let changedNamespace):
+                (namespace, key) = (changedNamespace, changedKey)
+                command = _RedisCommand("UNLINK", .bytes(keyspace.key(key, in: namespace)))
+            case .removeAll:
+                preconditionFailure("a run of changes holds no removeAll")
+            }
+            bySlot[_RedisHashSlot.slot(of: keyspace.key(key, in: namespace)), default: []].append((command, key))
+            if changed[namespace] == nil { namespaceOrder.append(namespace) }
+            changed[namespace, default: []].append(key)
+        }
+        let groups = Array(bySlot)
+        let firstError = await withTaskGroup(of: RedisError?.self) { group in
+            for (slot, commands) in groups {
+                group.addTask {
+                    do throws(RedisError) {
+                        let replies = try await cluster.send(commands.map(\.command), slot: slot)
+                        for (index, reply) in replies.enumerated() {
+                            try Self.check(reply, command: commands[index].command.name, key: commands[index].key)
+                        }
+                        return nil
+                    } catch {
+                        return error
+                    }
+                }
+            }
+            var first: RedisError?
+            for await error in group where first == nil { first = error }
+            return first
+        }
+        // Announced even after a failure: some of the changes may have been applied.
+        let announcements = namespaceOrder.map { namespace in
+            var writer = _RESPCommandWriter(capacity: 256)
+            writer.command("PUBLISH", argumentCount: 2)
+            keyspace.writeChannel(for: namespace, to: &writer)
+            hub.writeMessage(keys: changed[namespace] ?? [], to: &writer)
+            return _RedisCommand(name: "PUBLISH", encoded: writer.buffer)
+        }
+        do {
+            let replies = try await clusterPublish(announcements, cluster: cluster)
+            for reply in replies { try Self.check(reply, command: "PUBLISH") }
+        } catch {
+            return firstError ?? error
+        }
+        return firstError
+    }
+
+    /// Sends `PUBLISH` commands to any primary that answers.
+    func clusterPublish(_ commands: [_RedisCommand], cluster: _RedisCluster) async throws(RedisError) -> [_RESPValue] {
+        guard !commands.isEmpty else { return [] }
+        var lastError: RedisError?
+        for address in try await cluster.primaries() {
+            do {
+                return try await cluster.pool(for: address).withConnection { connection throws(RedisError) in
+                    try await connection.send(commands)
+                }
+            } catch {
+                lastError = error
+            }
+        }
+        throw lastError ?? RedisError(.clusterDown, "No node of the Redis cluster is known.", command: "PUBLISH")
+    }
+
+    /// ``removeAll(in:)`` on a cluster: `SCAN` on every primary, each key found
+    /// removed with an `UNLINK` of its own (a multi-key `UNLINK` must stay within one
+    /// slot), then the announcement.
+    func clusterRemoveAll(in namespace: String, cluster: _RedisCluster) async throws(RedisError) {
+        let pattern = keyspace.namespacePattern(namespace)
+        for address in try await cluster.primaries() {
+            var cursor = "0"
+            repeat {
+                let scan = _RedisCommand("SCAN", .string(cursor), "MATCH", .bytes(pattern), "COUNT", "1000")
+                let reply = try await cluster.pool(for: address).withConnection { connection throws(RedisError) in
+                    try await connection.send(scan)
+                }
+                try Self.check(reply, command: "SCAN")
+                guard let page = reply.elements, page.count == 2, let next = page[0].string,
+                    let keys = page[1].elements
+                else {
+                    throw RedisError(.protocolError, "SCAN was answered with an unexpected reply.", command: "SCAN")
+                }
+                var bySlot: [Int: [_RedisCommand]] = [:]
+                for key in keys.compactMap(\.bytes) {
+                    bySlot[_RedisHashSlot.slot(of: key), default: []].append(_RedisCommand("UNLINK", .bytes(key)))
+                }
+                for (slot, unlinks) in bySlot {
+                    for reply in try await cluster.send(unlinks, slot: slot) {
+                        try Self.check(reply, command: "UNLINK")
+                    }
+                }
+                cursor = next
+            } while cursor != "0"
+        }
+        for reply in try await clusterPublish([publish(hub.messageAll(), in: namespace)], cluster: cluster) {
+            try Self.check(reply, command: "PUBLISH")
+        }
+    }
+}
+#endif
