@@ -87,7 +87,7 @@ stop_redis() {
 # Starts a Redis Cluster on loopback: three primaries and three replicas (one per
 # primary), each a redis-server without persistence on a port of its own, joined
 # with `redis-cli --cluster create`, and waits until every node says
-# cluster_state:ok. Exports HOARD_REDIS_CLUSTER_URL
+# cluster_state:ok and every replica has synchronised with its primary. Exports HOARD_REDIS_CLUSTER_URL
 # (redis+cluster://127.0.0.1:p1,127.0.0.1:p2,...) and HOARD_REDIS_CLUSTER_PIDS
 # ("port:pid port:pid ...", so tests can stop one node by its PID).
 start_redis_cluster() {
@@ -103,7 +103,7 @@ start_redis_cluster() {
             mkdir -p "$REDIS_CLUSTER_DIR/$port"
             redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
                 --cluster-enabled yes --cluster-config-file "$REDIS_CLUSTER_DIR/$port/nodes.conf" \
-                --cluster-node-timeout 2000 --dir "$REDIS_CLUSTER_DIR/$port" \
+                --cluster-node-timeout 2000 --repl-diskless-sync-delay 0 --dir "$REDIS_CLUSTER_DIR/$port" \
                 >"$REDIS_CLUSTER_DIR/$port/redis.log" 2>&1 &
             REDIS_CLUSTER_PIDS+=($!)
             REDIS_CLUSTER_PORTS+=("$port")
@@ -134,10 +134,15 @@ start_redis_cluster() {
         echo "redis-cli --cluster create failed" >&2
         return 1
     fi
+    # Ready once every node says cluster_state:ok and every replica has synchronised
+    # with its primary (a replica that never did cannot take over from it).
     for _ in $(seq 1 600); do
         ready=1
         for port in "${REDIS_CLUSTER_PORTS[@]}"; do
             redis-cli -p "$port" cluster info 2>/dev/null | grep -q "cluster_state:ok" || { ready=0; break; }
+            if redis-cli -p "$port" info replication 2>/dev/null | grep -q "role:slave"; then
+                redis-cli -p "$port" info replication | grep -q "master_link_status:up" || { ready=0; break; }
+            fi
         done
         [ "$ready" = 1 ] && break
         sleep 0.1
