@@ -64,6 +64,21 @@ extension RedisStore {
         /// by `:`.
         public var keyPrefix: String
 
+        /// Whether ``RedisStore/invalidations(in:)`` also reports writes that did not
+        /// come through Hoard: a value another service or `redis-cli` set or deleted.
+        /// Defaults to `false`.
+        ///
+        /// When on, the store's pub/sub connection asks the server to track every key
+        /// under ``keyPrefix`` (`CLIENT TRACKING on REDIRECT <itself> BCAST PREFIX
+        /// <prefix>:`, Redis 6 or later), and the server sends it the keys of every
+        /// write by any client. The server cannot tell Hoard's instances apart, so an
+        /// instance hears of its own writes too: a `Cache` drops a key from its memory
+        /// right after writing it, and reads it once from Redis. A flush of the
+        /// database is reported as "everything changed". Not available on a Redis
+        /// Cluster yet (every primary would need a tracking connection of its own);
+        /// such a configuration is refused.
+        public var serverAssistedInvalidation: Bool
+
         /// The most connections the store opens for its commands (the pub/sub
         /// connection of ``RedisStore/invalidations(in:)`` comes on top). Defaults to 4.
         public var maximumConnections: Int
@@ -117,6 +132,7 @@ extension RedisStore {
             password: String? = nil,
             database: Int = 0,
             keyPrefix: String = "hoard",
+            serverAssistedInvalidation: Bool = false,
             maximumConnections: Int = 4,
             pipeliningLimit: Int = 64,
             connectTimeout: Duration = .seconds(5),
@@ -135,6 +151,7 @@ extension RedisStore {
             self.password = password
             self.database = database
             self.keyPrefix = keyPrefix
+            self.serverAssistedInvalidation = serverAssistedInvalidation
             self.maximumConnections = maximumConnections
             self.pipeliningLimit = pipeliningLimit
             self.connectTimeout = connectTimeout
@@ -242,6 +259,9 @@ extension RedisStore {
             try check(!host.isEmpty, "host must not be empty")
             try check((1...65535).contains(port), "port must be between 1 and 65535, not \(port)")
             try check(database >= 0, "database must not be negative, not \(database)")
+            try check(
+                clusterSeeds.isEmpty || !serverAssistedInvalidation,
+                "serverAssistedInvalidation is not available on a Redis Cluster yet")
             try check(
                 clusterSeeds.isEmpty || database == 0, "a Redis Cluster has database 0 only, not \(database)")
             for seed in clusterSeeds {

@@ -29,6 +29,9 @@ import NIOPosix
 ///   `<prefix>:invalidate:<n>:<namespace>` naming this instance, which ignores its own
 ///   messages; ``invalidations(in:)`` delivers the others'. ``write(_:)`` announces the
 ///   keys one round trip changes in a namespace in one message.
+///   With ``Configuration/serverAssistedInvalidation`` the server also reports
+///   writes by any other client (`CLIENT TRACKING … BCAST PREFIX`): a value set or
+///   deleted with `redis-cli` drops the key from every instance's memory tier.
 /// - **Connections.** Commands go over at most ``Configuration/maximumConnections``
 ///   connections, opened when first needed, each shared by up to
 ///   ``Configuration/pipeliningLimit`` operations with their commands pipelined: an
@@ -156,9 +159,13 @@ public final class RedisStore: RemoteCacheStore {
                 return settings
             }
         }
-        hub = _InvalidationHub(instanceID: instanceID.uuidString)
+        hub = _InvalidationHub(
+            instanceID: instanceID.uuidString,
+            trackedKeyspace: configuration.serverAssistedInvalidation ? keyspace : nil)
         subscriber = _RedisSubscriber(
-            endpoints: subscriberEndpoints, group: eventLoopGroup, hub: hub,
+            endpoints: subscriberEndpoints,
+            trackedPrefix: configuration.serverAssistedInvalidation ? configuration.keyPrefix : nil,
+            group: eventLoopGroup, hub: hub,
             initialReconnectDelay: configuration.initialReconnectDelay,
             maximumReconnectDelay: configuration.maximumReconnectDelay, log: log)
     }

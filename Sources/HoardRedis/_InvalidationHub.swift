@@ -33,10 +33,17 @@ final class _InvalidationHub: Sendable {
 
     /// This instance's id, as it appears in the messages it publishes.
     let instanceID: String
+    /// The store's keyspace, to turn the Redis keys of server-assisted
+    /// invalidations (`CLIENT TRACKING`) into namespaces and keys; `nil` when off.
+    let trackedKeyspace: _RedisKeyspace?
     private let state = Mutex(State())
 
-    init(instanceID: String) {
+    /// The channel the server sends tracking invalidations on (RESP2, `REDIRECT`).
+    static let trackingChannel = ByteBuffer(string: "__redis__:invalidate")
+
+    init(instanceID: String, trackedKeyspace: _RedisKeyspace? = nil) {
         self.instanceID = instanceID
+        self.trackedKeyspace = trackedKeyspace
     }
 
     /// The message announcing that `key` changed.
@@ -138,6 +145,8 @@ final class _InvalidationHub: Sendable {
             let kind = elements[0].string?.lowercased(), let channel = elements[1].bytes
         else { return }
         switch kind {
+        case "message" where channel == Self.trackingChannel:
+            handleTracking(elements[2])
         case "message":
             guard let payload = elements[2].bytes, let invalidations = decode(payload) else { return }
             let streams = state.withLock { Array(($0.subscriptions[channel]?.streams ?? [:]).values) }
@@ -154,6 +163,31 @@ final class _InvalidationHub: Sendable {
             for stream in streams { stream.yield(.all) }
         default:
             return
+        }
+    }
+
+    /// Delivers a server-assisted invalidation: the Redis keys a write by any client
+    /// changed (each to the streams of its namespace; keys of other prefixes or not
+    /// in Hoard's layout are ignored), or, for a null (the database was flushed),
+    /// `RemoteInvalidation.all` to every stream.
+    private func handleTracking(_ payload: _RESPValue) {
+        guard let keyspace = trackedKeyspace else { return }
+        guard let keys = payload.elements else {
+            guard payload == .null || payload == .array(nil) || payload == .bulkString(nil) else { return }
+            let streams = state.withLock { $0.subscriptions.values.flatMap { $0.streams.values } }
+            for stream in streams { stream.yield(.all) }
+            return
+        }
+        var byChannel: [ByteBuffer: [RemoteInvalidation]] = [:]
+        for key in keys.compactMap(\.bytes) {
+            guard let (namespace, key) = keyspace.parse(key) else { continue }
+            byChannel[keyspace.channel(for: namespace), default: []].append(.key(key))
+        }
+        for (channel, invalidations) in byChannel {
+            let streams = state.withLock { Array(($0.subscriptions[channel]?.streams ?? [:]).values) }
+            for stream in streams {
+                for invalidation in invalidations { stream.yield(invalidation) }
+            }
         }
     }
 

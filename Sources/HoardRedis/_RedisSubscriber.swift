@@ -19,6 +19,9 @@ import NIOCore
 /// a resubscription.)
 actor _RedisSubscriber {
     private let endpoints: [_RedisConnection.Settings]
+    /// The key prefix to ask the server to track (`CLIENT TRACKING … BCAST PREFIX`),
+    /// when server-assisted invalidation is on.
+    private let trackedPrefix: String?
     /// Connection attempts so far; attempt `n` goes to `endpoints[n % count]`.
     private var attempts = 0
     private let group: any EventLoopGroup
@@ -36,12 +39,14 @@ actor _RedisSubscriber {
     private var resubscribing = false
 
     init(
-        endpoints: [_RedisConnection.Settings], group: any EventLoopGroup, hub: _InvalidationHub,
+        endpoints: [_RedisConnection.Settings], trackedPrefix: String? = nil, group: any EventLoopGroup,
+        hub: _InvalidationHub,
         initialReconnectDelay: Duration, maximumReconnectDelay: Duration, log: _RedisLog
     ) {
         self.log = log
         precondition(!endpoints.isEmpty, "a subscriber needs an endpoint")
         self.endpoints = endpoints
+        self.trackedPrefix = trackedPrefix
         self.group = group
         self.hub = hub
         self.initialReconnectDelay = initialReconnectDelay
@@ -52,7 +57,8 @@ actor _RedisSubscriber {
     /// connecting first when needed.
     func sync() async {
         guard !isShutdown else { return }
-        let wanted = hub.wantedChannels
+        var wanted = hub.wantedChannels
+        if trackedPrefix != nil, !wanted.isEmpty { wanted.insert(_InvalidationHub.trackingChannel) }
         guard let connection, connection.isActive else {
             if !wanted.isEmpty, connectTask == nil {
                 connectTask = Task { await self.connectLoop() }
@@ -105,6 +111,7 @@ actor _RedisSubscriber {
                     connection.close()
                     break
                 }
+                if let trackedPrefix { try await startTracking(on: connection, prefix: trackedPrefix) }
                 self.connection = connection
                 subscribed = []
                 connectionsOpened += 1
@@ -122,6 +129,34 @@ actor _RedisSubscriber {
             }
         }
         connectTask = nil
+    }
+
+    /// Asks the server to send this connection an invalidation, on
+    /// `__redis__:invalidate`, for every write by any client to a key that starts
+    /// with `<prefix>:` (`CLIENT TRACKING on REDIRECT <own id> BCAST PREFIX`), before
+    /// the connection subscribes to anything.
+    ///
+    /// - Throws: The server's refusal (a server older than Redis 6, say), which closes
+    ///   the connection; the connect loop tries again with backoff.
+    private func startTracking(on connection: _RedisConnection, prefix: String) async throws(RedisError) {
+        let id = try await connection.send(_RedisCommand("CLIENT", "ID"))
+        guard case .integer(let clientID) = id else {
+            connection.close()
+            throw RedisError(
+                .protocolError, "CLIENT ID was answered with \(id), not an integer.", command: "CLIENT",
+                serverMessage: id.errorMessage)
+        }
+        let reply = try await connection.send(
+            _RedisCommand(
+                "CLIENT", "TRACKING", "on", "REDIRECT", .string(String(clientID)), "BCAST", "PREFIX",
+                .string(prefix + ":")))
+        if let message = reply.errorMessage {
+            connection.close()
+            throw RedisError(
+                .serverError,
+                "The server refused CLIENT TRACKING, which server-assisted invalidation needs: \(message)",
+                command: "CLIENT", serverMessage: message)
+        }
     }
 
     private func connectionClosed(_ closed: _RedisConnection) {
