@@ -126,10 +126,28 @@ struct RedisClusterFailoverTests {
         try await store.write(
             keys.map { .set(Data("\($0)=0".utf8), for: $0, in: "load", storedAt: .now, expiresAt: nil) })
 
-        // The primary that owns the slot of "k0"
-        let victimSlot = _RedisHashSlot.slot(of: store.keyspace.key("k0", in: "load"))
-        let victimAddress = try await store.cluster!.owner(of: victimSlot)
-        let victim = try #require(cluster.node(at: victimAddress))
+        // The victim: the first seed, a primary, which the invalidation subscription
+        // connects to first; a key of its slots
+        let victim = cluster.nodes[0]
+        let victimAddress = _RedisCluster.Address(host: "127.0.0.1", port: victim.port)
+        var victimKey: String?
+        for key in keys
+        where try await store.cluster!.owner(of: _RedisHashSlot.slot(of: store.keyspace.key(key, in: "load")))
+            == victimAddress
+        {
+            victimKey = key
+            break
+        }
+        let victimSlot = _RedisHashSlot.slot(of: store.keyspace.key(try #require(victimKey), in: "load"))
+        let watcher = try RedisStore(configuration: configuration)
+        let invalidations = InvalidationRecorder(watcher.invalidations(in: "load"))
+        defer { invalidations.cancel() }
+        try await store.set(Data("probe".utf8), for: "probe", in: "other", storedAt: .now, expiresAt: nil)
+        #expect(
+            await eventually {
+                try? await store.set(Data("p".utf8), for: "probe", in: "load", storedAt: .now, expiresAt: nil)
+                return !invalidations.all.isEmpty
+            })
 
         // A load of sets and gets over every key; a read must return a value once
         // written for that key, never another key's or a damaged one.
@@ -162,8 +180,8 @@ struct RedisClusterFailoverTests {
 
         // The store serves the victim's slots again once a replica is promoted
         let served = await eventually(timeout: .seconds(60), every: .milliseconds(100)) {
-            (try? await store.set(Data("k0=after".utf8), for: "k0", in: "load", storedAt: .now, expiresAt: nil))
-                != nil
+            (try? await store.set(
+                Data("\(victimKey!)=after".utf8), for: victimKey!, in: "load", storedAt: .now, expiresAt: nil)) != nil
         }
         #expect(served, "the cluster promoted a replica and the store found it")
         #expect(try await store.cluster!.owner(of: victimSlot) != victimAddress)
@@ -186,6 +204,10 @@ struct RedisClusterFailoverTests {
         #expect(final.wrongValues == 0)
         #expect(lost.isEmpty)
         #expect(final.failed > failedBefore, "operations on the killed primary's slots failed while it was away")
+        // The subscription moved to another node and said that changes may have been missed
+        #expect(
+            await eventually { invalidations.all.contains(.all) }, "the watcher heard 'everything may have changed'")
+        await watcher.shutdown()
 
         await store.shutdown()
         await cluster.shutdown()

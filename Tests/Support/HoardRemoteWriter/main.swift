@@ -5,7 +5,7 @@
 // disk store's tests start it), and speaks the same way: commands on stdin, one
 // answer line on stdout each, written with one write(2) call.
 //
-//   HoardRemoteWriter URL NAME [TABLE]   URL redis://… or postgres://…; NAME the cache's
+//   HoardRemoteWriter URL NAME [TABLE]   URL redis://…, redis+cluster://… or postgres://…; NAME the cache's
 //                                        name (its namespace); TABLE the PostgreSQL table
 //
 // Prints "ready" once the cache is built; then, per line of stdin:
@@ -28,7 +28,7 @@ func fail(_ message: String) -> Never {
 }
 
 func makeStore(url: String, table: String?) throws -> any RemoteCacheStore {
-    if url.hasPrefix("redis://") {
+    if url.hasPrefix("redis://") || url.hasPrefix("redis+cluster://") {
         var configuration = try RedisStore.Configuration(url: url)
         if let table { configuration.keyPrefix = table }
         return try RedisStore(configuration: configuration)
