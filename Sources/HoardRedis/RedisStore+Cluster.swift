@@ -72,7 +72,8 @@ extension RedisStore {
     /// One round of ``write(_:)`` on a cluster: the changes grouped by slot, in their
     /// order within each slot, each slot's group pipelined to its primary, the slots
     /// in parallel; then one `PUBLISH` per namespace (a cluster delivers a `PUBLISH`
-    /// to the subscribers of every node).
+    /// to the subscribers of every node). When every change is in one slot, the
+    /// `PUBLISH`es go in the same round trip, after the changes.
     ///
     /// - Returns: The first error reply or failed round trip, if any.
     func clusterWrite(_ run: ArraySlice<CacheStoreWrite>, cluster: _RedisCluster) async -> RedisError? {
@@ -98,6 +99,30 @@ extension RedisStore {
             if changed[namespace] == nil { namespaceOrder.append(namespace) }
             changed[namespace, default: []].append(key)
         }
+        let announcements = namespaceOrder.map { namespace in
+            var writer = _RESPCommandWriter(capacity: 256)
+            writer.command("PUBLISH", argumentCount: 2)
+            keyspace.writeChannel(for: namespace, to: &writer)
+            hub.writeMessage(keys: changed[namespace] ?? [], to: &writer)
+            return _RedisCommand(name: "PUBLISH", encoded: writer.buffer)
+        }
+        if bySlot.count == 1, let (slot, commands) = bySlot.first {
+            // One slot (every single-key write): the announcements ride in the same
+            // round trip, after the changes, on the same connection.
+            do throws(RedisError) {
+                let replies = try await cluster.send(commands.map(\.command), slot: slot, trailing: announcements)
+                for (index, reply) in replies.enumerated() {
+                    if index < commands.count {
+                        try Self.check(reply, command: commands[index].command.name, key: commands[index].key)
+                    } else {
+                        try Self.check(reply, command: "PUBLISH")
+                    }
+                }
+                return nil
+            } catch {
+                return error
+            }
+        }
         let groups = Array(bySlot)
         let firstError = await withTaskGroup(of: RedisError?.self) { group in
             for (slot, commands) in groups {
@@ -118,13 +143,6 @@ extension RedisStore {
             return first
         }
         // Announced even after a failure: some of the changes may have been applied.
-        let announcements = namespaceOrder.map { namespace in
-            var writer = _RESPCommandWriter(capacity: 256)
-            writer.command("PUBLISH", argumentCount: 2)
-            keyspace.writeChannel(for: namespace, to: &writer)
-            hub.writeMessage(keys: changed[namespace] ?? [], to: &writer)
-            return _RedisCommand(name: "PUBLISH", encoded: writer.buffer)
-        }
         do {
             let replies = try await clusterPublish(announcements, cluster: cluster)
             for reply in replies { try Self.check(reply, command: "PUBLISH") }

@@ -134,22 +134,37 @@ final class _RedisCluster: Sendable {
     /// Sends `commands`, whose keys all hash to `slot`, to the slot's owner in one
     /// round trip, in order; a command redirected is sent again on its own, in order,
     /// where the redirection says. Returns one reply per command.
-    func send(_ commands: [_RedisCommand], slot: Int) async throws(RedisError) -> [_RESPValue] {
+    ///
+    /// - Parameter trailing: Commands of no key (`PUBLISH`) that any node may run,
+    ///   sent in the same round trip after `commands`; when some of `commands` had
+    ///   to be sent again, they are sent again too, after them (so an announcement
+    ///   never comes only before the change it announces). Their replies follow.
+    func send(
+        _ commands: [_RedisCommand], slot: Int, trailing: [_RedisCommand] = []
+    ) async throws(RedisError) -> [_RESPValue] {
         let address = try await owner(of: slot)
         var replies: [_RESPValue]
         do {
             replies = try await pool(for: address).withConnection { connection throws(RedisError) in
-                try await connection.send(commands)
+                try await connection.send(commands + trailing)
             }
         } catch  where Self.isConnectionFailure(error) {
             // The node may be gone (a failover): read the map again, then per command.
             _ = try? await refreshMap()
             var results: [_RESPValue] = []
             for command in commands { results.append(try await sendOne(command, slot: slot, after: error)) }
+            for command in trailing { results.append(try await sendOne(command, slot: slot, after: nil)) }
             return results
         }
-        for index in replies.indices where _RedisRedirection(replies[index]) != nil {
+        var resent = false
+        for index in commands.indices where _RedisRedirection(replies[index]) != nil {
             replies[index] = try await sendOne(commands[index], slot: slot, after: nil, first: replies[index])
+            resent = true
+        }
+        if resent {
+            for (offset, command) in trailing.enumerated() {
+                replies[commands.count + offset] = try await sendOne(command, slot: slot, after: nil)
+            }
         }
         return replies
     }

@@ -46,7 +46,26 @@ import NIOCore
 /// called from tasks that does nothing but hop, write and count reply bytes. It splits
 /// RedisStore's distance from the raw client into what the task-plus-event-loop
 /// architecture costs and what RedisStore itself adds.
+///
+/// With `HOARD_REDIS_CLUSTER_URL` (a `redis+cluster://` URL), the same RedisStore rows
+/// also run on a Redis Cluster (`redis cluster …`), one connection per node;
+/// `Benchmarks/scripts/redis-cluster-vs-redis-benchmark` starts a single server and a
+/// cluster, runs `redis-benchmark --cluster` beside this target, and prints the
+/// ratios, the cost of routing among them (single-server RedisStore ÷ cluster).
 let benchmarks: @Sendable () -> Void = {
+    if let clusterURL = ProcessInfo.processInfo.environment["HOARD_REDIS_CLUSTER_URL"], !clusterURL.isEmpty {
+        registerStore("redis cluster get 1KiB c1 P1: RedisStore", url: clusterURL) { try await $0.get(count: 200) }
+        registerStore("redis cluster set 1KiB c1 P1: RedisStore", url: clusterURL) { try await $0.set(count: 200) }
+        registerStore("redis cluster get 1KiB c1 P16: RedisStore", url: clusterURL) {
+            try await $0.getPipelined(batches: 50, depth: 16)
+        }
+        registerStore("redis cluster set 1KiB c1 P16: RedisStore", url: clusterURL) {
+            try await $0.setPipelined(batches: 50, depth: 16)
+        }
+        registerStore("redis cluster mget 16x1KiB c1: RedisStore", url: clusterURL) {
+            try await $0.multiGet(count: 100, keys: 16)
+        }
+    }
     guard let url = ProcessInfo.processInfo.environment["HOARD_REDIS_URL"], !url.isEmpty else {
         print(
             "RedisStoreBenchmarks: skipped, HOARD_REDIS_URL is not set "
