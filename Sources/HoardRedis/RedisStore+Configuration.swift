@@ -74,9 +74,11 @@ extension RedisStore {
         /// write by any client. The server cannot tell Hoard's instances apart, so an
         /// instance hears of its own writes too: a `Cache` drops a key from its memory
         /// right after writing it, and reads it once from Redis. A flush of the
-        /// database is reported as "everything changed". Not available on a Redis
-        /// Cluster yet (every primary would need a tracking connection of its own);
-        /// such a configuration is refused.
+        /// database is reported as "everything changed". On a Redis Cluster every
+        /// primary gets a tracking connection of its own (a node tracks only the
+        /// writes it runs), opened when the first stream starts and moved when the
+        /// primaries change; a new primary's first tracking subscription reports
+        /// "everything changed", as writes before it were not tracked.
         public var serverAssistedInvalidation: Bool
 
         /// The most connections the store opens for its commands (the pub/sub
@@ -259,9 +261,6 @@ extension RedisStore {
             try check(!host.isEmpty, "host must not be empty")
             try check((1...65535).contains(port), "port must be between 1 and 65535, not \(port)")
             try check(database >= 0, "database must not be negative, not \(database)")
-            try check(
-                clusterSeeds.isEmpty || !serverAssistedInvalidation,
-                "serverAssistedInvalidation is not available on a Redis Cluster yet")
             try check(
                 clusterSeeds.isEmpty || database == 0, "a Redis Cluster has database 0 only, not \(database)")
             for seed in clusterSeeds {

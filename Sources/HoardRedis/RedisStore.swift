@@ -108,6 +108,8 @@ public final class RedisStore: RemoteCacheStore {
     private let executor: EventLoopTaskExecutor
     let hub: _InvalidationHub
     private let subscriber: _RedisSubscriber
+    /// The tracking connections of a cluster with server-assisted invalidation.
+    private let tracker: _RedisClusterTracker?
     let clock: any CacheClock
 
     /// Creates a store. It connects when it is first used.
@@ -144,12 +146,40 @@ public final class RedisStore: RemoteCacheStore {
             maximumReconnectDelay: configuration.maximumReconnectDelay,
             log: log)
         var subscriberEndpoints = [connectionSettings]
+        let hub = _InvalidationHub(
+            instanceID: instanceID.uuidString,
+            trackedKeyspace: configuration.serverAssistedInvalidation ? keyspace : nil)
+        self.hub = hub
         if configuration.clusterSeeds.isEmpty {
             cluster = nil
+            tracker = nil
             pool = _RedisConnectionPool(settings: poolSettings, group: eventLoop)
         } else {
             let seeds = configuration.clusterSeeds.map { _RedisCluster.Address(host: $0.host, port: $0.port) }
-            let cluster = _RedisCluster(seeds: seeds, template: poolSettings, group: eventLoop)
+            var tracker: _RedisClusterTracker?
+            if configuration.serverAssistedInvalidation {
+                let prefix = configuration.keyPrefix
+                let initialDelay = configuration.initialReconnectDelay
+                let maximumDelay = configuration.maximumReconnectDelay
+                tracker = _RedisClusterTracker { address, reportsGap, onTrouble in
+                    var settings = connectionSettings
+                    settings.host = address.host
+                    settings.port = address.port
+                    return _RedisSubscriber(
+                        endpoints: [settings], trackedPrefix: prefix, tracksOnly: true,
+                        reportsGapOnFirstConnection: reportsGap, onConnectionTrouble: onTrouble,
+                        group: eventLoopGroup, hub: hub,
+                        initialReconnectDelay: initialDelay, maximumReconnectDelay: maximumDelay,
+                        log: _RedisLog(logger: configuration.logger, endpoint: address.description))
+                }
+            }
+            self.tracker = tracker
+            var onPrimariesChanged: (@Sendable ([_RedisCluster.Address]) -> Void)?
+            if let tracker {
+                onPrimariesChanged = { primaries in Task { await tracker.reconcile(primaries) } }
+            }
+            let cluster = _RedisCluster(
+                seeds: seeds, template: poolSettings, group: eventLoop, onPrimariesChanged: onPrimariesChanged)
             self.cluster = cluster
             pool = cluster.pool(for: seeds[0])
             subscriberEndpoints = seeds.map { seed in
@@ -159,21 +189,20 @@ public final class RedisStore: RemoteCacheStore {
                 return settings
             }
         }
-        hub = _InvalidationHub(
-            instanceID: instanceID.uuidString,
-            trackedKeyspace: configuration.serverAssistedInvalidation ? keyspace : nil)
         subscriber = _RedisSubscriber(
             endpoints: subscriberEndpoints,
-            trackedPrefix: configuration.serverAssistedInvalidation ? configuration.keyPrefix : nil,
+            trackedPrefix: configuration.serverAssistedInvalidation && configuration.clusterSeeds.isEmpty
+                ? configuration.keyPrefix : nil,
             group: eventLoopGroup, hub: hub,
             initialReconnectDelay: configuration.initialReconnectDelay,
             maximumReconnectDelay: configuration.maximumReconnectDelay, log: log)
     }
 
     deinit {
-        Task { [pool, cluster, subscriber] in
+        Task { [pool, cluster, tracker, subscriber] in
             await pool.shutdown()
             await cluster?.shutdown()
+            await tracker?.shutdown()
             await subscriber.shutdown()
         }
     }
@@ -183,6 +212,7 @@ public final class RedisStore: RemoteCacheStore {
     public func shutdown() async {
         await pool.shutdown()
         await cluster?.shutdown()
+        await tracker?.shutdown()
         await subscriber.shutdown()
     }
 
@@ -267,11 +297,19 @@ public final class RedisStore: RemoteCacheStore {
         guard let id = hub.add(continuation, channel: channel) else { return stream }
         let hub = self.hub
         let subscriber = self.subscriber
+        let tracker = self.tracker
+        let cluster = self.cluster
         continuation.onTermination = { _ in
             hub.remove(id: id, channel: channel)
-            Task { await subscriber.sync() }
+            Task {
+                await subscriber.sync()
+                if let tracker, let cluster { await tracker.sync(cluster: cluster) }
+            }
         }
-        Task { await subscriber.sync() }
+        Task {
+            await subscriber.sync()
+            if let tracker, let cluster { await tracker.sync(cluster: cluster) }
+        }
         return stream
     }
 

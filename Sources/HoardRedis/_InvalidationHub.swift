@@ -29,6 +29,9 @@ final class _InvalidationHub: Sendable {
         var subscriptions: [ByteBuffer: Subscription] = [:]
         var nextID: UInt64 = 0
         var isFinished = false
+        /// Tracking subscriptions whose confirmation is to report "everything may
+        /// have changed" (see ``expectTrackingGap()``).
+        var trackingGaps = 0
     }
 
     /// This instance's id, as it appears in the messages it publishes.
@@ -120,6 +123,13 @@ final class _InvalidationHub: Sendable {
         state.withLock { Set($0.subscriptions.keys) }
     }
 
+    /// Marks a tracking subscription on a new connection: when the server confirms
+    /// it, every stream receives `RemoteInvalidation.all`, since writes made before
+    /// were not tracked there.
+    func expectTrackingGap() {
+        state.withLock { $0.trackingGaps += 1 }
+    }
+
     /// Marks `channels` as subscribed again on a new connection; when the server
     /// confirms one, its streams receive `RemoteInvalidation.all`.
     func markResubscribing(_ channels: Set<ByteBuffer>) {
@@ -153,6 +163,13 @@ final class _InvalidationHub: Sendable {
             for stream in streams {
                 for invalidation in invalidations { stream.yield(invalidation) }
             }
+        case "subscribe" where channel == Self.trackingChannel:
+            let streams = state.withLock { state -> [AsyncStream<RemoteInvalidation>.Continuation] in
+                guard state.trackingGaps > 0 else { return [] }
+                state.trackingGaps -= 1
+                return state.subscriptions.values.flatMap { $0.streams.values }
+            }
+            for stream in streams { stream.yield(.all) }
         case "subscribe":
             // A resubscription after a lost connection: changes may have been missed.
             let streams = state.withLock { state -> [AsyncStream<RemoteInvalidation>.Continuation] in

@@ -59,6 +59,9 @@ final class _RedisCluster: Sendable {
     }
 
     let seeds: [Address]
+    /// Called with the primaries whenever the set of them changes (a failover, a
+    /// node added), outside every lock.
+    private let onPrimariesChanged: (@Sendable ([Address]) -> Void)?
     private let template: _RedisConnectionPool.Settings
     private let group: any EventLoopGroup
     private let state = Mutex(State())
@@ -67,8 +70,13 @@ final class _RedisCluster: Sendable {
     ///   - seeds: Nodes to read the slot map from at first.
     ///   - template: The settings of every node's pool; host and port are replaced.
     ///   - group: Where every connection runs.
-    init(seeds: [Address], template: _RedisConnectionPool.Settings, group: any EventLoopGroup) {
+    ///   - onPrimariesChanged: Called with the primaries whenever their set changes.
+    init(
+        seeds: [Address], template: _RedisConnectionPool.Settings, group: any EventLoopGroup,
+        onPrimariesChanged: (@Sendable ([Address]) -> Void)? = nil
+    ) {
         self.seeds = seeds
+        self.onPrimariesChanged = onPrimariesChanged
         self.template = template
         self.group = group
     }
@@ -238,14 +246,16 @@ final class _RedisCluster: Sendable {
     // MARK: The slot map
 
     private func record(owner address: Address, of slot: Int) {
-        state.withLock { state in
+        let added: [Address]? = state.withLock { state in
             if let index = state.primaries.firstIndex(of: address) {
                 state.owners[slot] = Int16(index)
-            } else {
-                state.primaries.append(address)
-                state.owners[slot] = Int16(state.primaries.count - 1)
+                return nil
             }
+            state.primaries.append(address)
+            state.owners[slot] = Int16(state.primaries.count - 1)
+            return state.primaries
         }
+        if let added { onPrimariesChanged?(added) }
     }
 
     /// Reads the slot map again; callers that come while a read is in flight await
@@ -280,10 +290,14 @@ final class _RedisCluster: Sendable {
                     try await connection.send(_RedisCommand("CLUSTER", "SLOTS"))
                 }
                 let map = try Self.parseSlots(reply, queried: address)
-                state.withLock { state in
-                    state.owners = map.owners
-                    state.primaries = map.primaries
+                let changed = state.withLock { state in
+                    defer {
+                        state.owners = map.owners
+                        state.primaries = map.primaries
+                    }
+                    return Set(state.primaries) != Set(map.primaries)
                 }
+                if changed { onPrimariesChanged?(map.primaries) }
                 return nil
             } catch {
                 lastError = error

@@ -22,6 +22,16 @@ actor _RedisSubscriber {
     /// The key prefix to ask the server to track (`CLIENT TRACKING … BCAST PREFIX`),
     /// when server-assisted invalidation is on.
     private let trackedPrefix: String?
+    /// Whether this connection carries tracking invalidations only (one per primary
+    /// of a cluster), not the namespaces' pub/sub channels.
+    private let tracksOnly: Bool
+    /// Whether the first tracking subscription, like every later one, reports
+    /// "everything may have changed" (a tracker for a primary that took over from
+    /// another: writes before it subscribed were not seen).
+    private let reportsGapOnFirstConnection: Bool
+    /// Called when the connection is lost and after each failed attempt to open it
+    /// (a cluster tracker reads the slot map again: its node may have been replaced).
+    private let onConnectionTrouble: (@Sendable () -> Void)?
     /// Connection attempts so far; attempt `n` goes to `endpoints[n % count]`.
     private var attempts = 0
     private let group: any EventLoopGroup
@@ -39,14 +49,18 @@ actor _RedisSubscriber {
     private var resubscribing = false
 
     init(
-        endpoints: [_RedisConnection.Settings], trackedPrefix: String? = nil, group: any EventLoopGroup,
-        hub: _InvalidationHub,
+        endpoints: [_RedisConnection.Settings], trackedPrefix: String? = nil, tracksOnly: Bool = false,
+        reportsGapOnFirstConnection: Bool = false, onConnectionTrouble: (@Sendable () -> Void)? = nil,
+        group: any EventLoopGroup, hub: _InvalidationHub,
         initialReconnectDelay: Duration, maximumReconnectDelay: Duration, log: _RedisLog
     ) {
         self.log = log
         precondition(!endpoints.isEmpty, "a subscriber needs an endpoint")
         self.endpoints = endpoints
         self.trackedPrefix = trackedPrefix
+        self.tracksOnly = tracksOnly
+        self.reportsGapOnFirstConnection = reportsGapOnFirstConnection
+        self.onConnectionTrouble = onConnectionTrouble
         self.group = group
         self.hub = hub
         self.initialReconnectDelay = initialReconnectDelay
@@ -57,8 +71,9 @@ actor _RedisSubscriber {
     /// connecting first when needed.
     func sync() async {
         guard !isShutdown else { return }
-        var wanted = hub.wantedChannels
-        if trackedPrefix != nil, !wanted.isEmpty { wanted.insert(_InvalidationHub.trackingChannel) }
+        let watched = hub.wantedChannels
+        var wanted = tracksOnly ? [] : watched
+        if trackedPrefix != nil, !watched.isEmpty { wanted.insert(_InvalidationHub.trackingChannel) }
         guard let connection, connection.isActive else {
             if !wanted.isEmpty, connectTask == nil {
                 connectTask = Task { await self.connectLoop() }
@@ -69,6 +84,13 @@ actor _RedisSubscriber {
         let toUnsubscribe = subscribed.subtracting(wanted)
         guard !toSubscribe.isEmpty || !toUnsubscribe.isEmpty else { return }
         subscribed = wanted
+        if tracksOnly, toSubscribe.contains(_InvalidationHub.trackingChannel),
+            resubscribing || (reportsGapOnFirstConnection && connectionsOpened == 1)
+        {
+            // Marked before SUBSCRIBE goes out, so that its confirmation finds the mark.
+            hub.expectTrackingGap()
+            resubscribing = false
+        }
         if resubscribing {
             // Marked before SUBSCRIBE goes out, so that its confirmation finds the mark.
             hub.markResubscribing(toSubscribe)
@@ -88,14 +110,15 @@ actor _RedisSubscriber {
         try? await connection.sendWithoutReply(commands)
     }
 
-    /// Closes the connection, stops reconnecting and finishes every stream.
-    func shutdown() {
+    /// Closes the connection, stops reconnecting and finishes every stream (or, for
+    /// a tracker of a node that left the cluster, leaves them to the others).
+    func shutdown(finishingStreams: Bool = true) {
         isShutdown = true
         connectTask?.cancel()
         connectTask = nil
         connection?.close()
         connection = nil
-        hub.finishAll()
+        if finishingStreams { hub.finishAll() }
     }
 
     private func connectLoop() async {
@@ -125,6 +148,7 @@ actor _RedisSubscriber {
             } catch {
                 failures += 1
                 log.log(.warning, "could not connect to Redis for invalidations", operation: "subscribe", error: error)
+                onConnectionTrouble?()
                 try? await Task.sleep(for: reconnectDelay(afterFailures: failures))
             }
         }
@@ -163,6 +187,7 @@ actor _RedisSubscriber {
         guard connection === closed else { return }
         if !isShutdown {
             log.log(.warning, "the invalidation connection to Redis closed; reconnecting", operation: "subscribe")
+            onConnectionTrouble?()
         }
         connection = nil
         subscribed = []

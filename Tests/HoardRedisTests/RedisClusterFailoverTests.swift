@@ -139,7 +139,10 @@ struct RedisClusterFailoverTests {
             break
         }
         let victimSlot = _RedisHashSlot.slot(of: store.keyspace.key(try #require(victimKey), in: "load"))
-        let watcher = try RedisStore(configuration: configuration)
+        // The watcher also tracks writes by any client, on every primary
+        var watcherConfiguration = configuration
+        watcherConfiguration.serverAssistedInvalidation = true
+        let watcher = try RedisStore(configuration: watcherConfiguration)
         let invalidations = InvalidationRecorder(watcher.invalidations(in: "load"))
         defer { invalidations.cancel() }
         try await store.set(Data("probe".utf8), for: "probe", in: "other", storedAt: .now, expiresAt: nil)
@@ -190,6 +193,25 @@ struct RedisClusterFailoverTests {
         #expect(await eventually { tally.withLock { $0.attempted } > attemptedAfter })
         stop.store(true, ordering: .relaxed)
         await load.value
+
+        // Tracking moved to the promoted replica: a plain client's DEL there is heard
+        let newOwner = try await store.cluster!.owner(of: victimSlot)
+        #expect(
+            await eventually {
+                let reply = try? await store.cluster!.pool(for: newOwner).withConnection {
+                    connection throws(RedisError) in
+                    try await connection.send(_RedisCommand("PUBSUB", "NUMSUB", "__redis__:invalidate"))
+                }
+                return reply?.elements?.last == .integer(1)
+            }, "the watcher tracks the promoted replica")
+        let heardBefore = invalidations.all.count
+        let deleted = try await store.cluster!.pool(for: newOwner).withConnection { connection throws(RedisError) in
+            try await connection.send(_RedisCommand("DEL", .bytes(store.keyspace.key(victimKey!, in: "load"))))
+        }
+        #expect(deleted == .integer(1))
+        #expect(
+            await eventually { invalidations.all.dropFirst(heardBefore).contains(.key(victimKey!)) },
+            "the new primary's writes are tracked")
 
         // Every write acknowledged after the failover is there
         try await store.write(

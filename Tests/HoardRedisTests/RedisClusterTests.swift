@@ -329,5 +329,54 @@ struct RedisClusterTests {
         try await cache.clear()
         await store.shutdown()
     }
+
+    @Test(
+        "With server-assisted invalidation, a plain client's write on any primary drops the key from a Cache's memory")
+    func trackingOnEveryPrimary() async throws {
+        var configuration = try RedisTestCluster.configuration()
+        configuration.serverAssistedInvalidation = true
+        let store = try RedisStore(configuration: configuration)
+        var cacheConfiguration = Cache<String, String>.Configuration(name: "profiles")
+        cacheConfiguration.localStores = .none
+        cacheConfiguration.remoteStores = [store]
+        let cache = try Cache<String, String>(configuration: cacheConfiguration)
+        let primaries = try await store.cluster!.primaries()
+        // Every primary counts one tracking subscriber: this store's
+        #expect(
+            try await eventually {
+                for primary in primaries {
+                    let reply = try await Self.send(store, to: primary, "PUBSUB", "NUMSUB", "__redis__:invalidate")
+                    guard reply.elements?.last == .integer(1) else { return false }
+                }
+                return true
+            })
+
+        // One key on each primary, in the cache's memory
+        var keyOn: [_RedisCluster.Address: String] = [:]
+        for index in 0..<200 where keyOn.count < primaries.count {
+            let key = "user:\(index)"
+            let owner = try await store.cluster!.owner(
+                of: _RedisHashSlot.slot(of: store.keyspace.key(key, in: "profiles")))
+            if keyOn[owner] == nil { keyOn[owner] = key }
+        }
+        #expect(keyOn.count == primaries.count)
+        for (owner, key) in keyOn {
+            try await cache.set("cached", for: key)
+            // Its own write comes back too; wait for it, then read the key into memory again
+            #expect(await eventually { cache[key] == nil })
+            #expect(try await cache.value(for: key) == "cached")
+            #expect(cache[key] == "cached")
+
+            // A plain client deletes it on its primary
+            let events = cache.events
+            let reply = try await Self.send(store, to: owner, "DEL", .bytes(store.keyspace.key(key, in: "profiles")))
+            #expect(reply == .integer(1))
+            #expect(await firstEvent(in: events) { if case .invalidated(key) = $0 { true } else { false } } != nil)
+            #expect(cache[key] == nil, "memory dropped \(key), written on \(owner)")
+            #expect(try await cache.value(for: key) == nil)
+        }
+        try await cache.clear()
+        await store.shutdown()
+    }
 }
 #endif

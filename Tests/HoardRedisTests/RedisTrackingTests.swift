@@ -103,12 +103,5 @@ struct RedisTrackingTests {
         }
     }
 
-    @Test("Server-assisted invalidation on a cluster configuration is refused, not silently off")
-    func refusedOnCluster() throws {
-        var configuration = try RedisStore.Configuration(url: "redis+cluster://127.0.0.1:7000")
-        configuration.serverAssistedInvalidation = true
-        let error = #expect(throws: RedisError.self) { try RedisStore(configuration: configuration) }
-        #expect(error?.code == .invalidConfiguration)
-    }
 }
 #endif
