@@ -7,12 +7,15 @@ import NIOCore
 /// key: split by hash slot, each slot's commands sent to its primary, the slots in
 /// parallel.
 ///
-/// Key layout: an entry's key (`<prefix>:<n>:<namespace>:<key>`) has no hash tag of
-/// Hoard's making, so the keys of one namespace spread over every slot and primary:
-/// the load of a busy namespace is shared by the whole cluster. The price is paid by
-/// the operations on many keys: ``RedisStore/entries(for:in:)`` sends one `MGET` per
-/// slot, and ``RedisStore/removeAll(in:)`` scans every primary. (A namespace in one
-/// slot would make both one command, and put all of that namespace on one primary.)
+/// Key layout: by default an entry's key (`<prefix>:<n>:<namespace>:<key>`) has no
+/// hash tag of Hoard's making, so the keys of one namespace spread over every slot
+/// and primary: the load of a busy namespace is shared by the whole cluster. The
+/// price is paid by the operations on many keys: ``RedisStore/entries(for:in:)``
+/// sends one `MGET` per slot, and ``RedisStore/removeAll(in:)`` scans every primary.
+/// ``RedisStore/Configuration/keepsNamespaceInOneSlot`` makes the namespace a hash
+/// tag instead: one slot per namespace, one `MGET`, one round trip per batch, and all
+/// of that namespace on one primary. (``RedisStore/removeAll(in:)`` still scans every
+/// primary: during a migration of the slot, some of its keys are on another node.)
 /// Keys of a namespace whose name holds a `{tag}` share the tag's slot, as the server
 /// decides.
 extension RedisStore {

@@ -64,6 +64,18 @@ extension RedisStore {
         /// by `:`.
         public var keyPrefix: String
 
+        /// Whether every key of a namespace goes to one hash slot of a Redis Cluster,
+        /// and so to one primary. Defaults to `false`: keys spread over every slot.
+        ///
+        /// When on, the namespace is written in braces in every key
+        /// (`<prefix>:<n>:{<namespace>}:<key>`), which a cluster hashes alone:
+        /// ``RedisStore/entries(for:in:)`` is one `MGET` and a ``RedisStore/write(_:)``
+        /// within one namespace one round trip, but all of a namespace's load and
+        /// memory is on one primary. On a single server it changes only the key
+        /// names. Every instance sharing a ``keyPrefix`` must use the same setting:
+        /// the two layouts name the same entry differently.
+        public var keepsNamespaceInOneSlot: Bool
+
         /// Whether ``RedisStore/invalidations(in:)`` also reports writes that did not
         /// come through Hoard: a value another service or `redis-cli` set or deleted.
         /// Defaults to `false`.
@@ -134,6 +146,7 @@ extension RedisStore {
             password: String? = nil,
             database: Int = 0,
             keyPrefix: String = "hoard",
+            keepsNamespaceInOneSlot: Bool = false,
             serverAssistedInvalidation: Bool = false,
             maximumConnections: Int = 4,
             pipeliningLimit: Int = 64,
@@ -153,6 +166,7 @@ extension RedisStore {
             self.password = password
             self.database = database
             self.keyPrefix = keyPrefix
+            self.keepsNamespaceInOneSlot = keepsNamespaceInOneSlot
             self.serverAssistedInvalidation = serverAssistedInvalidation
             self.maximumConnections = maximumConnections
             self.pipeliningLimit = pipeliningLimit

@@ -132,7 +132,8 @@ public final class RedisStore: RemoteCacheStore {
         self.configuration = configuration
         self.clock = clock
         instanceID = UUID()
-        keyspace = _RedisKeyspace(prefix: configuration.keyPrefix)
+        keyspace = _RedisKeyspace(
+            prefix: configuration.keyPrefix, namespaceTagged: configuration.keepsNamespaceInOneSlot)
         eventLoop = eventLoopGroup.next()
         executor = EventLoopTaskExecutor(eventLoop: eventLoop)
         let connectionSettings = configuration.connectionSettings

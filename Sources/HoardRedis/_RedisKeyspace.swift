@@ -4,7 +4,11 @@ import NIOCore
 /// How a ``RedisStore`` names its keys and channels on the server.
 ///
 /// - Entry key: `<prefix>:<n>:<namespace>:<key>`, where `<n>` is the decimal length
-///   in UTF-8 bytes of `<namespace>`.
+///   in UTF-8 bytes of `<namespace>`; with ``namespaceTagged``,
+///   `<prefix>:<n>:{<namespace>}:<key>`, so that on a Redis Cluster every key of a
+///   namespace hashes to one slot (the namespace is the hash tag; a namespace that
+///   holds `}` is tagged up to it, still one slot per namespace, possibly shared).
+///   A prefix that holds `{` makes its own tag and puts every key in one slot.
 /// - Invalidation channel: `<prefix>:invalidate:<n>:<namespace>`.
 ///
 /// Namespaces and keys may contain `:` and any other character. Because the
@@ -20,6 +24,8 @@ import NIOCore
 struct _RedisKeyspace: Sendable, Hashable {
     /// The configured prefix, as given.
     let prefix: String
+    /// Whether the namespace is written in braces, as a Redis Cluster hash tag.
+    var namespaceTagged = false
 
     /// The Redis key of `key` in `namespace`.
     func key(_ key: String, in namespace: String) -> ByteBuffer {
@@ -32,13 +38,18 @@ struct _RedisKeyspace: Sendable, Hashable {
     /// with no intermediate buffer: the same bytes as ``key(_:in:)``.
     func writeKey(_ key: String, in namespace: String, to writer: inout _RESPCommandWriter) {
         let namespaceLength = String(namespace.utf8.count)
-        let length = prefix.utf8.count + namespaceLength.utf8.count + namespace.utf8.count + key.utf8.count + 3
+        let tagged = namespaceTagged
+        let length =
+            prefix.utf8.count + namespaceLength.utf8.count + namespace.utf8.count + key.utf8.count + 3
+            + (tagged ? 2 : 0)
         writer.bulk(length: length) { bytes in
             bytes.write(prefix)
             bytes.write(UInt8(ascii: ":"))
             bytes.write(namespaceLength)
             bytes.write(UInt8(ascii: ":"))
+            if tagged { bytes.write(UInt8(ascii: "{")) }
             bytes.write(namespace)
+            if tagged { bytes.write(UInt8(ascii: "}")) }
             bytes.write(UInt8(ascii: ":"))
             bytes.write(key)
         }
@@ -103,11 +114,20 @@ struct _RedisKeyspace: Sendable, Hashable {
             index += 1
         }
         guard index > digitsStart, index < bytes.count, bytes[index] == 0x3A else { return nil }
-        let namespaceStart = index + 1
+        var namespaceStart = index + 1
+        if namespaceTagged {
+            guard namespaceStart < bytes.count, bytes[namespaceStart] == UInt8(ascii: "{") else { return nil }
+            namespaceStart += 1
+        }
         let namespaceEnd = namespaceStart + length
-        guard namespaceEnd < bytes.count, bytes[namespaceEnd] == 0x3A,
+        var keyStart = namespaceEnd + 1
+        if namespaceTagged {
+            guard namespaceEnd < bytes.count, bytes[namespaceEnd] == UInt8(ascii: "}") else { return nil }
+            keyStart += 1
+        }
+        guard keyStart - 1 < bytes.count, bytes[keyStart - 1] == 0x3A,
             let namespace = String(validating: bytes[namespaceStart..<namespaceEnd], as: UTF8.self),
-            let key = String(validating: bytes[(namespaceEnd + 1)...], as: UTF8.self)
+            let key = String(validating: bytes[keyStart...], as: UTF8.self)
         else { return nil }
         return (namespace, key)
     }
@@ -119,7 +139,9 @@ struct _RedisKeyspace: Sendable, Hashable {
         buffer.writeInteger(UInt8(ascii: ":"))
         buffer.writeString(String(namespace.utf8.count))
         buffer.writeInteger(UInt8(ascii: ":"))
+        if namespaceTagged { buffer.writeInteger(UInt8(ascii: "{")) }
         buffer.writeString(namespace)
+        if namespaceTagged { buffer.writeInteger(UInt8(ascii: "}")) }
         buffer.writeInteger(UInt8(ascii: ":"))
         return buffer
     }

@@ -378,5 +378,30 @@ struct RedisClusterTests {
         try await cache.clear()
         await store.shutdown()
     }
+
+    @Test("With keepsNamespaceInOneSlot, a namespace's keys share one slot; reads, batches and clearing work")
+    func namespaceInOneSlot() async throws {
+        var configuration = try RedisTestCluster.configuration()
+        configuration.keepsNamespaceInOneSlot = true
+        let store = try RedisStore(configuration: configuration)
+        let keys = (0..<100).map { "item:\($0)" }
+        try await store.write(keys.map { .set(Data($0.utf8), for: $0, in: "catalog", storedAt: .now, expiresAt: nil) })
+        try await store.set(Data("o".utf8), for: "item:0", in: "orders", storedAt: .now, expiresAt: nil)
+        let slots = Set(keys.map { _RedisHashSlot.slot(of: store.keyspace.key($0, in: "catalog")) })
+        #expect(slots.count == 1)
+        let primary = try await store.cluster!.primaries()[0]
+        let serverSlot = try await Self.send(
+            store, to: primary, "CLUSTER", "KEYSLOT", .bytes(store.keyspace.key("item:7", in: "catalog")))
+        #expect(serverSlot == .integer(Int64(slots.first!)))
+        #expect(serverSlot == .integer(Int64(_RedisHashSlot.slot(of: ByteBuffer(string: "catalog")))))
+
+        let found = try await store.entries(for: keys, in: "catalog")
+        #expect(found.count == 100 && found.allSatisfy { $0.value.data == Data($0.key.utf8) })
+        try await store.removeAll(in: "catalog")
+        #expect(try await store.entries(for: keys, in: "catalog").isEmpty)
+        #expect(try await store.entry(for: "item:0", in: "orders")?.data == Data("o".utf8))
+        try await store.removeAll(in: "orders")
+        await store.shutdown()
+    }
 }
 #endif

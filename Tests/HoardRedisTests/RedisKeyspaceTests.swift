@@ -55,5 +55,22 @@ struct RedisKeyspaceTests {
         #expect(String(buffer: keyspace.namespacePattern("a*?[]\\")) == #"hoard:6:a\*\?\[\]\\:*"#)
         #expect(String(buffer: _RedisKeyspace(prefix: "p[1]").namespacePattern("")) == #"p\[1\]:0::*"#)
     }
+
+    @Test("A keyspace with the namespace as a hash tag writes braces, parses back, and matches only its namespace")
+    func taggedNamespace() {
+        let tagged = _RedisKeyspace(prefix: "app", namespaceTagged: true)
+        #expect(String(buffer: tagged.key("k:1", in: "users")) == "app:5:{users}:k:1")
+        var writer = _RESPCommandWriter(capacity: 64)
+        tagged.writeKey("k:1", in: "users", to: &writer)
+        #expect(String(buffer: writer.buffer).hasSuffix("$17\r\napp:5:{users}:k:1\r\n"))
+        for (namespace, key) in [("users", "k:1"), ("", ""), ("a}b", "{x}"), ("{", ":")] {
+            let parsed = tagged.parse(tagged.key(key, in: namespace))
+            #expect(parsed?.namespace == namespace && parsed?.key == key)
+        }
+        // A key of the other layout is not one of this keyspace, and the other way round
+        #expect(tagged.parse(keyspace.key("k", in: "users")) == nil)
+        #expect(_RedisKeyspace(prefix: "app").parse(tagged.key("k", in: "users")) == nil)
+        #expect(String(buffer: tagged.namespacePattern("users")) == "app:5:{users}:*")
+    }
 }
 #endif
