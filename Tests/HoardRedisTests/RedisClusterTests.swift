@@ -306,28 +306,13 @@ struct RedisClusterTests {
         await secondStore.shutdown()
     }
 
-    @Test("A child process's write on the cluster drops the key from this process's Cache memory")
+    @Test("A child process's write and removal on the cluster drop the key from this process's Cache memory")
     func twoProcesses() async throws {
         let prefix = "hoard-cluster-2p-\(UUID().uuidString.prefix(8))"
         let store = try RedisStore(configuration: try RedisTestCluster.configuration(prefix: prefix))
-        var cacheConfiguration = Cache<String, String>.Configuration(name: "profiles")
-        cacheConfiguration.localStores = .none
-        cacheConfiguration.remoteStores = [store]
-        let cache = try Cache<String, String>(configuration: cacheConfiguration)
-        #expect(try await eventually { try await Self.subscribers(store, namespace: "profiles") == 1 })
-        try await cache.set("parent", for: "k")
-        #expect(cache["k"] == "parent")
-
-        let child = try await RemoteWriterProcess(url: RedisTestCluster.url!, cacheName: "profiles", table: prefix)
-        let events = cache.events
-        #expect(try await child.send("set k child") == "ok set k")
-        #expect(await firstEvent(in: events) { if case .invalidated("k") = $0 { true } else { false } } != nil)
-        #expect(cache["k"] == nil)
-        #expect(try await cache.value(for: "k") == "child")
-
-        await child.stop()
-        try await cache.clear()
-        await store.shutdown()
+        try await RedisTwoProcessTests.childWritesDropParentMemory(
+            store: store, url: RedisTestCluster.url!, prefix: prefix
+        ) { try await Self.subscribers(store, namespace: "profiles") == 1 }
     }
 
     @Test(

@@ -17,20 +17,30 @@ struct RedisTwoProcessTests {
     func childWritesDropParentMemory() async throws {
         let prefix = "hoard-2p-\(UUID().uuidString.prefix(8))"
         let store = try RedisStore(configuration: try RedisTestServer.configuration(prefix: prefix))
+        let channel = String(buffer: store.keyspace.channel(for: "profiles"))
+        try await Self.childWritesDropParentMemory(store: store, url: RedisTestServer.url!, prefix: prefix) {
+            try await store.command("PUBSUB", "NUMSUB", channel).elements?.last == .integer(1)
+        }
+    }
+
+    /// A Cache over `store` in this process and one in a child process on the same
+    /// server (`url`, key prefix `prefix`): the child's set and removal drop the key
+    /// from this process's memory, and the next read goes to Redis.
+    ///
+    /// - Parameter subscribed: Whether the server counts this store's subscription.
+    static func childWritesDropParentMemory(
+        store: RedisStore, url: String, prefix: String, subscribed: @escaping () async throws -> Bool
+    ) async throws {
         var cacheConfiguration = Cache<String, String>.Configuration(name: "profiles")
         cacheConfiguration.localStores = .none
         cacheConfiguration.remoteStores = [store]
         let cache = try Cache<String, String>(configuration: cacheConfiguration)
         // The cache subscribed at once; wait until the server counts it.
-        let channel = String(buffer: store.keyspace.channel(for: "profiles"))
-        #expect(
-            try await eventually {
-                try await store.command("PUBSUB", "NUMSUB", channel).elements?.last == .integer(1)
-            })
+        #expect(try await eventually { try await subscribed() })
         try await cache.set("parent", for: "k")
         #expect(cache["k"] == "parent")
 
-        let child = try await RemoteWriterProcess(url: RedisTestServer.url!, cacheName: "profiles", table: prefix)
+        let child = try await RemoteWriterProcess(url: url, cacheName: "profiles", table: prefix)
         let events = cache.events
         #expect(try await child.send("set k child") == "ok set k")
         let dropped = await firstEvent(in: events) { if case .invalidated("k") = $0 { true } else { false } }
