@@ -52,8 +52,10 @@ extension DiskStore {
         /// another was written or read outlives it. Reads record in memory; the
         /// times reach the index with the next write, a trim, or
         /// ``accessFlushCount`` of them, not one write per read. Each recorded time
-        /// costs about 2.5 µs when written (a row of its own, not the entry's), so
-        /// a larger resolution makes random reads over many entries cheaper at the
+        /// costs a few microseconds when written (a row of its own, not the
+        /// entry's; about 4.5 µs with its share of the checkpoints in
+        /// `DiskStoreBenchmarks`, where a 1 KiB read alone takes about 5 µs), so a
+        /// larger resolution makes random reads over many entries cheaper at the
         /// price of a coarser eviction order; 0 records every read.
         public var accessTimeResolution: TimeInterval
 
