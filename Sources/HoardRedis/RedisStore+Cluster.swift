@@ -81,8 +81,7 @@ extension RedisStore {
     /// - Returns: The first error reply or failed round trip, if any.
     func clusterWrite(_ run: ArraySlice<CacheStoreWrite>, cluster: _RedisCluster) async -> RedisError? {
         var bySlot: [Int: [(command: _RedisCommand, key: String)]] = [:]
-        var changed: [String: [String]] = [:]
-        var namespaceOrder: [String] = []
+        var changed = _ChangedKeys()
         let now = clock.now()
         for change in run {
             let namespace: String
@@ -99,14 +98,11 @@ extension RedisStore {
                 preconditionFailure("a run of changes holds no removeAll")
             }
             bySlot[_RedisHashSlot.slot(of: keyspace.key(key, in: namespace)), default: []].append((command, key))
-            if changed[namespace] == nil { namespaceOrder.append(namespace) }
-            changed[namespace, default: []].append(key)
+            changed.append(key, in: namespace)
         }
-        let announcements = namespaceOrder.map { namespace in
+        let announcements = changed.byNamespace.map { namespace, keys in
             var writer = _RESPCommandWriter(capacity: 256)
-            writer.command("PUBLISH", argumentCount: 2)
-            keyspace.writeChannel(for: namespace, to: &writer)
-            hub.writeMessage(keys: changed[namespace] ?? [], to: &writer)
+            writePublish(keys, in: namespace, to: &writer)
             return _RedisCommand(name: "PUBLISH", encoded: writer.buffer)
         }
         if bySlot.count == 1, let (slot, commands) = bySlot.first {
@@ -179,18 +175,13 @@ extension RedisStore {
         for address in try await cluster.primaries() {
             var cursor = "0"
             repeat {
-                let scan = _RedisCommand("SCAN", .string(cursor), "MATCH", .bytes(pattern), "COUNT", "1000")
-                let reply = try await cluster.pool(for: address).withConnection { connection throws(RedisError) in
-                    try await connection.send(scan)
-                }
-                try Self.check(reply, command: "SCAN")
-                guard let page = reply.elements, page.count == 2, let next = page[0].string,
-                    let keys = page[1].elements
-                else {
-                    throw RedisError(.protocolError, "SCAN was answered with an unexpected reply.", command: "SCAN")
-                }
+                let scan = Self.scanCommand(cursor: cursor, pattern: pattern)
+                let (next, keys) = try Self.scanPage(
+                    try await cluster.pool(for: address).withConnection { connection throws(RedisError) in
+                        try await connection.send(scan)
+                    })
                 var bySlot: [Int: [_RedisCommand]] = [:]
-                for key in keys.compactMap(\.bytes) {
+                for key in keys {
                     bySlot[_RedisHashSlot.slot(of: key), default: []].append(_RedisCommand("UNLINK", .bytes(key)))
                 }
                 for (slot, unlinks) in bySlot {

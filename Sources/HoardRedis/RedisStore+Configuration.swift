@@ -252,11 +252,11 @@ extension RedisStore {
             }
             var seeds: [ServerAddress] = []
             for part in rest.split(separator: ",", omittingEmptySubsequences: false) {
-                guard let address = _RedisCluster.Address(redirection: part), !address.host.isEmpty else {
+                guard let address = ServerAddress(redirection: part), !address.host.isEmpty else {
                     throw RedisError(
                         .invalidConfiguration, "\"\(url)\": \"\(part)\" is not a host:port pair.")
                 }
-                seeds.append(ServerAddress(host: address.host, port: address.port))
+                seeds.append(address)
             }
             guard let first = seeds.first else {
                 throw RedisError(.invalidConfiguration, "\"\(url)\" names no node.")

@@ -105,9 +105,7 @@ extension RedisStore {
             }
         }
         for (namespace, keys) in changed.byNamespace {
-            writer.command("PUBLISH", argumentCount: 2)
-            keyspace.writeChannel(for: namespace, to: &writer)
-            hub.writeMessage(keys: keys, to: &writer)
+            writePublish(keys, in: namespace, to: &writer)
         }
         return (writer.buffer, changes, changed.byNamespace.count)
     }
@@ -154,15 +152,8 @@ extension RedisStore {
         try await run(key: nil) { connection throws(RedisError) in
             var cursor = "0"
             repeat {
-                let reply = try await connection.send(
-                    _RedisCommand("SCAN", .string(cursor), "MATCH", .bytes(pattern), "COUNT", "1000"))
-                try Self.check(reply, command: "SCAN")
-                guard let page = reply.elements, page.count == 2, let next = page[0].string,
-                    let keys = page[1].elements
-                else {
-                    throw RedisError(.protocolError, "SCAN was answered with an unexpected reply.", command: "SCAN")
-                }
-                let redisKeys = keys.compactMap(\.bytes)
+                let (next, redisKeys) = try Self.scanPage(
+                    try await connection.send(Self.scanCommand(cursor: cursor, pattern: pattern)))
                 if !redisKeys.isEmpty {
                     let unlinked = try await connection.send(
                         _RedisCommand("UNLINK", arguments: redisKeys.map { .bytes($0) }))
@@ -172,6 +163,31 @@ extension RedisStore {
             } while cursor != "0"
             try Self.check(try await connection.send(announcement), command: "PUBLISH")
         }
+    }
+
+    /// Appends `PUBLISH` of the message announcing that `keys` changed in `namespace`.
+    func writePublish(_ keys: [String], in namespace: String, to writer: inout _RESPCommandWriter) {
+        writer.command("PUBLISH", argumentCount: 2)
+        keyspace.writeChannel(for: namespace, to: &writer)
+        hub.writeMessage(keys: keys, to: &writer)
+    }
+
+    /// `SCAN <cursor> MATCH <pattern> COUNT 1000`, one page of ``removeAll(in:)``'s walk.
+    static func scanCommand(cursor: String, pattern: ByteBuffer) -> _RedisCommand {
+        _RedisCommand("SCAN", .string(cursor), "MATCH", .bytes(pattern), "COUNT", "1000")
+    }
+
+    /// The next cursor and the keys of a `SCAN` reply.
+    ///
+    /// - Throws: The server's error reply, or ``RedisError/Code/protocolError`` for a
+    ///   reply of another shape.
+    static func scanPage(_ reply: _RESPValue) throws(RedisError) -> (next: String, keys: [ByteBuffer]) {
+        try check(reply, command: "SCAN")
+        guard let page = reply.elements, page.count == 2, let next = page[0].string, let keys = page[1].elements
+        else {
+            throw RedisError(.protocolError, "SCAN was answered with an unexpected reply.", command: "SCAN")
+        }
+        return (next, keys.compactMap(\.bytes))
     }
 
     func publish(_ message: ByteBuffer, in namespace: String) -> _RedisCommand {
@@ -226,7 +242,7 @@ extension RedisStore {
 
 /// The keys one round trip of ``RedisStore/write(_:)`` changes, by namespace, in the
 /// order each namespace first appears, for one `PUBLISH` per namespace.
-private struct _ChangedKeys {
+struct _ChangedKeys {
     private(set) var byNamespace: [(namespace: String, keys: [String])] = []
     /// Where each namespace sits in `byNamespace`, built only once a round touches a
     /// second namespace (most rounds touch one).

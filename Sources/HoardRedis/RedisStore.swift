@@ -156,7 +156,7 @@ public final class RedisStore: RemoteCacheStore {
             tracker = nil
             pool = _RedisConnectionPool(settings: poolSettings, group: eventLoop)
         } else {
-            let seeds = configuration.clusterSeeds.map { _RedisCluster.Address(host: $0.host, port: $0.port) }
+            let seeds = configuration.clusterSeeds
             var tracker: _RedisClusterTracker?
             if configuration.serverAssistedInvalidation {
                 let prefix = configuration.keyPrefix

@@ -22,28 +22,8 @@ import Synchronization
 ///   replica is being promoted, reads and writes of the failed primary's slots fail
 ///   and the others go on.
 final class _RedisCluster: Sendable {
-    /// A node's address, as `CLUSTER SLOTS` reports it.
-    struct Address: Hashable, Sendable, CustomStringConvertible {
-        var host: String
-        var port: Int
-
-        var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
-
-        /// Parses `host:port` as a redirection names it (`[::1]:7000` for IPv6).
-        init?(redirection text: Substring) {
-            guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]) else {
-                return nil
-            }
-            var host = text[..<colon]
-            if host.hasPrefix("["), host.hasSuffix("]") { host = host.dropFirst().dropLast() }
-            self.init(host: String(host), port: port)
-        }
-
-        init(host: String, port: Int) {
-            self.host = host
-            self.port = port
-        }
-    }
+    /// A node's address, as `CLUSTER SLOTS` and redirections report it.
+    typealias Address = ServerAddress
 
     /// How many times one command is sent at most, redirections and retries included.
     static let maximumAttempts = 6
@@ -345,6 +325,19 @@ final class _RedisCluster: Sendable {
             for slot in Int(start)...Int(end) { owners[slot] = Int16(index) }
         }
         return (owners, primaries)
+    }
+}
+
+extension ServerAddress {
+    /// Parses `host:port` as a redirection or a `redis+cluster://` URL names it
+    /// (`[::1]:7000` for IPv6).
+    init?(redirection text: Substring) {
+        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]) else {
+            return nil
+        }
+        var host = text[..<colon]
+        if host.hasPrefix("["), host.hasSuffix("]") { host = host.dropFirst().dropLast() }
+        self.init(host: String(host), port: port)
     }
 }
 

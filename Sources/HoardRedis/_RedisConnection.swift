@@ -24,7 +24,7 @@ final class _RedisConnection: Sendable {
         var commandTimeout: Duration
         var limits: _RESPParser.Limits
 
-        var endpoint: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+        var endpoint: String { ServerAddress(host: host, port: port).description }
     }
 
     let channel: any Channel

@@ -228,8 +228,8 @@ struct _DiskState {
             return
         }
         if accessTimeResolution > 0 {
-            let newest = pendingAccesses.values.max() ?? 0
             if writtenAccesses.count + pendingAccesses.count > writtenAccessesPruneCount {
+                let newest = pendingAccesses.values.max() ?? 0
                 writtenAccesses = writtenAccesses.filter { newest - $0.value < accessTimeResolution }
                 // Pruned again only once it has doubled: O(1) amortised per access.
                 writtenAccessesPruneCount = max(2 * writtenAccesses.count, 4_096)
