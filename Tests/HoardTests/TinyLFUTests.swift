@@ -54,12 +54,25 @@ struct HitRatioTraceTests {
     static let traces = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Traces")
 
-    /// (trace, N, LRU, W-TinyLFU) from `Tests/Traces/README.md` (libCacheSim 0.3.5).
-    static let reference: [(String, Int, Double, Double)] = [
-        ("zipf1.0", 1_000, 0.5060, 0.6033), ("zipf1.0", 5_000, 0.6648, 0.7297), ("zipf1.0", 10_000, 0.7353, 0.7800),
-        ("scan", 1_000, 0.4021, 0.4804), ("scan", 5_000, 0.5120, 0.5780), ("scan", 10_000, 0.5419, 0.6175),
-        ("loop", 1_000, 0, 0.0082), ("loop", 5_000, 0, 0.0419), ("loop", 10_000, 0, 0.0838),
+    /// (trace, N, LRU, W-TinyLFU, best of twelve policies) from `Tests/Traces/README.md`
+    /// (libCacheSim 0.3.5).
+    static let reference: [(String, Int, Double, Double, Double)] = [
+        ("zipf1.0", 1_000, 0.5060, 0.6033, 0.6033), ("zipf1.0", 5_000, 0.6648, 0.7297, 0.7297),
+        ("zipf1.0", 10_000, 0.7353, 0.7800, 0.7809),
+        ("scan", 1_000, 0.4021, 0.4804, 0.4804), ("scan", 5_000, 0.5120, 0.5780, 0.5805),
+        ("scan", 10_000, 0.5419, 0.6175, 0.6219),
+        ("loop", 1_000, 0, 0.0082, 0.0089), ("loop", 5_000, 0, 0.0419, 0.0445), ("loop", 10_000, 0, 0.0838, 0.0891),
     ]
+
+    /// How far below the best policy a row other than the loop's may land. The sketch
+    /// hashes keys with Swift's per-process seed, so which keys collide, and with it
+    /// the hit ratio, changes from run to run: by up to 0.007 at 10,000 entries on
+    /// `zipf1.0` (0.7788 to 0.7856 over runs of the same build).
+    static let seedSpread = 0.008
+    /// The same for the loop's rows, where what collisions still cost is a few
+    /// entries churned: one unit of the table's last place. (A 1% window keeps at most
+    /// 0.00891 of the loop at 1,000 entries, ten requests above LIRS's 0.0089.)
+    static let loopSpread = 0.0001
 
     /// Requests in every trace.
     static let requests = 1_000_000
@@ -123,11 +136,11 @@ struct HitRatioTraceTests {
     }
 
     @Test(
-        "LRU matches the reference exactly; W-TinyLFU is within 0.01 and beats LRU",
+        "LRU matches the reference exactly; W-TinyLFU beats LRU, is within 0.01 of libCacheSim's, and near the best of twelve policies",
         arguments: ["zipf1.0", "scan", "loop"])
     func trace(name: String) async throws {
         let keys = try Self.load(name)
-        for (trace, size, lru, tinyLFU) in Self.reference where trace == name {
+        for (trace, size, lru, tinyLFU, best) in Self.reference where trace == name {
             // Replayed on a thread of its own: a minute of CPU work must not hold a
             // thread of the concurrency pool that other suites' tests need.
             let (measuredLRU, measuredTiny) = try await Self.onOwnThread {
@@ -136,10 +149,16 @@ struct HitRatioTraceTests {
                     try Self.hitRatio(keys, size: size, policy: .tinyLFU)
                 )
             }
-            print("\(name) N=\(size): lru \(measuredLRU) (ref \(lru)), tinyLFU \(measuredTiny) (ref \(tinyLFU))")
+            print(
+                "\(name) N=\(size): lru \(measuredLRU) (ref \(lru)), tinyLFU \(measuredTiny) (ref \(tinyLFU), best \(best))")
             #expect(abs(measuredLRU - lru) < 0.00005, "\(name) N=\(size) LRU")
             #expect(abs(measuredTiny - tinyLFU) <= 0.01, "\(name) N=\(size) W-TinyLFU")
             #expect(measuredTiny > measuredLRU, "\(name) N=\(size) W-TinyLFU above LRU")
+            // Rounded to the table's four decimals, as the reference figures are.
+            let rounded = (measuredTiny * 10_000).rounded() / 10_000
+            #expect(
+                rounded >= best - (name == "loop" ? Self.loopSpread : Self.seedSpread) - 1e-9,
+                "\(name) N=\(size) W-TinyLFU against the best of twelve policies")
         }
     }
 }

@@ -12,6 +12,14 @@
 ///   decayed. This keeps W-TinyLFU from churning on loops longer than the sample
 ///   period (where every estimate would otherwise favour the newcomer), and costs
 ///   nothing measurable on skewed workloads (see the hit-ratio benchmark).
+/// - The doorkeeper has 128 bits per entry of capacity and an item sets four bits
+///   of one 64-bit word. A sample period puts `10 × capacity` items in it, and each
+///   false positive lets a newcomer's first occurrence reach the counters, where it
+///   beats an entry whose history has decayed: on a loop longer than the period
+///   that is all the churn there is. With 64 bits and two bits an item (about 7%
+///   false positives by the end of a period), a 1,000-entry cache kept 0.0041 of
+///   the loop trace's requests; with this layout it keeps 0.0089, all a 1% window
+///   allows (8 more bytes per entry).
 /// - After `10 × capacity` additions every counter is halved and the doorkeeper is
 ///   cleared ("reset"), so old popularity fades.
 ///
@@ -38,7 +46,7 @@ struct _FrequencySketch {
         let size = Self.powerOfTwo(atLeast: max(capacity, 16))
         table = Array(repeating: 0, count: size)
         tableMask = size - 1
-        let doorkeeperBits = Self.powerOfTwo(atLeast: max(capacity, 16) * 64)
+        let doorkeeperBits = Self.powerOfTwo(atLeast: max(capacity, 16) * 128)
         doorkeeper = Array(repeating: 0, count: doorkeeperBits / 64)
         doorkeeperMask = UInt64(doorkeeperBits - 1)
         sampleSize = 10 * max(capacity, 1)
@@ -73,12 +81,15 @@ struct _FrequencySketch {
         return (block + (i << 1) + Int(bits & 1), ((bits >> 1) & 15) << 2)
     }
 
-    /// The doorkeeper word of an item and the two bits of it the item sets: one word,
-    /// so one cache line (a blocked Bloom filter).
+    /// The doorkeeper word of an item and the four bits of it the item sets: one
+    /// word, so one cache line (a blocked Bloom filter).
     @inlinable
     func doorkeeperBits(_ hash: UInt64) -> (word: Int, bits: UInt64) {
         let word = Int(truncatingIfNeeded: (hash >> 32) & (doorkeeperMask >> 6))
-        return (word, (1 << (hash & 63)) | (1 << ((hash >> 6) & 63)))
+        let bits: UInt64 =
+            (1 << (hash & 63)) | (1 << ((hash >> 6) & 63)) | (1 << ((hash >> 12) & 63))
+            | (1 << ((hash >> 18) & 63))
+        return (word, bits)
     }
 
     @inlinable
