@@ -150,7 +150,8 @@ struct HitRatioTraceTests {
                 )
             }
             print(
-                "\(name) N=\(size): lru \(measuredLRU) (ref \(lru)), tinyLFU \(measuredTiny) (ref \(tinyLFU), best \(best))")
+                "\(name) N=\(size): lru \(measuredLRU) (ref \(lru)), tinyLFU \(measuredTiny) (ref \(tinyLFU), best \(best))"
+            )
             #expect(abs(measuredLRU - lru) < 0.00005, "\(name) N=\(size) LRU")
             #expect(abs(measuredTiny - tinyLFU) <= 0.01, "\(name) N=\(size) W-TinyLFU")
             #expect(measuredTiny > measuredLRU, "\(name) N=\(size) W-TinyLFU above LRU")
