@@ -36,7 +36,7 @@ struct _TinyLFUPolicy {
 
     @inlinable
     mutating func insert(_ i: Int32, weight: Int, links: inout _SlotArray<_Links>, info: inout _SlotArray<_NodeInfo>) {
-        sketch.increment(info[Int(i)].hash)
+        sketch.record(info[Int(i)].hash)
         window.pushFront(i, weight: weight, in: &links)
         info[Int(i)].queue = .window
         // Keep the window within its share: the oldest window entries become
@@ -55,7 +55,7 @@ struct _TinyLFUPolicy {
     mutating func recordAccess(
         _ i: Int32, weight: Int, links: inout _SlotArray<_Links>, info: inout _SlotArray<_NodeInfo>
     ) {
-        sketch.increment(info[Int(i)].hash)
+        sketch.record(info[Int(i)].hash)
         switch info[Int(i)].queue {
         case .window:
             window.moveToFront(i, in: &links)
@@ -112,6 +112,7 @@ struct _TinyLFUPolicy {
             candidates = 0
             return victim
         }
+        if sketch.pendingCount > 0 { sketch.flush() }
         let candidateFrequency = sketch.frequency(info[Int(candidate)].hash)
         let victimFrequency = sketch.frequency(info[Int(victim)].hash)
         if candidateFrequency > victimFrequency {

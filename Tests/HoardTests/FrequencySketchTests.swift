@@ -1,0 +1,53 @@
+import Testing
+
+@testable import Hoard
+
+@Suite("Frequency sketch")
+struct FrequencySketchTests {
+    /// A deterministic stream of hashes with a skewed distribution: low numbers often,
+    /// high numbers rarely, spread by the sketch's own mixer.
+    static func stream(count: Int) -> [UInt64] {
+        var state: UInt64 = 7
+        return (0..<count).map { _ in
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            let rank = Int((state >> 33) % 4_096) / (Int((state >> 20) % 64) + 1)
+            return _FrequencySketch.spread(rank)
+        }
+    }
+
+    @Test("Recorded occurrences, counted in batches, give the estimates of counting each at once")
+    func batchedCountingMatchesImmediate() {
+        // 1,000 entries: resets every 10,000 additions, so the stream crosses several.
+        var immediate = _FrequencySketch(capacity: 1_000)
+        var batched = _FrequencySketch(capacity: 1_000)
+        let hashes = Self.stream(count: 50_003)
+        for (n, hash) in hashes.enumerated() {
+            immediate.increment(hash)
+            batched.record(hash)
+            if n % 997 == 0 {
+                // Reading an estimate requires flushing first, as W-TinyLFU's duel does.
+                batched.flush()
+                #expect(batched.frequency(hash) == immediate.frequency(hash))
+            }
+        }
+        batched.flush()
+        #expect(batched.pendingCount == 0)
+        #expect(batched.table == immediate.table)
+        #expect(batched.doorkeeper == immediate.doorkeeper)
+        #expect(batched.additions == immediate.additions)
+        #expect(Set(hashes.prefix(64)).contains { immediate.frequency($0) > 0 })
+    }
+
+    @Test("An occurrence waits in the buffer until a flush, which 32 occurrences trigger")
+    func bufferFlushesWhenFull() {
+        var sketch = _FrequencySketch(capacity: 1_000)
+        let hash = _FrequencySketch.spread(12_345)
+        for _ in 0..<3 { sketch.record(hash) }
+        #expect(sketch.pendingCount == 3)
+        #expect(sketch.frequency(hash) == 0)
+        for _ in 3..<32 { sketch.record(hash) }
+        #expect(sketch.pendingCount == 0)
+        // The first occurrence went to the doorkeeper; the other 31 saturate at 15.
+        #expect(sketch.frequency(hash) == 15)
+    }
+}
