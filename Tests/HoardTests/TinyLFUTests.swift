@@ -67,7 +67,7 @@ struct HitRatioTraceTests {
     /// How far below the best policy a row other than the loop's may land. The sketch
     /// hashes keys with Swift's per-process seed, so which keys collide, and with it
     /// the hit ratio, changes from run to run: by up to 0.007 at 10,000 entries on
-    /// `zipf1.0` (0.7788 to 0.7856 over runs of the same build).
+    /// `zipf1.0` (0.7788 to 0.7855 over runs of the same build).
     static let seedSpread = 0.008
     /// The same for the loop's rows, where what collisions still cost is a few
     /// entries churned: one unit of the table's last place. (A 1% window keeps at most
