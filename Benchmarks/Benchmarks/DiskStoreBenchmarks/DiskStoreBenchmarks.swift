@@ -12,13 +12,17 @@ import Hoard
 ///   `access resolution 1 hour` only an instance's first read of each key records
 ///   one, and later reads are the lookup alone, the path the raw SQLite baseline
 ///   measures), `set` (one overwrite per transaction, one per iteration),
+///   `insert` (a key not yet stored, one per transaction, one per iteration),
 ///   `set batch1000` (1,000 overwrites in one transaction per iteration, `.kilo`),
 ///   `mix90/10` (1,000 operations per iteration, `.kilo`: 90% gets, 10% overwrites,
 ///   each in its own transaction; the DiskStore records read access times in
 ///   memory and writes them with the next write, the baseline updates an access
 ///   column on every get, as python-diskcache does).
 ///   Baseline: raw SQLite prepared statements on a table with PRIMARY KEY
-///   (namespace, key) (a rowid table), WAL, synchronous=NORMAL.
+///   (namespace, key) (a rowid table), WAL, synchronous=NORMAL. Floor (`set`,
+///   `insert`, `set batch1000`): raw SQLite running DiskStore's own statements on
+///   the index a DiskStore built (`StoreSchemaSubject`), which separates what the
+///   store's format costs from what its Swift costs.
 /// - 100 KiB values over 2,000 entries (above the spill threshold, so in files):
 ///   `get` and `set`, one per iteration. Baseline: one file per entry, written to a
 ///   temporary name and renamed (no fsync), read with `Data(contentsOf:)`.
@@ -53,6 +57,27 @@ let benchmarks: @Sendable () -> Void = {
         try $0.setOne()
     }
     register(
+        "disk set 1KiB: floor, raw SQLite on DiskStore's schema", shape: small, perIteration: 1,
+        make: { try StoreSchemaSubject(shape: small) }
+    ) {
+        try $0.setOne()
+    }
+    register("disk insert 1KiB: DiskStore", shape: small, perIteration: 1, make: { try StoreSubject(shape: small) }) {
+        try $0.insertOne()
+    }
+    register(
+        "disk insert 1KiB: baseline raw SQLite", shape: small, perIteration: 1,
+        make: { try SQLiteSubject(shape: small) }
+    ) {
+        try $0.insertOne()
+    }
+    register(
+        "disk insert 1KiB: floor, raw SQLite on DiskStore's schema", shape: small, perIteration: 1,
+        make: { try StoreSchemaSubject(shape: small) }
+    ) {
+        try $0.insertOne()
+    }
+    register(
         "disk set batch1000 1KiB: DiskStore", shape: small, perIteration: 1_000,
         make: { try StoreSubject(shape: small) }
     ) {
@@ -64,7 +89,12 @@ let benchmarks: @Sendable () -> Void = {
     ) {
         try $0.setBatch(1_000)
     }
-
+    register(
+        "disk set batch1000 1KiB: floor, raw SQLite on DiskStore's schema", shape: small, perIteration: 1_000,
+        make: { try StoreSchemaSubject(shape: small) }
+    ) {
+        try $0.setBatch(1_000)
+    }
     register(
         "disk mix90/10 1KiB: DiskStore", shape: small, perIteration: 1_000, make: { try StoreSubject(shape: small) }
     ) {
@@ -181,6 +211,9 @@ protocol DiskSubject: AnyObject {
     func get(_ count: Int)
     /// One overwrite of a random key, in its own transaction.
     func setOne() throws
+    /// One write of a key not stored yet (`new-0`, `new-1`, …), in its own
+    /// transaction.
+    func insertOne() throws
     /// `count` overwrites of random keys in one transaction.
     func setBatch(_ count: Int) throws
     /// `count` operations, 90% reads and 10% overwrites of random keys, each

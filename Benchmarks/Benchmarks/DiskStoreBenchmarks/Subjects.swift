@@ -44,6 +44,13 @@ final class StoreSubject: DiskSubject {
         try store.set(value, for: keys[stream.next()], in: namespace, storedAt: Date(), expiresAt: nil)
     }
 
+    private var inserted = 0
+
+    func insertOne() throws {
+        try store.set(value, for: "new-\(inserted)", in: namespace, storedAt: Date(), expiresAt: nil)
+        inserted += 1
+    }
+
     func setBatch(_ count: Int) throws {
         let now = Date()
         var batch: [CacheStoreWrite] = []
@@ -162,6 +169,13 @@ final class SQLiteSubject: DiskSubject {
         try put(keys[stream.next()])
     }
 
+    private var inserted = 0
+
+    func insertOne() throws {
+        try put("new-\(inserted)")
+        inserted += 1
+    }
+
     /// 90% gets, each followed by an update of the row's access time (its own
     /// transaction), and 10% overwrites.
     func mixed(_ count: Int) throws {
@@ -241,6 +255,13 @@ final class FilesSubject: DiskSubject {
 
     func setOne() throws {
         try write(to: paths[stream.next()])
+    }
+
+    private var inserted = 0
+
+    func insertOne() throws {
+        try write(to: directory.appendingPathComponent("new-\(inserted)"))
+        inserted += 1
     }
 
     func setBatch(_ count: Int) throws {

@@ -1,0 +1,147 @@
+import BenchSQLite
+import Benchmark
+import Foundation
+import Hoard
+
+/// The floor for DiskStore's writes: raw SQLite prepared statements on the index
+/// file a DiskStore created and filled, running the statements `DiskStore.set`
+/// runs for a value stored inline (`BEGIN IMMEDIATE`, the check for value files,
+/// the upsert, the access time, `COMMIT`), with none of the Swift around them (no
+/// lock, key normalisation, checksum or limit check).
+///
+/// Where the plain SQLite baseline writes one table and its key index, this writes
+/// what the store's format needs: the entry, its key index, the namespace totals
+/// (a trigger) and the access time with its index. The gap between this row and
+/// the plain one is the format's; the gap between DiskStore and this row is the
+/// library's.
+final class StoreSchemaSubject: DiskSubject {
+    let directory: URL
+    private var db: OpaquePointer?
+    private var begin: OpaquePointer?
+    private var commit: OpaquePointer?
+    private var anyFile: OpaquePointer?
+    private var upsert: OpaquePointer?
+    private var recordWrite: OpaquePointer?
+    private var select: OpaquePointer?
+    let keys: [String]
+    let value: Data
+    var stream: KeyStream
+    private var inserted = 0
+
+    init(shape: Shape) throws {
+        let filled = try StoreSubject(shape: shape)
+        directory = filled.directory
+        keys = filled.keys
+        value = filled.value
+        stream = filled.stream
+        let path = directory.appendingPathComponent("store/index.sqlite").path
+        try check(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nil))
+        try exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA wal_autocheckpoint=10000")
+        begin = try prepare("BEGIN IMMEDIATE")
+        commit = try prepare("COMMIT")
+        anyFile = try prepare("SELECT 1 FROM entries WHERE blob IS NOT NULL LIMIT 1")
+        upsert = try prepare(
+            """
+            INSERT INTO entries (namespace, key, stored_at, expires_at, size, value, blob, crc)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+            ON CONFLICT (namespace, key) DO UPDATE SET
+                stored_at = excluded.stored_at, expires_at = excluded.expires_at, size = excluded.size,
+                value = excluded.value, blob = excluded.blob, crc = excluded.crc
+            """)
+        recordWrite = try prepare(
+            """
+            INSERT INTO access (id, accessed_at) SELECT id, ?3 FROM entries WHERE namespace = ?1 AND key = ?2
+            ON CONFLICT (id) DO UPDATE SET accessed_at = excluded.accessed_at
+            """)
+        select = try prepare("SELECT value, stored_at, expires_at FROM entries WHERE namespace = ?1 AND key = ?2")
+    }
+
+    private func check(_ code: Int32) throws {
+        guard code == SQLITE_OK || code == SQLITE_DONE || code == SQLITE_ROW else {
+            throw SQLiteFailure(description: "SQLite error \(code): \(String(cString: sqlite3_errmsg(db)))")
+        }
+    }
+
+    private func exec(_ sql: String) throws {
+        try check(sqlite3_exec(db, sql, nil, nil, nil))
+    }
+
+    private func prepare(_ sql: String) throws -> OpaquePointer? {
+        var statement: OpaquePointer?
+        try check(sqlite3_prepare_v3(db, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil))
+        return statement
+    }
+
+    private func step(_ statement: OpaquePointer?) throws {
+        let code = sqlite3_step(statement)
+        sqlite3_reset(statement)
+        try check(code)
+    }
+
+    /// Binds the default namespace and `key` as UTF-8 blobs, as the store does.
+    private func bindName(_ statement: OpaquePointer?, key: String) {
+        var namespace = DiskStore.defaultNamespace
+        namespace.withUTF8 {
+            _ = sqlite3_bind_blob(statement, 1, $0.baseAddress, Int32($0.count), bench_sqlite_transient())
+        }
+        var key = key
+        key.withUTF8 { _ = sqlite3_bind_blob(statement, 2, $0.baseAddress, Int32($0.count), bench_sqlite_transient()) }
+    }
+
+    /// The statements of one inline write, without the transaction around them.
+    private func put(_ key: String) throws {
+        let now = Date().timeIntervalSince1970
+        let code = sqlite3_step(anyFile)
+        sqlite3_reset(anyFile)
+        try check(code)
+        bindName(upsert, key: key)
+        sqlite3_bind_double(upsert, 3, now)
+        sqlite3_bind_null(upsert, 4)
+        sqlite3_bind_int64(upsert, 5, Int64(value.count))
+        value.withUnsafeBytes { bytes in
+            _ = sqlite3_bind_blob(upsert, 6, bytes.baseAddress, Int32(bytes.count), bench_sqlite_transient())
+        }
+        sqlite3_bind_null(upsert, 7)
+        sqlite3_bind_int64(upsert, 8, 0)
+        try step(upsert)
+        bindName(recordWrite, key: key)
+        sqlite3_bind_double(recordWrite, 3, now)
+        try step(recordWrite)
+    }
+
+    func get(_ count: Int) {
+        for _ in 0..<count {
+            bindName(select, key: keys[stream.next()])
+            precondition(sqlite3_step(select) == SQLITE_ROW, "a present key was not found")
+            let length = Int(sqlite3_column_bytes(select, 0))
+            let data = sqlite3_column_blob(select, 0).map { Data(bytes: $0, count: length) } ?? Data()
+            sqlite3_reset(select)
+            blackHole(data)
+        }
+    }
+
+    func setOne() throws {
+        try step(begin)
+        try put(keys[stream.next()])
+        try step(commit)
+    }
+
+    func insertOne() throws {
+        try step(begin)
+        try put("new-\(inserted)")
+        try step(commit)
+        inserted += 1
+    }
+
+    func setBatch(_ count: Int) throws {
+        try step(begin)
+        for _ in 0..<count { try put(keys[stream.next()]) }
+        try step(commit)
+    }
+
+    func close() {
+        for statement in [begin, commit, anyFile, upsert, recordWrite, select] { sqlite3_finalize(statement) }
+        sqlite3_close(db)
+        try? FileManager.default.removeItem(at: directory)
+    }
+}
