@@ -25,7 +25,9 @@ import Hoard
 ///   store's format costs from what its Swift costs.
 /// - 100 KiB values over 2,000 entries (above the spill threshold, so in files):
 ///   `get` and `set`, one per iteration. Baseline: one file per entry, written to a
-///   temporary name and renamed (no fsync), read with `Data(contentsOf:)`.
+///   temporary name and renamed (no fsync), read with `Data(contentsOf:)`. Floor
+///   (`get`): raw SQLite's lookup on DiskStore's schema and the store's own file
+///   reads, without the checksum (`StoreSchemaSubject`).
 ///
 /// The DiskStore runs with `syncsValueFiles: false`, as the file baseline does not sync.
 let benchmarks: @Sendable () -> Void = {
@@ -109,6 +111,12 @@ let benchmarks: @Sendable () -> Void = {
 
     // 100 KiB
     register("disk get 100KiB: DiskStore", shape: large, perIteration: 1, make: { try StoreSubject(shape: large) }) {
+        $0.get(1)
+    }
+    register(
+        "disk get 100KiB: floor, raw SQLite lookup on DiskStore's schema and its file reads", shape: large,
+        perIteration: 1, make: { try StoreSchemaSubject(shape: large) }
+    ) {
         $0.get(1)
     }
     register("disk get 100KiB: baseline files", shape: large, perIteration: 1, make: { try FilesSubject(shape: large) })

@@ -3,6 +3,12 @@ import Benchmark
 import Foundation
 import Hoard
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// The floor for DiskStore's writes: raw SQLite prepared statements on the index
 /// file a DiskStore created and filled, running the statements `DiskStore.set`
 /// runs for a value stored inline (`BEGIN IMMEDIATE`, the check for value files,
@@ -13,7 +19,8 @@ import Hoard
 /// what the store's format needs: the entry, its key index, the namespace totals
 /// (a trigger) and the access time with its index. The gap between this row and
 /// the plain one is the format's; the gap between DiskStore and this row is the
-/// library's.
+/// library's. Its `get` is the store's lookup and, for a value in a file, the
+/// store's file reads, without the checksum the store verifies.
 final class StoreSchemaSubject: DiskSubject {
     let directory: URL
     private var db: OpaquePointer?
@@ -27,6 +34,8 @@ final class StoreSchemaSubject: DiskSubject {
     let value: Data
     var stream: KeyStream
     private var inserted = 0
+    /// The path of the store's value-file directory, ending in `/`.
+    private let blobs: String
 
     init(shape: Shape) throws {
         let filled = try StoreSubject(shape: shape)
@@ -35,6 +44,7 @@ final class StoreSchemaSubject: DiskSubject {
         value = filled.value
         stream = filled.stream
         let path = directory.appendingPathComponent("store/index.sqlite").path
+        blobs = directory.appendingPathComponent("store/blobs").path + "/"
         try check(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nil))
         try exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA wal_autocheckpoint=10000")
         begin = try prepare("BEGIN IMMEDIATE")
@@ -53,7 +63,8 @@ final class StoreSchemaSubject: DiskSubject {
             INSERT INTO access (id, accessed_at) SELECT id, ?3 FROM entries WHERE namespace = ?1 AND key = ?2
             ON CONFLICT (id) DO UPDATE SET accessed_at = excluded.accessed_at
             """)
-        select = try prepare("SELECT value, stored_at, expires_at FROM entries WHERE namespace = ?1 AND key = ?2")
+        select = try prepare(
+            "SELECT value, stored_at, expires_at, blob, size FROM entries WHERE namespace = ?1 AND key = ?2")
     }
 
     private func check(_ code: Int32) throws {
@@ -109,15 +120,35 @@ final class StoreSchemaSubject: DiskSubject {
         try step(recordWrite)
     }
 
+    /// The lookup of the store's `entry(for:in:)`, then for a value in a file the
+    /// store's reads (`open`, `fstat`, `pread`, `close`); no checksum.
     func get(_ count: Int) {
         for _ in 0..<count {
             bindName(select, key: keys[stream.next()])
             precondition(sqlite3_step(select) == SQLITE_ROW, "a present key was not found")
-            let length = Int(sqlite3_column_bytes(select, 0))
-            let data = sqlite3_column_blob(select, 0).map { Data(bytes: $0, count: length) } ?? Data()
+            let data: Data
+            if sqlite3_column_type(select, 3) == SQLITE_NULL {
+                let length = Int(sqlite3_column_bytes(select, 0))
+                data = sqlite3_column_blob(select, 0).map { Data(bytes: $0, count: length) } ?? Data()
+            } else {
+                let name = String(cString: sqlite3_column_text(select, 3))
+                data = readFile(name, size: Int(sqlite3_column_int64(select, 4)))
+            }
+            blackHole((data, sqlite3_column_double(select, 1), sqlite3_column_type(select, 2)))
             sqlite3_reset(select)
-            blackHole(data)
         }
+    }
+
+    private func readFile(_ name: String, size: Int) -> Data {
+        let descriptor = open(blobs + name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+        precondition(descriptor >= 0, "a value file could not be opened")
+        defer { closeDescriptor(descriptor) }
+        var info = stat()
+        precondition(fstat(descriptor, &info) == 0 && Int(info.st_size) == size, "a value file has the wrong size")
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 16)
+        precondition(pread(descriptor, buffer.baseAddress, size, 0) == size, "a value file could not be read")
+        return Data(
+            bytesNoCopy: buffer.baseAddress!, count: size, deallocator: .custom { pointer, _ in pointer.deallocate() })
     }
 
     func setOne() throws {
@@ -144,4 +175,9 @@ final class StoreSchemaSubject: DiskSubject {
         sqlite3_close(db)
         try? FileManager.default.removeItem(at: directory)
     }
+}
+
+/// `close(2)`, named apart from the subjects' `close()`.
+private func closeDescriptor(_ descriptor: Int32) {
+    _ = close(descriptor)
 }
