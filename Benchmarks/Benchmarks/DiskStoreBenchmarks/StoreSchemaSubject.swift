@@ -21,9 +21,9 @@ import Darwin
 /// the plain one is the format's; the gap between DiskStore and this row is the
 /// library's. Its `get` is the store's lookup and, for a value in a file, the
 /// store's file reads, without the checksum the store verifies.
-final class StoreSchemaSubject: DiskSubject {
+final class StoreSchemaSubject: DiskSubject, RawSQLite {
     let directory: URL
-    private var db: OpaquePointer?
+    private(set) var db: OpaquePointer?
     private var begin: OpaquePointer?
     private var commit: OpaquePointer?
     private var anyFile: OpaquePointer?
@@ -67,28 +67,6 @@ final class StoreSchemaSubject: DiskSubject {
             "SELECT value, stored_at, expires_at, blob, size FROM entries WHERE namespace = ?1 AND key = ?2")
     }
 
-    private func check(_ code: Int32) throws {
-        guard code == SQLITE_OK || code == SQLITE_DONE || code == SQLITE_ROW else {
-            throw SQLiteFailure(description: "SQLite error \(code): \(String(cString: sqlite3_errmsg(db)))")
-        }
-    }
-
-    private func exec(_ sql: String) throws {
-        try check(sqlite3_exec(db, sql, nil, nil, nil))
-    }
-
-    private func prepare(_ sql: String) throws -> OpaquePointer? {
-        var statement: OpaquePointer?
-        try check(sqlite3_prepare_v3(db, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil))
-        return statement
-    }
-
-    private func step(_ statement: OpaquePointer?) throws {
-        let code = sqlite3_step(statement)
-        sqlite3_reset(statement)
-        try check(code)
-    }
-
     /// Binds the default namespace and `key` as UTF-8 blobs, as the store does.
     private func bindName(_ statement: OpaquePointer?, key: String) {
         var namespace = DiskStore.defaultNamespace
@@ -102,9 +80,7 @@ final class StoreSchemaSubject: DiskSubject {
     /// The statements of one inline write, without the transaction around them.
     private func put(_ key: String) throws {
         let now = Date().timeIntervalSince1970
-        let code = sqlite3_step(anyFile)
-        sqlite3_reset(anyFile)
-        try check(code)
+        try step(anyFile)
         bindName(upsert, key: key)
         sqlite3_bind_double(upsert, 3, now)
         sqlite3_bind_null(upsert, 4)

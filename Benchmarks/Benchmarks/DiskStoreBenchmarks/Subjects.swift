@@ -71,9 +71,9 @@ struct SQLiteFailure: Error, CustomStringConvertible {
 }
 
 /// Baseline: SQLite with prepared statements, no eviction or access bookkeeping.
-final class SQLiteSubject: DiskSubject {
+final class SQLiteSubject: DiskSubject, RawSQLite {
     let directory: URL
-    private var db: OpaquePointer?
+    private(set) var db: OpaquePointer?
     private var insert: OpaquePointer?
     private var select: OpaquePointer?
     private var begin: OpaquePointer?
@@ -115,28 +115,6 @@ final class SQLiteSubject: DiskSubject {
             try step(commit)
             start = end
         }
-    }
-
-    private func check(_ code: Int32) throws {
-        guard code == SQLITE_OK || code == SQLITE_DONE || code == SQLITE_ROW else {
-            throw SQLiteFailure(description: "SQLite error \(code): \(String(cString: sqlite3_errmsg(db)))")
-        }
-    }
-
-    private func exec(_ sql: String) throws {
-        try check(sqlite3_exec(db, sql, nil, nil, nil))
-    }
-
-    private func prepare(_ sql: String) throws -> OpaquePointer? {
-        var statement: OpaquePointer?
-        try check(sqlite3_prepare_v3(db, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil))
-        return statement
-    }
-
-    private func step(_ statement: OpaquePointer?) throws {
-        let code = sqlite3_step(statement)
-        sqlite3_reset(statement)
-        try check(code)
     }
 
     private func put(_ key: String) throws {
