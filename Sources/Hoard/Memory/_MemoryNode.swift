@@ -31,15 +31,12 @@ struct _NodeInfo {
     @usableFromInline var cost: Int
     /// The key's hash (`_HashIndex.hash(of:)`), for the index and the frequency sketch.
     @usableFromInline var hash: UInt64
-    /// Which policy list holds the slot.
-    @usableFromInline var queue: _Queue
 
     @inlinable
     init(storedAt: Double, cost: Int, hash: UInt64) {
         self.storedAt = storedAt
         self.cost = cost
         self.hash = hash
-        queue = .main
     }
 }
 
@@ -58,6 +55,11 @@ struct _Links {
 }
 
 /// Which list of its policy a node is on.
+///
+/// W-TinyLFU keeps these in an array of their own, one byte a slot (100 KB at
+/// 100,000 entries, so it stays in the cache), not in `_NodeInfo`: a hit reads the
+/// queue of its slot, and in `_NodeInfo` that was a cache miss the `.lru` policy's
+/// hit does not pay.
 @usableFromInline
 enum _Queue: UInt8 {
     /// The LRU policy's only list, or W-TinyLFU's protected segment.

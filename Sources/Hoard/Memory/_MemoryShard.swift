@@ -13,11 +13,14 @@ import Foundation
 @usableFromInline
 struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable>: ~Copyable {
     @usableFromInline var index = _HashIndex()
-    /// The node table, in three parallel arrays (slot `i` is element `i` of each):
-    /// what reads need, what writes and policies need, and the list links.
+    /// The node table, in four parallel arrays (slot `i` is element `i` of each):
+    /// what reads need, what writes and policies need, the list links, and the
+    /// W-TinyLFU list each slot is on.
     @usableFromInline var nodes = _SlotArray<_MemoryNode<Key, Value>>()
     @usableFromInline var info = _SlotArray<_NodeInfo>()
     @usableFromInline var links = _SlotArray<_Links>()
+    /// Which W-TinyLFU list holds each slot (unused by `.lru`; see `_Queue`).
+    @usableFromInline var queues = _SlotArray<_Queue>()
     @usableFromInline var freeHead: Int32 = -1
     @usableFromInline var totalCost = 0
     /// How many entries have a finite expiry; `removeExpired` skips the scan at zero.
@@ -101,7 +104,7 @@ struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable>: ~Copyable {
             return nil
         }
         if usesTinyLFU {
-            tinyLFU.recordAccess(i, weight: tinyLFU.weight(ofCost: info[n].cost), links: &links, info: &info)
+            tinyLFU.recordAccess(i, hash: hash, links: &links, queues: &queues, info: info)
         } else {
             lru.moveToFront(i, in: &links)
         }
@@ -143,8 +146,8 @@ struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable>: ~Copyable {
             info[n].cost = cost
             info[n].storedAt = storedAt
             if usesTinyLFU {
-                if tinyLFU.weighsByCost { tinyLFU.reweigh(queue: info[n].queue, by: delta) }
-                tinyLFU.recordAccess(i, weight: tinyLFU.weight(ofCost: cost), links: &links, info: &info)
+                if tinyLFU.weighsByCost { tinyLFU.reweigh(queue: queues[n], by: delta) }
+                tinyLFU.recordAccess(i, hash: hash, links: &links, queues: &queues, info: info)
             } else {
                 lru.moveToFront(i, in: &links)
             }
@@ -161,12 +164,13 @@ struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable>: ~Copyable {
                 nodes.append(node)
                 info.append(nodeInfo)
                 links.append(_Links(prev: -1, next: -1))
+                queues.append(.none)
             }
             index.insert(i, hash: hash, info: info)
             totalCost += cost
             if expiresAt != .infinity { expiringCount += 1 }
             if usesTinyLFU {
-                tinyLFU.insert(i, weight: tinyLFU.weight(ofCost: cost), links: &links, info: &info)
+                tinyLFU.insert(i, hash: hash, links: &links, queues: &queues, info: info)
             } else {
                 lru.pushFront(i, weight: cost, in: &links)
             }
@@ -223,10 +227,9 @@ struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable>: ~Copyable {
         let n = Int(i)
         let cost = info[n].cost
         if usesTinyLFU {
-            tinyLFU.remove(i, weight: tinyLFU.weight(ofCost: cost), links: &links, info: &info)
+            tinyLFU.remove(i, weight: tinyLFU.weight(ofCost: cost), links: &links, queues: &queues)
         } else {
             lru.remove(i, weight: cost, in: &links)
-            info[n].queue = .none
         }
         index.remove(i, hash: info[n].hash, info: info)
         totalCost -= cost
@@ -258,6 +261,7 @@ struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable>: ~Copyable {
         nodes = _SlotArray()
         info = _SlotArray()
         links = _SlotArray()
+        queues = _SlotArray()
         freeHead = -1
         totalCost = 0
         expiringCount = 0

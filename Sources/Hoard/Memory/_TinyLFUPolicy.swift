@@ -34,47 +34,66 @@ struct _TinyLFUPolicy {
     @inlinable
     func weight(ofCost cost: Int) -> Int { weighsByCost ? cost : 1 }
 
+    /// Adds the new entry in slot `i`, whose key's hash is `hash`, at the head of
+    /// the window; the window's oldest entries beyond its share become candidates.
     @inlinable
-    mutating func insert(_ i: Int32, weight: Int, links: inout _SlotArray<_Links>, info: inout _SlotArray<_NodeInfo>) {
-        sketch.record(info[Int(i)].hash)
-        window.pushFront(i, weight: weight, in: &links)
-        info[Int(i)].queue = .window
+    mutating func insert(
+        _ i: Int32, hash: UInt64, links: inout _SlotArray<_Links>, queues: inout _SlotArray<_Queue>,
+        info: borrowing _SlotArray<_NodeInfo>
+    ) {
+        sketch.record(hash)
+        window.pushFront(i, weight: weight(of: i, info: info), in: &links)
+        queues[i] = .window
         // Keep the window within its share: the oldest window entries become
         // candidates for the main space (the newest entry always stays).
         while window.weight > windowCapacity && window.count > 1 {
             let oldest = window.tail
-            let w = self.weight(ofCost: info[Int(oldest)].cost)
+            let w = weight(of: oldest, info: info)
             window.remove(oldest, weight: w, in: &links)
             probation.pushFront(oldest, weight: w, in: &links)
-            info[Int(oldest)].queue = .probation
+            queues[oldest] = .probation
             candidates += 1
         }
     }
 
+    /// Records a use of the entry in slot `i`, whose key's hash is `hash`.
+    ///
+    /// A hit on the window or the protected segment touches only the slot's queue,
+    /// links and the sketch's buffer; the entry's cost is read only when it moves
+    /// between segments of a cost-weighted cache.
     @inlinable
     mutating func recordAccess(
-        _ i: Int32, weight: Int, links: inout _SlotArray<_Links>, info: inout _SlotArray<_NodeInfo>
+        _ i: Int32, hash: UInt64, links: inout _SlotArray<_Links>, queues: inout _SlotArray<_Queue>,
+        info: borrowing _SlotArray<_NodeInfo>
     ) {
-        sketch.record(info[Int(i)].hash)
-        switch info[Int(i)].queue {
+        sketch.record(hash)
+        switch queues[i] {
         case .window:
             window.moveToFront(i, in: &links)
         case .main:
             protected.moveToFront(i, in: &links)
         case .probation:
-            probation.remove(i, weight: weight, in: &links)
-            protected.pushFront(i, weight: weight, in: &links)
-            info[Int(i)].queue = .main
+            let w = weight(of: i, info: info)
+            probation.remove(i, weight: w, in: &links)
+            protected.pushFront(i, weight: w, in: &links)
+            queues[i] = .main
             while protected.weight > protectedCapacity && protected.count > 1 {
                 let demoted = protected.tail
-                let w = self.weight(ofCost: info[Int(demoted)].cost)
+                let w = weight(of: demoted, info: info)
                 protected.remove(demoted, weight: w, in: &links)
                 probation.pushFront(demoted, weight: w, in: &links)
-                info[Int(demoted)].queue = .probation
+                queues[demoted] = .probation
             }
         case .none:
             break
         }
+    }
+
+    /// The weight of the entry in slot `i`: one, or its cost when weights are costs
+    /// (only then is its `_NodeInfo` read).
+    @inlinable
+    func weight(of i: Int32, info: borrowing _SlotArray<_NodeInfo>) -> Int {
+        weighsByCost ? info[i].cost : 1
     }
 
     /// Adjusts list weights after an entry's weight changed in place.
@@ -89,14 +108,14 @@ struct _TinyLFUPolicy {
     }
 
     @inlinable
-    mutating func remove(_ i: Int32, weight: Int, links: inout _SlotArray<_Links>, info: inout _SlotArray<_NodeInfo>) {
-        switch info[Int(i)].queue {
+    mutating func remove(_ i: Int32, weight: Int, links: inout _SlotArray<_Links>, queues: inout _SlotArray<_Queue>) {
+        switch queues[i] {
         case .window: window.remove(i, weight: weight, in: &links)
         case .probation: probation.remove(i, weight: weight, in: &links)
         case .main: protected.remove(i, weight: weight, in: &links)
         case .none: break
         }
-        info[Int(i)].queue = .none
+        queues[i] = .none
     }
 
     /// The entry to evict next: the loser of the duel between the newest candidate
