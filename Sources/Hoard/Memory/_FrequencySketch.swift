@@ -81,6 +81,12 @@ struct _FrequencySketch {
     /// them touches one cache line, as in Caffeine's sketch.
     @inlinable
     func counter(_ hash: UInt64, _ i: Int) -> (word: Int, shift: UInt64) {
+        Self.counter(hash, i, tableMask: tableMask)
+    }
+
+    /// `counter(_:_:)` for a table of `tableMask + 1` words.
+    @inlinable
+    static func counter(_ hash: UInt64, _ i: Int, tableMask: Int) -> (word: Int, shift: UInt64) {
         let block = (Int(truncatingIfNeeded: hash) & tableMask) & ~7
         var h = (hash &+ Self.seeds.0) &* Self.seeds.1
         h ^= h >> 29
@@ -92,6 +98,12 @@ struct _FrequencySketch {
     /// word, so one cache line (a blocked Bloom filter).
     @inlinable
     func doorkeeperBits(_ hash: UInt64) -> (word: Int, bits: UInt64) {
+        Self.doorkeeperBits(hash, doorkeeperMask: doorkeeperMask)
+    }
+
+    /// `doorkeeperBits(_:)` for a doorkeeper of `doorkeeperMask + 1` bits.
+    @inlinable
+    static func doorkeeperBits(_ hash: UInt64, doorkeeperMask: UInt64) -> (word: Int, bits: UInt64) {
         let word = Int(truncatingIfNeeded: (hash >> 32) & (doorkeeperMask >> 6))
         let bits: UInt64 =
             (1 << (hash & 63)) | (1 << ((hash >> 6) & 63)) | (1 << ((hash >> 12) & 63))
@@ -144,29 +156,86 @@ struct _FrequencySketch {
             sink ^= doorkeeper[doorkeeperBits(hash).word] ^ table[counter(hash, 0).word]
         }
         touched ^= sink
-        for j in 0..<pendingCount { increment(pending[j]) }
+        var next = 0
+        while next < pendingCount {
+            next = countPending(from: next)
+            if additions >= sampleSize { reset() }
+        }
         pendingCount = 0
+    }
+
+    /// Counts the recorded occurrences from `start` on, until the last one or the
+    /// one that completes the sample (after which the caller resets); returns the
+    /// index after the last one counted.
+    ///
+    /// The tables are reached through buffer pointers for the whole batch: through
+    /// the arrays, each write paid a uniqueness check and each access a bounds check.
+    /// Every index is masked into its table, so none is out of bounds.
+    @usableFromInline
+    mutating func countPending(from start: Int) -> Int {
+        let end = pendingCount
+        let tableMask = tableMask
+        let doorkeeperMask = doorkeeperMask
+        let sampleSize = sampleSize
+        let pending = pending
+        var additions = additions
+        var next = start
+        table.withUnsafeMutableBufferPointer { table in
+            doorkeeper.withUnsafeMutableBufferPointer { doorkeeper in
+                while next < end {
+                    let added = Self.increment(
+                        pending[next], table: table, tableMask: tableMask, doorkeeper: doorkeeper,
+                        doorkeeperMask: doorkeeperMask)
+                    next += 1
+                    if added {
+                        additions += 1
+                        if additions >= sampleSize { break }
+                    }
+                }
+            }
+        }
+        self.additions = additions
+        return next
     }
 
     /// Counts one occurrence of `hash` now.
     @inlinable
     mutating func increment(_ hash: UInt64) {
-        if !doorkeeperContains(hash) {
-            let (word, bits) = doorkeeperBits(hash)
+        let tableMask = tableMask
+        let doorkeeperMask = doorkeeperMask
+        let added = table.withUnsafeMutableBufferPointer { table in
+            doorkeeper.withUnsafeMutableBufferPointer { doorkeeper in
+                Self.increment(
+                    hash, table: table, tableMask: tableMask, doorkeeper: doorkeeper, doorkeeperMask: doorkeeperMask)
+            }
+        }
+        if added { countAddition() }
+    }
+
+    /// Counts one occurrence of `hash` in the given tables: sets its doorkeeper bits
+    /// if they were not all set, or else adds one to each of its four counters that
+    /// is below 15. Returns whether the occurrence counts as an addition to the
+    /// sample (anything changed).
+    @inlinable
+    static func increment(
+        _ hash: UInt64, table: UnsafeMutableBufferPointer<UInt64>, tableMask: Int,
+        doorkeeper: UnsafeMutableBufferPointer<UInt64>, doorkeeperMask: UInt64
+    ) -> Bool {
+        let (word, bits) = doorkeeperBits(hash, doorkeeperMask: doorkeeperMask)
+        if doorkeeper[word] & bits != bits {
             doorkeeper[word] |= bits
-            countAddition()
-            return
+            return true
         }
         var added = false
         for i in 0..<4 {
-            let (word, shift) = counter(hash, i)
+            let (word, shift) = counter(hash, i, tableMask: tableMask)
             let mask: UInt64 = 0xF << shift
             if table[word] & mask != mask {
                 table[word] &+= 1 << shift
                 added = true
             }
         }
-        if added { countAddition() }
+        return added
     }
 
     @inlinable
