@@ -15,6 +15,9 @@ import Hoard
 ///   lowWaterMark 1.0, listening to the system's memory-pressure signal (the default).
 /// - `MemoryCache lru shards:1 no pressure` (get-hit, 1 thread): the same with
 ///   `memoryPressure: nil`, to show that listening costs a read nothing.
+/// - `MemoryCache lru shards:1 coarse clock`, `MemoryCache tinyLFU shards:1 coarse
+///   clock` (set and mix, 1 thread): the same on `CoarseSystemClock`, to show what
+///   the precise clock read costs a write.
 /// - `baseline LockedDictionary`: `Mutex<[Int: Int]>`, no eviction.
 /// - `baseline NSCache`: `NSCache<NSNumber, NSNumber>`, unbounded.
 ///
@@ -37,6 +40,12 @@ let benchmarks: @Sendable () -> Void = {
     register("MemoryCache tinyLFU shards:1", oneThread: oneThread, twoThreads: []) {
         try memoryCache(policy: .tinyLFU, shards: 1)
     }
+    register("MemoryCache lru shards:1 coarse clock", oneThread: [.set, .mix], twoThreads: []) {
+        try memoryCache(policy: .lru, shards: 1, clock: CoarseSystemClock())
+    }
+    register("MemoryCache tinyLFU shards:1 coarse clock", oneThread: [.set, .mix], twoThreads: []) {
+        try memoryCache(policy: .tinyLFU, shards: 1, clock: CoarseSystemClock())
+    }
     register("baseline LockedDictionary", oneThread: oneThread, twoThreads: twoThreads) {
         LockedDictionary(capacity: KeySpace.keyCount)
     }
@@ -45,11 +54,13 @@ let benchmarks: @Sendable () -> Void = {
     }
 }
 
-func memoryCache(policy: EvictionPolicy, shards: Int, listensToPressure: Bool = true) throws -> MemoryCache<Int, Int> {
+func memoryCache(
+    policy: EvictionPolicy, shards: Int, listensToPressure: Bool = true, clock: any CacheClock = SystemClock()
+) throws -> MemoryCache<Int, Int> {
     var configuration = MemoryCache<Int, Int>.Configuration(
         countLimit: KeySpace.keyCount, lowWaterMark: 1.0, policy: policy, shards: shards)
     if !listensToPressure { configuration.memoryPressure = nil }
-    return try MemoryCache<Int, Int>(configuration: configuration)
+    return try MemoryCache<Int, Int>(configuration: configuration, clock: clock)
 }
 
 /// Registers one benchmark per workload and thread count for a subject. Each gets

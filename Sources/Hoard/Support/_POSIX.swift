@@ -202,4 +202,19 @@ enum _POSIX {
             if errno != EINTR { return .failure(Failure(call: "ftruncate", code: errno)) }
         }
     }
+
+    /// The wall-clock time as the kernel last stored it, at its tick's resolution,
+    /// in seconds since the reference date (see ``CoarseSystemClock``): never ahead
+    /// of the precise clock. Where the platform has no such clock (Apple platforms,
+    /// whose `Date()` reads shared memory and costs no more), the precise time.
+    static func coarseTimeSinceReferenceDate() -> Double {
+        #if os(Linux) || os(Android)
+        var time = timespec()
+        // CLOCK_REALTIME_COARSE cannot fail for a valid timespec pointer.
+        _ = clock_gettime(CLOCK_REALTIME_COARSE, &time)
+        return Double(time.tv_sec) - Date.timeIntervalBetween1970AndReferenceDate + Double(time.tv_nsec) * 1e-9
+        #else
+        return Date().timeIntervalSinceReferenceDate
+        #endif
+    }
 }
