@@ -111,12 +111,6 @@ struct _FrequencySketch {
         return (word, bits)
     }
 
-    @inlinable
-    func doorkeeperContains(_ hash: UInt64) -> Bool {
-        let (word, bits) = doorkeeperBits(hash)
-        return doorkeeper[word] & bits == bits
-    }
-
     /// The estimated number of times `hash` was added since the last reset, not
     /// counting the first occurrence the doorkeeper absorbed; at most 15.
     @inlinable
