@@ -43,15 +43,16 @@ let readmeBlocks: [(name: String, imports: [String])] = [
     ("ReadmeBlock10", ["Hoard"]),
     ("ReadmeBlock11", ["Hoard"]),
     ("ReadmeBlock12", ["Hoard"]),
-    ("ReadmeBlock13", ["Foundation", "Hoard"]),
+    ("ReadmeBlock13", ["Hoard"]),
     ("ReadmeBlock14", ["Foundation", "Hoard"]),
     ("ReadmeBlock15", ["Foundation", "Hoard"]),
-    ("ReadmeBlock16", ["Hoard"]),
+    ("ReadmeBlock16", ["Foundation", "Hoard"]),
     ("ReadmeBlock17", ["Hoard"]),
-    ("ReadmeBlock18", ["Foundation", "Hoard"]),
-    ("ReadmeBlock19", ["Foundation", "Hoard", "HoardRedis"]),
-    ("ReadmeBlock20", ["HoardRedis"]),
-    ("ReadmeBlock21", ["Foundation", "Hoard", "HoardPostgres"]),
+    ("ReadmeBlock18", ["Hoard"]),
+    ("ReadmeBlock19", ["Foundation", "Hoard"]),
+    ("ReadmeBlock20", ["Foundation", "Hoard", "HoardRedis"]),
+    ("ReadmeBlock21", ["HoardRedis"]),
+    ("ReadmeBlock22", ["Foundation", "Hoard", "HoardPostgres"]),
 ]
 // END README BLOCKS
 
