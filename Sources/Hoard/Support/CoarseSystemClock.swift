@@ -5,12 +5,12 @@ import Foundation
 /// only.
 ///
 /// On Linux it reads `CLOCK_REALTIME_COARSE`, the time the kernel stored at its
-/// last timer tick (every 1 to 10 ms, 4 ms on most distributions' kernels). That
-/// read takes no timestamp from the processor, so it neither waits for the
-/// instructions before it nor holds up those after. On a 2-core Linux VM, a
-/// `MemoryCache` overwrite took a median 64 ns on this clock against 109 ns on
-/// ``SystemClock`` (see `Benchmarks/README.md`). On Apple platforms it is
-/// ``SystemClock``.
+/// last timer tick (every 1 to 10 ms as the kernel is built; 4 ms on the Linux VM
+/// the benchmarks ran on, as `clock_getres` reports). That read takes no
+/// timestamp from the processor, so it neither waits for the instructions before
+/// it nor holds up those after. On that 2-core VM, a `MemoryCache` overwrite took
+/// a median 64 ns on this clock against 109 ns on ``SystemClock`` (see
+/// `Benchmarks/README.md`). On Apple platforms it is ``SystemClock``.
 ///
 /// What the coarser time changes, compared with ``SystemClock``:
 /// - A stored date is never later than the precise time of the write, and may be
