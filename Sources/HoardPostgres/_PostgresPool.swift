@@ -13,7 +13,9 @@ import Synchronization
 /// task that prefers that loop (``executor``): the task starts on the caller's
 /// thread, and once the server has answered it decodes the result on the thread
 /// that read it, with no hand-off between threads; a caller already on the loop
-/// costs no hand-off at all.
+/// costs no hand-off at all. (When the answer arrives before the task has begun to
+/// wait for it, which a descheduled caller makes possible, the task goes on
+/// decoding on the caller's thread instead: still no hand-off.)
 ///
 /// Each operation runs under two limits: while it waits for a connection one allows
 /// `connectionWaitTimeout`, once it has one the other allows `commandTimeout`. Both

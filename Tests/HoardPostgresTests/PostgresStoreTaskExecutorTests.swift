@@ -14,7 +14,7 @@ import Testing
 @Suite("PostgresStore on its own event loop")
 struct PostgresStoreTaskExecutorTests {
     @Test(
-        "The pool's connections run on the store's loop, the one loop passed as the group, and so does the work after an answer",
+        "The pool's connections run on the store's loop, the one loop passed as the group",
         .enabled(if: PostgresTestServer.isAvailable, PostgresTestServer.skipMessage))
     func connectionsRunOnTheStoresLoop() async throws {
         // Given a group of two loops, and a store given the second one.
@@ -25,14 +25,15 @@ struct PostgresStoreTaskExecutorTests {
         let store = try PostgresStore(configuration: configuration, eventLoopGroup: loops[1])
 
         // When an operation runs, from an ordinary task, Then its connection is on
-        // that loop, and so is its work once the server has answered.
+        // that loop. (Where the work after the answer runs is not asserted: the task
+        // starts on the caller's thread, and when the answer arrives before it waits
+        // for it, it goes on there without a hop, which a loaded machine makes happen.)
         #expect(store.eventLoop === loops[1])
-        let (connectionLoop, bodyOnLoop) = try await store.run("probe", key: nil) { connection in
+        let connectionLoop = try await store.run("probe", key: nil) { connection in
             _ = try await connection.query("SELECT 1", logger: PostgresStore.silentLogger).collect()
-            return (connection.eventLoop, loops[1].inEventLoop)
+            return connection.eventLoop
         }
         #expect(connectionLoop === loops[1])
-        #expect(bodyOnLoop)
         #expect(!loops[1].inEventLoop, "the caller itself resumes on its own executor")
         await store.shutdown()
         await PostgresTestServer.drop(configuration)

@@ -64,15 +64,35 @@ struct HitRatioTraceTests {
         ("loop", 1_000, 0, 0.0082, 0.0089), ("loop", 5_000, 0, 0.0419, 0.0445), ("loop", 10_000, 0, 0.0838, 0.0891),
     ]
 
-    /// How far below the best policy a row other than the loop's may land. The sketch
-    /// hashes keys with Swift's per-process seed, so which keys collide, and with it
-    /// the hit ratio, changes from run to run: by up to 0.007 at 10,000 entries on
-    /// `zipf1.0` (0.7788 to 0.7855 over runs of the same build).
-    static let seedSpread = 0.008
-    /// The same for the loop's rows, where what collisions still cost is a few
-    /// entries churned: one unit of the table's last place. (A 1% window keeps at most
-    /// 0.00891 of the loop at 1,000 entries, ten requests above LIRS's 0.0089.)
-    static let loopSpread = 0.0001
+    /// One replay is one draw: the sketch hashes keys with Swift's per-process random
+    /// seed, so which keys collide, and with them the hit ratio, changes from process
+    /// to process. Over 260 draws of the same build (the trace relabelled one-to-one,
+    /// which is the same as another seed) a row landed up to 0.0111 below its median
+    /// (`zipf1.0` at 1,000 entries: 0.5922 against 0.6031), the loop at 1,000 entries
+    /// between 0.0087 and 0.0089. A single replay is held to these bounds below the
+    /// best of twelve policies (which is at least libCacheSim's W-TinyLFU).
+    static let drawSpread = 0.015
+    /// The same for the loop's rows, whose figures are a hundred times smaller.
+    static let loopDrawSpread = 0.0005
+
+    /// The median of nine draws barely moves (0.0002 on the rows above), so a
+    /// release build, where a replay takes half a second, replays every row under
+    /// nine relabellings and holds the median to the best of twelve policies: no
+    /// more than this below it on a `zipf1.0` or `scan` row...
+    static let medianSpread = 0.001
+    /// ...and no more than one unit of the table's last place below it on the loop's
+    /// rows (a 1% window keeps at most 0.00891 of the loop at 1,000 entries, ten
+    /// requests above LIRS's 0.0089).
+    static let loopMedianSpread = 0.0001
+
+    /// One-to-one relabellings of a trace's keys, `key &* multiplier ^ mask`
+    /// (multipliers odd), each as good as another hash seed; the first is the
+    /// identity. Fixed, so the draws differ from process to process only by the seed.
+    static let relabellings: [(multiplier: UInt32, mask: UInt32)] = [
+        (1, 0), (0x9E37_79B1, 0x5BD1_E995), (0x85EB_CA6B, 0xC2B2_AE35), (0x27D4_EB2F, 0x1656_67B1),
+        (0xCC9E_2D51, 0x1B87_3593), (0xE654_6B65, 0x0000_FFFF), (0x7FEB_352D, 0x846C_A68B),
+        (0x2C1B_3C6D, 0x297A_2D39), (0x68E3_1DA5, 0xB529_7A4D),
+    ]
 
     /// Requests in every trace.
     static let requests = 1_000_000
@@ -136,30 +156,41 @@ struct HitRatioTraceTests {
     }
 
     @Test(
-        "LRU matches the reference exactly; W-TinyLFU beats LRU, is within 0.01 of libCacheSim's, and near the best of twelve policies",
+        "LRU matches the reference exactly; W-TinyLFU beats LRU and is near the best of twelve policies, its median of nine seeds at it",
         arguments: ["zipf1.0", "scan", "loop"])
     func trace(name: String) async throws {
         let keys = try Self.load(name)
-        for (trace, size, lru, tinyLFU, best) in Self.reference where trace == name {
+        let isLoop = name == "loop"
+        for (trace, size, lru, _, best) in Self.reference where trace == name {
             // Replayed on a thread of its own: a minute of CPU work must not hold a
             // thread of the concurrency pool that other suites' tests need.
-            let (measuredLRU, measuredTiny) = try await Self.onOwnThread {
-                (
-                    try Self.hitRatio(keys, size: size, policy: .lru),
-                    try Self.hitRatio(keys, size: size, policy: .tinyLFU)
-                )
+            let (measuredLRU, draws) = try await Self.onOwnThread {
+                var draws = [try Self.hitRatio(keys, size: size, policy: .tinyLFU)]
+                #if !DEBUG
+                for relabelling in Self.relabellings.dropFirst() {
+                    let relabelled = keys.map { ($0 &* relabelling.multiplier) ^ relabelling.mask }
+                    draws.append(try Self.hitRatio(relabelled, size: size, policy: .tinyLFU))
+                }
+                #endif
+                return (try Self.hitRatio(keys, size: size, policy: .lru), draws)
             }
+            let measuredTiny = draws[0]
             print(
-                "\(name) N=\(size): lru \(measuredLRU) (ref \(lru)), tinyLFU \(measuredTiny) (ref \(tinyLFU), best \(best))"
+                "\(name) N=\(size): lru \(measuredLRU) (ref \(lru)), tinyLFU \(draws) (best \(best))"
             )
             #expect(abs(measuredLRU - lru) < 0.00005, "\(name) N=\(size) LRU")
-            #expect(abs(measuredTiny - tinyLFU) <= 0.01, "\(name) N=\(size) W-TinyLFU")
             #expect(measuredTiny > measuredLRU, "\(name) N=\(size) W-TinyLFU above LRU")
-            // Rounded to the table's four decimals, as the reference figures are.
-            let rounded = (measuredTiny * 10_000).rounded() / 10_000
             #expect(
-                rounded >= best - (name == "loop" ? Self.loopSpread : Self.seedSpread) - 1e-9,
-                "\(name) N=\(size) W-TinyLFU against the best of twelve policies")
+                measuredTiny >= best - (isLoop ? Self.loopDrawSpread : Self.drawSpread),
+                "\(name) N=\(size) W-TinyLFU near the best of twelve policies")
+            #if !DEBUG
+            // Rounded to the table's four decimals, as the reference figures are.
+            let median = draws.sorted()[draws.count / 2]
+            let rounded = (median * 10_000).rounded() / 10_000
+            #expect(
+                rounded >= best - (isLoop ? Self.loopMedianSpread : Self.medianSpread) - 1e-9,
+                "\(name) N=\(size) W-TinyLFU's median of \(draws.count) seeds against the best of twelve policies")
+            #endif
         }
     }
 }
