@@ -9,8 +9,9 @@ import Foundation
 /// the benchmarks ran on, as `clock_getres` reports). That read takes no
 /// timestamp from the processor, so it neither waits for the instructions before
 /// it nor holds up those after. On that 2-core VM, a `MemoryCache` overwrite took
-/// a median 64 ns on this clock against 109 ns on ``SystemClock`` (see
-/// `Benchmarks/README.md`). On Apple platforms it is ``SystemClock``.
+/// a median 68 ns on this clock against 110 to 115 ns on ``SystemClock``
+/// (`MemoryCacheBenchmarks`, see `Benchmarks/README.md`). On Apple platforms it is
+/// ``SystemClock``.
 ///
 /// What the coarser time changes, compared with ``SystemClock``:
 /// - A stored date is never later than the precise time of the write, and may be
