@@ -45,37 +45,50 @@ struct CRC32CTests {
         }
     }
 
-    @Test("The CPU instruction and the portable code agree at every length and alignment")
-    func hardwareAgreesWithPortable() {
-        print("CRC-32C: \(_CRC32C.hardwareName ?? "portable code") on this machine")
+    @Test("Every implementation this machine runs agrees with the portable code at every length and alignment")
+    func implementationsAgreeWithPortable() {
+        let names = _CRC32C.implementationNames
+        print(
+            "CRC-32C: \(names.joined(separator: ", ")) on this machine; updates use \(_CRC32C.hardwareName ?? "portable")"
+        )
+        #expect(names.first == "portable")
+        #expect(_CRC32C.hardwareName == (names.count > 1 ? names.last : nil))
         #if arch(x86_64) || arch(arm64)
         // Every x86-64 and arm64 machine this runs on in CI has the instruction: a
         // detection that fails silently would only show as lost speed.
-        #expect(_CRC32C.hardwareName != nil)
+        #expect(names.count >= 2)
         #endif
         var generator = SplitMix64(seed: 7)
         let data = (0..<4_200).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
-        for start in 0..<9 {
-            for end in stride(from: start, through: data.count, by: 13) {
-                let slice = data[start..<end]
-                let seed = UInt32(truncatingIfNeeded: generator.next())
-                let dispatched = slice.withUnsafeBytes { _CRC32C.update(seed, $0) }
-                let portable = slice.withUnsafeBytes { _CRC32C.portableUpdate(seed, $0) }
-                #expect(dispatched == portable, "bytes \(start)..<\(end)")
-            }
-        }
         // Lengths around the three-stream blocks (3 × 256 and 3 × 8,192 bytes), which the
-        // instruction's loop joins with shift tables.
+        // instruction's loop joins with shift tables, and around the folding code's
+        // rounds (256 bytes, then 16 at a time, then single bytes).
         let long = (0..<100_003).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
-        for count in [767, 768, 769, 1_536, 24_575, 24_576, 24_577, 24_576 + 768 + 9, 49_152, 99_999] {
-            for start in [0, 3] {
-                let slice = long[start..<(start + count)]
-                let seed = UInt32(truncatingIfNeeded: generator.next())
-                let dispatched = slice.withUnsafeBytes { _CRC32C.update(seed, $0) }
-                let portable = slice.withUnsafeBytes { _CRC32C.portableUpdate(seed, $0) }
-                #expect(dispatched == portable, "\(count) bytes from \(start)")
+        let longCounts =
+            [255, 256, 257, 271, 272, 511, 512, 513, 767, 768, 769, 1_536, 24_575, 24_576, 24_577]
+            + [24_576 + 768 + 9, 49_152, 99_999]
+        for implementation in names.indices.dropFirst() {
+            for start in 0..<9 {
+                for end in stride(from: start, through: data.count, by: 13) {
+                    let slice = data[start..<end]
+                    let seed = UInt32(truncatingIfNeeded: generator.next())
+                    let fast = slice.withUnsafeBytes { _CRC32C.update(implementation: implementation, seed, $0) }
+                    let portable = slice.withUnsafeBytes { _CRC32C.portableUpdate(seed, $0) }
+                    #expect(fast == portable, "\(names[implementation]): bytes \(start)..<\(end)")
+                }
+            }
+            for count in longCounts {
+                for start in [0, 3] {
+                    let slice = long[start..<(start + count)]
+                    let seed = UInt32(truncatingIfNeeded: generator.next())
+                    let fast = slice.withUnsafeBytes { _CRC32C.update(implementation: implementation, seed, $0) }
+                    let portable = slice.withUnsafeBytes { _CRC32C.portableUpdate(seed, $0) }
+                    #expect(fast == portable, "\(names[implementation]): \(count) bytes from \(start)")
+                }
             }
         }
+        let dispatched = long.withUnsafeBytes { _CRC32C.update(0x1234_5678, $0) }
+        #expect(dispatched == long.withUnsafeBytes { _CRC32C.portableUpdate(0x1234_5678, $0) })
         #expect(Array("123456789".utf8).withUnsafeBytes { _CRC32C.portableUpdate(0, $0) } == 0xE306_9283)
         #expect(_CRC32C.update(0, UnsafeRawBufferPointer(start: nil, count: 0)) == 0)
     }
