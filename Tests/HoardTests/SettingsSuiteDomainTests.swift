@@ -39,5 +39,20 @@ extension DiskStoreSuites {
             }
             #expect(error?.code == .invalidName)
         }
+
+        @Test("A suite domain under the default one is refused: its suites would be the default domain's namespaces")
+        func domainUnderTheDefaultIsRefused() throws {
+            let error = #expect(throws: HoardError.self) {
+                try SettingsStore<String>(namespace: "ok", configuration: .init(suiteDomain: "hoard.settings.myapp"))
+            }
+            #expect(error?.code == .invalidName)
+            #expect(error?.message.contains("hoard.settings") == true)
+            // A domain that only starts with the same letters is another domain.
+            let name = "hoard.settingsx-\(UUID().uuidString.prefix(13))"
+            defer { SettingsTest.remove(_SettingsDomain(name: name)) }
+            let store = try SettingsStore<String>(namespace: "ok", configuration: .init(suiteDomain: name))
+            try store.set("v", for: "k")
+            #expect(store.value(for: "k") == "v")
+        }
     }
 }

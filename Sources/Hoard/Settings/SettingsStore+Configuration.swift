@@ -33,6 +33,13 @@ extension SettingsStore {
         /// one item count give each their own domain. Must follow the namespace rules
         /// (ASCII letters, digits, `-`, `_`, `.`, no leading or trailing dot, no `..`).
         ///
+        /// Suite names join domain and namespace with a dot, so a domain that is
+        /// another domain followed by a dot shares suites with it: `d.a`'s registry
+        /// is `d`'s namespace `a`, and `d.a`'s namespace `b` is `d`'s namespace `a.b`.
+        /// Give separate programs domains that do not extend one another. A domain
+        /// under the default one (`hoard.settings.` followed by anything) is refused
+        /// with ``HoardError/Code/invalidName`` for that reason.
+        ///
         /// Every namespace gets a suite of its own, so an app group's single shared
         /// suite is not a domain: on Apple platforms, a domain named after the group
         /// is kept in the app's container, not the group's.
@@ -68,6 +75,13 @@ extension SettingsStore {
                 throw HoardError(.invalidConfiguration, "valueByteLimit must be at least 1, not \(valueByteLimit)")
             }
             try _LocalNames.validate(suiteDomain, what: "a settings suite domain")
+            let standard = _SettingsDomain.standard.name + "."
+            guard !suiteDomain.hasPrefix(standard) else {
+                throw HoardError(
+                    .invalidName,
+                    "the settings suite domain \"\(suiteDomain)\" is under \"\(_SettingsDomain.standard.name)\", "
+                        + "so its suites would be namespaces of the default domain; choose a domain outside it")
+            }
         }
     }
 }
