@@ -229,6 +229,29 @@ extension DiskStoreSuites {
             }
         }
 
+        @Test("Registered defaults, which UserDefaults answers for every suite, are not settings of any namespace")
+        func registeredDefaultsAreNotSettings() throws {
+            try SettingsTest.withDomain { domain in
+                // Given a default registered process-wide under a key a namespace also uses
+                let key = "registered-\(UUID().uuidString.prefix(8))"
+                UserDefaults.standard.register(defaults: [key: Data("from the registration domain".utf8)])
+                let settings = try SettingsTest.store("app", domain, codec: ValueCodec<String>.cacheValue)
+                try settings.set("kept", for: "other")
+
+                // Then the namespace does not hold it
+                #expect(settings.value(for: key) == nil)
+                #expect(!settings.contains(key))
+                #expect(try !settings.removeValue(for: key))
+                #expect(settings.keys == ["other"])
+
+                // And once the namespace stores the key itself, its own value is read and removed
+                try settings.set("own", for: key)
+                #expect(settings.value(for: key) == "own")
+                #expect(try settings.removeValue(for: key))
+                #expect(settings.value(for: key) == nil)
+            }
+        }
+
         @Test("A value of another type in the suite is a miss and a report, and stays")
         func wrongTypeInSuite() async throws {
             try await SettingsTest.withDomain { domain in

@@ -54,6 +54,17 @@ final class _SettingsRegistry: Sendable {
             total += found.count
         }
 
+        /// What the suite of `namespace` itself holds under `key`, or `nil`. Only keys
+        /// of the suite's own file are read: `object(forKey:)` alone would also
+        /// answer from the process's argument domain (`-key value` on the command
+        /// line), the global domain and registered defaults, which are not settings.
+        mutating func object(_ domain: _SettingsDomain, _ namespace: String, key: String) -> Any? {
+            guard registered.contains(namespace) else { return nil }
+            loadKeys(domain, namespace)
+            guard keys[namespace]?.contains(key) == true else { return nil }
+            return suite(domain, namespace).object(forKey: key)
+        }
+
         func publish(_ namespace: String, key: String, data: Data?) {
             for observers in (observers[namespace] ?? [:]).values {
                 observers.publishUpdate(key: key, value: data)
@@ -125,8 +136,7 @@ final class _SettingsRegistry: Sendable {
     /// What `namespace` holds under `key`.
     func stored(_ namespace: String, key: String) -> Stored {
         state.withLock { state in
-            guard state.registered.contains(namespace) else { return .missing }
-            guard let object = state.suite(domain, namespace).object(forKey: key) else { return .missing }
+            guard let object = state.object(domain, namespace, key: key) else { return .missing }
             if let data = object as? Data { return .data(data) }
             return .other(typeName: "\(type(of: object))")
         }
@@ -171,10 +181,8 @@ final class _SettingsRegistry: Sendable {
     /// - Returns: Whether a value was removed.
     func remove(_ key: String, in namespace: String) throws(HoardError) -> Bool {
         let suite = state.withLock { state -> UserDefaults? in
-            guard state.registered.contains(namespace) else { return nil }
-            state.loadKeys(domain, namespace)
+            guard state.object(domain, namespace, key: key) != nil else { return nil }
             let suite = state.suite(domain, namespace)
-            guard suite.object(forKey: key) != nil else { return nil }
             suite.removeObject(forKey: key)
             if state.keys[namespace]?.remove(key) != nil { state.total -= 1 }
             state.publish(namespace, key: key, data: nil)
@@ -255,10 +263,7 @@ final class _SettingsRegistry: Sendable {
     ) -> Int {
         state.withLock { state in
             let id = observers.addUpdates(for: key, continuation)
-            let current =
-                state.registered.contains(namespace)
-                ? state.suite(domain, namespace).object(forKey: key) as? Data : nil
-            continuation.yield(current)
+            continuation.yield(state.object(domain, namespace, key: key) as? Data)
             return id
         }
     }
