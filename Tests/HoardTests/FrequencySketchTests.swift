@@ -38,6 +38,20 @@ struct FrequencySketchTests {
         #expect(Set(hashes.prefix(64)).contains { immediate.frequency($0) > 0 })
     }
 
+    @Test("A capacity above the largest is sized as the largest")
+    func capacityIsCapped() {
+        let largest = _FrequencySketch(capacity: 1 << 20)
+        #expect(largest.table.count == 1 << 20)
+        #expect(largest.doorkeeper.count == 1 << 21)
+        #expect(largest.sampleSize == 10 << 20)
+        for capacity in [(1 << 20) + 1, 4 << 20] {
+            let sketch = _FrequencySketch(capacity: capacity)
+            #expect(sketch.table.count == largest.table.count)
+            #expect(sketch.doorkeeper.count == largest.doorkeeper.count)
+            #expect(sketch.sampleSize == largest.sampleSize)
+        }
+    }
+
     @Test("An occurrence waits in the buffer until a flush, which 32 occurrences trigger")
     func bufferFlushesWhenFull() {
         var sketch = _FrequencySketch(capacity: 1_000)

@@ -168,6 +168,41 @@ struct MemoryCacheTests {
         }
     }
 
+    @Test("Limits of Int.max with a low-water mark of 100% are accepted")
+    func largestLimitsFullLowWaterMark() async {
+        // The low-water mark, computed in floating point, is 2^63 for Int.max.
+        await #expect(processExitsWith: .success) {
+            let cache = try? MemoryCache<Int, Data>(
+                configuration: .init(countLimit: .max, costLimit: .max, lowWaterMark: 1.0, memoryPressure: nil))
+            cache?[1] = Data(count: 10)
+            precondition(cache?.count == 1 && cache?.totalCost == 10)
+        }
+    }
+
+    @Test("A cost above 2^32 − 1 counts as 2^32 − 1, and one above the cost limit is still not stored")
+    func largestCost() throws {
+        let cache = try MemoryCache<Int, Int>(
+            configuration: .init(costLimit: 1 << 40, lowWaterMark: 1.0, cost: { $0 }, memoryPressure: nil))
+        #expect(!cache.set(1 << 41, for: 1))
+        #expect(cache.set(1 << 35, for: 2))
+        #expect(cache.set(Int.max, for: 3) == false)
+        #expect(cache.totalCost == Int(UInt32.max))
+        cache[2] = 1 << 33
+        #expect(cache.totalCost == Int(UInt32.max))
+        cache[2] = 5
+        #expect(cache.totalCost == 5)
+    }
+
+    @Test("Costs without a cost limit add up without overflowing")
+    func largestCostsWithoutLimit() async {
+        await #expect(processExitsWith: .success) {
+            let cache = try? MemoryCache<Int, Int>(configuration: .init(cost: { _ in .max }, memoryPressure: nil))
+            cache?[1] = 1
+            cache?[2] = 2
+            precondition(cache?.count == 2 && cache?.totalCost == 2 * Int(UInt32.max))
+        }
+    }
+
     @Test("Sharded caches keep each shard's share of the limits")
     func shardedLimits() throws {
         let cache = try MemoryCache<Int, Int>(configuration: .init(countLimit: 800, lowWaterMark: 1.0, shards: 8))

@@ -42,6 +42,17 @@ struct MemoryPressureTests {
         #expect(statistics.description.contains("5 for memory pressure"))
     }
 
+    @Test("resetStatistics sets the memory-pressure evictions back to zero with the evictions")
+    func resetStatisticsResetsPressureEvictions() throws {
+        let pressure = ManualMemoryPressure()
+        let cache = try Self.filledCache(pressure)
+        pressure.signal(.warning)
+        #expect(cache.statistics.memoryPressureEvictions == 5)
+        cache.resetStatistics()
+        #expect(cache.statistics.memoryPressureEvictions == 0)
+        #expect(cache.statistics == MemoryCacheStatistics())
+    }
+
     @Test("Critical pressure empties the cache by default; configured fractions are kept")
     func criticalAndFractions() throws {
         let pressure = ManualMemoryPressure()

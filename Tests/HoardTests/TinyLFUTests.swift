@@ -44,6 +44,31 @@ struct TinyLFUTests {
         }
         #expect(cache.count > 100)
     }
+
+    @Test("An entry alone in the protected segment that grows in place evicts from the window to keep the cost limit")
+    func costWeightedGrowthInPlace() throws {
+        let cache = try MemoryCache<Int, Data>(
+            configuration: .init(costLimit: 100, policy: .tinyLFU, memoryPressure: nil))
+        cache[1] = Data(count: 10)
+        cache[2] = Data(count: 10)  // 1 leaves the window for probation
+        #expect(cache[1] != nil)  // 1 is promoted: alone in protected, probation empty
+        #expect(cache.set(Data(count: 95), for: 1))
+        #expect(cache.totalCost == 95)
+        #expect(cache[2] == nil)
+        #expect(cache[1]?.count == 95)
+    }
+
+    @Test("A very large count limit gets a sketch of bounded size")
+    func hugeCountLimit() async {
+        // 2^57 entries: a sketch sized from the limit overflows computing its
+        // doorkeeper (and could not be allocated).
+        await #expect(processExitsWith: .success) {
+            let cache = try? MemoryCache<Int, Int>(
+                configuration: .init(countLimit: 1 << 57, policy: .tinyLFU, memoryPressure: nil))
+            cache?[1] = 1
+            precondition(cache?[1] == 1)
+        }
+    }
 }
 
 /// Replays the hit-ratio traces committed in `Tests/Traces` through both policies and

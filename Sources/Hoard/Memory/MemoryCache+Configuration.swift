@@ -59,6 +59,10 @@ extension MemoryCache {
         /// The cost of a value. Defaults to `nil`: the value's ``CacheValue/cacheCost``
         /// when `Value` conforms to ``CacheValue`` (the byte count for `Data` and
         /// `String`), and 0 otherwise. Called outside the cache's locks.
+        ///
+        /// A negative cost counts as 0, and a cost above 2^32 − 1 (4 GiB of bytes) as
+        /// 2^32 − 1, so that no total of costs can overflow; a value whose cost
+        /// exceeds the cost limit is not stored either way.
         public var cost: (@Sendable (Value) -> Int)?
 
         /// Creates a configuration; every parameter defaults as its property says.

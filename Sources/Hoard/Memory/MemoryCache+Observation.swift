@@ -16,8 +16,9 @@ extension MemoryCache {
         let hash = _HashIndex.hash(of: key)
         let now = clock.now().timeIntervalSinceReferenceDate
         let id = shards.withLock(shard(for: hash)) { shard in
-            // Registered and seeded under the shard lock: no change to `key` can
-            // slip between the current value and the first update.
+            // Registered and seeded under the shard lock, under which every writer
+            // also asks whether anyone observes: no change to `key` can slip between
+            // the current value and the first update.
             let id = observers.addUpdates(for: key, continuation)
             continuation.yield(shard.peek(key, hash: hash, now: now))
             return id

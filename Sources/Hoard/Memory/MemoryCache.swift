@@ -170,11 +170,15 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         (0..<shards.count).reduce(0) { total, i in total + shards.withLock(i) { $0.count } }
     }
 
-    /// The total cost of the entries.
+    /// The total cost of the entries (each counted at most 2^32 − 1, as
+    /// ``Configuration/cost`` says), or `Int.max` if it is more.
     ///
     /// - Complexity: O(shards).
     public var totalCost: Int {
-        (0..<shards.count).reduce(0) { total, i in total + shards.withLock(i) { $0.totalCost } }
+        (0..<shards.count).reduce(0) { total, i in
+            let (sum, overflow) = total.addingReportingOverflow(shards.withLock(i) { $0.totalCost })
+            return overflow ? .max : sum
+        }
     }
 
     // MARK: Writing
@@ -200,11 +204,12 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         let now = clock.now()
         let expiresAt = (expires ?? defaultExpiry).date(storedAt: now)?.timeIntervalSinceReferenceDate ?? .infinity
         let hash = _HashIndex.hash(of: key)
-        let observers = self.observers.ifActive
         return shards.withLock(shard(for: hash)) { shard in
+            // Whether anyone observes is read under the lock (as in every writer):
+            // `updates(for:)` registers under it, so a write it precedes is published.
             shard.set(
                 value, for: key, hash: hash, cost: cost, storedAt: now.timeIntervalSinceReferenceDate,
-                expiresAt: expiresAt, observers: observers)
+                expiresAt: expiresAt, observers: observers.ifActive)
         }
     }
 
@@ -217,11 +222,10 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     public func set(_ entry: CacheEntry<Value>, for key: Key) -> Bool {
         let cost = max(0, costOf?(entry.value) ?? 0)
         let hash = _HashIndex.hash(of: key)
-        let observers = self.observers.ifActive
         return shards.withLock(shard(for: hash)) { shard in
             shard.set(
                 entry.value, for: key, hash: hash, cost: cost, storedAt: entry.storedAt.timeIntervalSinceReferenceDate,
-                expiresAt: entry.expiresAt?.timeIntervalSinceReferenceDate ?? .infinity, observers: observers)
+                expiresAt: entry.expiresAt?.timeIntervalSinceReferenceDate ?? .infinity, observers: observers.ifActive)
         }
     }
 
@@ -233,8 +237,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     @discardableResult
     public func removeValue(for key: Key) -> Value? {
         let hash = _HashIndex.hash(of: key)
-        let observers = self.observers.ifActive
-        return shards.withLock(shard(for: hash)) { $0.removeValue(for: key, hash: hash, observers: observers) }
+        return shards.withLock(shard(for: hash)) { $0.removeValue(for: key, hash: hash, observers: observers.ifActive) }
     }
 
     /// Removes every entry. Update streams of removed keys receive `nil`; the events
@@ -242,12 +245,11 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     ///
     /// - Complexity: O(n).
     public func removeAll() {
-        let observers = self.observers.ifActive
         var removed = 0
         for i in 0..<shards.count {
-            removed += shards.withLock(i) { $0.removeAll(observers: observers) }
+            removed += shards.withLock(i) { $0.removeAll(observers: observers.ifActive) }
         }
-        observers?.publish(.removedAll(count: removed))
+        observers.ifActive?.publish(.removedAll(count: removed))
     }
 
     /// Removes every expired entry.
@@ -257,9 +259,8 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     @discardableResult
     public func removeExpired() -> Int {
         let now = clock.now().timeIntervalSinceReferenceDate
-        let observers = self.observers.ifActive
         return (0..<shards.count).reduce(0) { total, i in
-            total + shards.withLock(i) { $0.removeExpired(now: now, observers: observers) }
+            total + shards.withLock(i) { $0.removeExpired(now: now, observers: observers.ifActive) }
         }
     }
 
@@ -287,11 +288,11 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     /// Evicts in every shard, in its policy's order, down to the entry count and
     /// cost `targets` gives for the shard's own count and cost.
     func evictEachShard(reason: EvictionReason, targets: (_ count: Int, _ cost: Int) -> (count: Int, cost: Int)) {
-        let observers = self.observers.ifActive
         for i in 0..<shards.count {
             shards.withLock(i) { shard in
                 let (count, cost) = targets(shard.count, shard.totalCost)
-                shard.evict(toCount: count, toCost: cost, reason: reason, protecting: -1, observers: observers)
+                shard.evict(
+                    toCount: count, toCost: cost, reason: reason, protecting: -1, observers: observers.ifActive)
             }
         }
     }
@@ -320,6 +321,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
                 shard.hits = 0
                 shard.misses = 0
                 shard.evictions = 0
+                shard.pressureEvictions = 0
                 shard.expirations = 0
             }
         }

@@ -22,6 +22,10 @@
 ///   allows (8 more bytes per entry).
 /// - After `10 × capacity` additions every counter is halved and the doorkeeper is
 ///   cleared ("reset"), so old popularity fades.
+/// - The capacity is at most `maxCapacity`, 2^20 entries: the table and the
+///   doorkeeper (24 to 48 bytes an entry of capacity, as both are powers of two)
+///   are allocated up front, so a larger cache gets the sketch of a 2^20-entry one
+///   (24 MiB, reset every 10 × 2^20 additions).
 ///
 /// - Complexity: `increment` and `frequency` are O(1); a reset is O(capacity) and
 ///   happens once every `10 × capacity` additions, O(1) amortised.
@@ -46,9 +50,14 @@ struct _FrequencySketch {
     @usableFromInline static let resetMask: UInt64 = 0x7777_7777_7777_7777
     @usableFromInline static let oneMask: UInt64 = 0x1111_1111_1111_1111
 
-    /// Creates a sketch sized for a cache of `capacity` entries.
+    /// The largest capacity a sketch is sized for.
+    @usableFromInline static let maxCapacity = 1 << 20
+
+    /// Creates a sketch sized for a cache of `capacity` entries, at most
+    /// `maxCapacity`.
     @usableFromInline
     init(capacity: Int) {
+        let capacity = min(capacity, Self.maxCapacity)
         let size = Self.powerOfTwo(atLeast: max(capacity, 16))
         table = Array(repeating: 0, count: size)
         tableMask = size - 1
@@ -59,8 +68,10 @@ struct _FrequencySketch {
         pending = Array(repeating: 0, count: Self.pendingCapacity)
     }
 
+    /// The smallest power of two that is at least `n`, which must be at most 2^62.
     @usableFromInline
     static func powerOfTwo(atLeast n: Int) -> Int {
+        precondition(n <= 1 << 62, "no power of two of at least \(n) fits in Int")
         var size = 1
         while size < n { size <<= 1 }
         return size

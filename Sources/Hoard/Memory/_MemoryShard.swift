@@ -45,17 +45,26 @@ struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable>: ~Copyable {
     init(countLimit: Int?, costLimit: Int?, lowWaterMark: Double, policy: EvictionPolicy) {
         self.countLimit = countLimit ?? .max
         self.costLimit = costLimit ?? .max
-        countLowWater = countLimit.map { Int((Double($0) * lowWaterMark).rounded(.down)) } ?? .max
-        costLowWater = costLimit.map { Int((Double($0) * lowWaterMark).rounded(.down)) } ?? .max
+        countLowWater = countLimit.map { Self.lowWater(of: $0, lowWaterMark) } ?? .max
+        costLowWater = costLimit.map { Self.lowWater(of: $0, lowWaterMark) } ?? .max
         usesTinyLFU = policy == .tinyLFU
         if policy == .tinyLFU, let countLimit {
-            tinyLFU = _TinyLFUPolicy(capacity: countLimit, sketchCapacity: countLimit, weighsByCost: false)
+            tinyLFU = _TinyLFUPolicy(
+                capacity: countLimit, sketchCapacity: min(countLimit, _FrequencySketch.maxCapacity),
+                weighsByCost: false)
         } else if policy == .tinyLFU, let costLimit {
             tinyLFU = _TinyLFUPolicy(capacity: costLimit, sketchCapacity: min(costLimit, 1 << 16), weighsByCost: true)
         } else {
             // LRU, or W-TinyLFU without limits (nothing is ever evicted): a token sketch.
             tinyLFU = _TinyLFUPolicy(capacity: .max / 2, sketchCapacity: 16, weighsByCost: false)
         }
+    }
+
+    /// `lowWaterMark` (in `0...1`) of `limit`, rounded down; at most `limit`, which
+    /// the product can exceed in floating point (`Int.max` becomes 2^63).
+    static func lowWater(of limit: Int, _ lowWaterMark: Double) -> Int {
+        let mark = (Double(limit) * lowWaterMark).rounded(.down)
+        return mark < Double(limit) ? Int(mark) : limit
     }
 
     @inlinable var count: Int { index.count }
@@ -121,8 +130,13 @@ struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable>: ~Copyable {
 
     // MARK: Writes
 
+    /// The most an entry's cost counts for: a shard holds at most 2^31 entries (slots
+    /// are `Int32`), so no sum of costs overflows.
+    @inlinable static var maxCost: Int { Int(UInt32.max) }
+
     /// Stores `value`; returns `false` (and removes any older value for the key)
-    /// when its cost alone exceeds the cost limit.
+    /// when its cost alone exceeds the cost limit. A cost above `maxCost` counts as
+    /// `maxCost`.
     @inlinable
     mutating func set(
         _ value: Value, for key: Key, hash: UInt64, cost: Int, storedAt: Double, expiresAt: Double,
@@ -133,6 +147,7 @@ struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable>: ~Copyable {
             if let existing { removeNode(existing, key: key, observers: observers) }
             return false
         }
+        let cost = min(cost, Self.maxCost)
         let i: Int32
         if let existing {
             i = existing
@@ -202,7 +217,7 @@ struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable>: ~Copyable {
         protecting protected: Int32, observers: _MemoryObservers<Key, Value>?
     ) {
         while index.count > countTarget || totalCost > costTarget {
-            let victim = usesTinyLFU ? tinyLFU.victim(in: info) : lru.tail
+            let victim = usesTinyLFU ? tinyLFU.victim(in: info, excluding: protected) : lru.tail
             guard victim >= 0, victim != protected, let key = nodes[Int(victim)].entry?.key else { break }
             removeNode(victim, key: key, observers: nil)
             evictions &+= 1

@@ -118,16 +118,23 @@ struct _TinyLFUPolicy {
         queues[i] = .none
     }
 
-    /// The entry to evict next: the loser of the duel between the newest candidate
-    /// and the probation segment's least-recently-used entry.
+    /// The entry to evict next, never `excluded` (the entry just written, or -1):
+    /// the loser of the duel between the newest candidate and the probation
+    /// segment's least-recently-used entry. With probation empty, the protected
+    /// segment's least-recently-used entry goes, then the window's. Returns -1 when
+    /// there is no other entry.
+    ///
+    /// The excluded entry was just moved to the head of its list, so it is a list's
+    /// tail only when it is alone on it; that list is then passed over.
     @inlinable
-    mutating func victim(in info: borrowing _SlotArray<_NodeInfo>) -> Int32 {
+    mutating func victim(in info: borrowing _SlotArray<_NodeInfo>, excluding excluded: Int32) -> Int32 {
         var victim = probation.tail
-        if victim < 0 { victim = protected.tail }
-        if victim < 0 { victim = window.tail }
+        if victim < 0 || victim == excluded { victim = protected.tail }
+        if victim < 0 || victim == excluded { victim = window.tail }
+        if victim == excluded { return -1 }
         guard candidates > 0 else { return victim }
         let candidate = probation.head
-        if candidate < 0 || candidate == victim {
+        if candidate < 0 || candidate == victim || candidate == excluded {
             candidates = 0
             return victim
         }

@@ -21,6 +21,10 @@ final class _Observers<Key: Hashable & Sendable, Value: Sendable, Event: Sendabl
 
     /// `self` when anyone is subscribed, otherwise `nil`: shards take this so that a
     /// cache nobody observes pays one atomic load per write.
+    ///
+    /// A ``MemoryCache`` writer reads it while holding the shard's lock, under which
+    /// `updates(for:)` registers: the lock orders the load after any registration
+    /// that came first, so the relaxed load sees it and the write is published.
     @inlinable
     var ifActive: _Observers? {
         subscriptions.load(ordering: .relaxed) > 0 ? self : nil
