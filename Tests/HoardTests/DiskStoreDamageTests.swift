@@ -278,6 +278,58 @@ extension DiskStoreSuites {
         }
 
         @Test(
+            "An orphan that cannot be deleted (a directory) is reported and left, never entered; opening and verify go on"
+        )
+        func undeletableOrphan() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                do {
+                    let store = try DiskStore(directory: url)
+                    try store.set(Data([1]), for: "k", in: "ns", storedAt: Date(), expiresAt: nil)
+                }
+                // Given a directory named like a temporary value file, with a file in it,
+                // and a link named like a value file to a file outside the store
+                let blobs = url.appendingPathComponent("blobs")
+                let directory = blobs.appendingPathComponent("0123456789abcdef-0123456789abcdef.tmp")
+                try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: false)
+                let inside = directory.appendingPathComponent("0123456789abcdef-0123456789abcdef")
+                try Data([2]).write(to: inside)
+                let outside = url.deletingLastPathComponent().appendingPathComponent("outside")
+                try Data([3]).write(to: outside)
+                try FileManager.default.createSymbolicLink(
+                    at: blobs.appendingPathComponent("00000000000000aa-00000000000000bb"), withDestinationURL: outside)
+
+                // When the store is opened alone
+                let events = EventRecorder()
+                let store = try DiskStore(directory: url, configuration: .init(onEvent: events.handler))
+
+                // Then the link is deleted (not what it points to), the directory is left
+                // as it was and reported, and the store works
+                #expect(try store.entry(for: "k", in: "ns")?.data == Data([1]))
+                #expect(DiskTest.blobFiles(url) == ["0123456789abcdef-0123456789abcdef.tmp"])
+                #expect(try Data(contentsOf: inside) == Data([2]))
+                #expect(try Data(contentsOf: outside) == Data([3]))
+                let collected = events.all.compactMap {
+                    if case .collectedOrphans(let files, let bytes) = $0 { [files, bytes] } else { nil }
+                }
+                #expect(collected == [[1, 0]])
+                #expect(events.failures.count == 1)
+                #expect(
+                    events.failures.first?.contains("delete an orphaned file at open") == true, "\(events.failures)")
+
+                // And verify reports it; repairing says it could not delete it, reports
+                // the failure and finishes
+                try FileManager.default.setAttributes(
+                    [.modificationDate: Date().addingTimeInterval(-3_600)], ofItemAtPath: directory.path)
+                let report = try store.verify(repairing: true)
+                #expect(report.entriesChecked == 1)
+                #expect(report.damage.map(\.reason) == [.orphanedFile])
+                #expect(report.damage.first?.detail.contains("could not be deleted") == true, "\(report.damage)")
+                #expect(events.failures.count == 2)
+                #expect(try Data(contentsOf: inside) == Data([2]))
+            }
+        }
+
+        @Test(
             "A damaged index database never crashes: open or reads throw, or verify reports it",
             arguments: [4_096, 40_000])
         func damagedIndex(from offset: Int) throws {

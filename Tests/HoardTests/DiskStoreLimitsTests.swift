@@ -61,6 +61,51 @@ extension DiskStoreSuites {
             }
         }
 
+        @Test("Only the limit a write exceeded is trimmed to the low-water mark; the other is only kept")
+        func onlyExceededLimitIsTrimmed() throws {
+            // Over the count limit only: down to 3 of 4 entries, not also to 750 of the 1,000 bytes
+            try DiskTest.withTemporaryDirectory { url in
+                let clock = ManualClock(start: Date(timeIntervalSince1970: 1_000))
+                let events = EventRecorder()
+                let store = try DiskStore(
+                    directory: url, configuration: .init(byteLimit: 1_000, countLimit: 4, onEvent: events.handler),
+                    clock: clock)
+                for (key, size) in [("s1", 0), ("s2", 0), ("s3", 0), ("big", 900), ("s4", 0)] {
+                    try store.set(Data(count: size), for: key, in: "ns", storedAt: clock.now(), expiresAt: nil)
+                    clock.advance(by: 2)
+                }
+                #expect(try store.keys(in: "ns") == ["big", "s3", "s4"])
+                let evictions = events.all.compactMap {
+                    if case .evicted(let count, let bytes) = $0 { [count, bytes] } else { nil }
+                }
+                #expect(evictions == [[2, 0]])
+            }
+            // Over the byte limit only: down to 750 bytes, not also to 3 of 5 entries
+            try DiskTest.withTemporaryDirectory { url in
+                let clock = ManualClock(start: Date(timeIntervalSince1970: 1_000))
+                let store = try DiskStore(
+                    directory: url, configuration: .init(byteLimit: 1_000, countLimit: 5), clock: clock)
+                for (key, size) in [("a", 400), ("b", 10), ("c", 10), ("d", 10), ("e", 600)] {
+                    try store.set(Data(count: size), for: key, in: "ns", storedAt: clock.now(), expiresAt: nil)
+                    clock.advance(by: 2)
+                }
+                #expect(try store.keys(in: "ns") == ["b", "c", "d", "e"])
+                #expect(try store.totalUsage() == StoreUsage(count: 4, bytes: 630))
+            }
+        }
+
+        @Test("Limits of Int.max with a low-water mark of 1 open a working store")
+        func largestLimits() async {
+            await #expect(processExitsWith: .success) {
+                try DiskTest.withTemporaryDirectory { url in
+                    let store = try DiskStore(
+                        directory: url, configuration: .init(byteLimit: .max, countLimit: .max, lowWaterMark: 1))
+                    try store.set(Data([1]), for: "k", in: "ns", storedAt: Date(), expiresAt: nil)
+                    try #require(try store.entry(for: "k", in: "ns")?.data == Data([1]))
+                }
+            }
+        }
+
         @Test("A value larger than the byte limit is refused and changes nothing")
         func valueTooLarge() throws {
             try DiskTest.withTemporaryDirectory { url in
@@ -153,6 +198,49 @@ extension DiskStoreSuites {
                 #expect(try store.trim(toBytes: 100) == 1)
                 #expect(try store.entry(for: "read", in: "ns") != nil)
                 #expect(try store.entry(for: "unread", in: "ns") == nil)
+            }
+        }
+
+        @Test("A later read of an entry whose earlier read is still pending moves its access time forward")
+        func laterReadOfPendingEntry() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                // Given two entries in a store limited to two
+                let clock = ManualClock(start: Date(timeIntervalSince1970: 1_000))
+                let store = try DiskStore(
+                    directory: url, configuration: .init(countLimit: 2, lowWaterMark: 1), clock: clock)
+                try store.set(Data([1]), for: "a", in: "ns", storedAt: clock.now(), expiresAt: nil)
+                try store.set(Data([2]), for: "c", in: "ns", storedAt: clock.now(), expiresAt: nil)
+                // When a is read, then c, then a again, before any of the reads is written
+                for key in ["a", "c", "a"] {
+                    clock.advance(by: 2)
+                    #expect(try store.entry(for: key, in: "ns") != nil)
+                }
+                // Then a third entry evicts c, read before a was read again
+                clock.advance(by: 2)
+                try store.set(Data([3]), for: "d", in: "ns", storedAt: clock.now(), expiresAt: nil)
+                #expect(try store.keys(in: "ns") == ["a", "d"])
+            }
+            try DiskTest.withTemporaryDirectory { url in
+                // A pending read moves on only for a read the resolution or more after it
+                let clock = ManualClock(start: Date(timeIntervalSince1970: 0))
+                let reader = try DiskStore(directory: url, configuration: .init(accessTimeResolution: 60), clock: clock)
+                let observer = try DiskStore(directory: url, clock: clock)
+                func accessed() throws -> Double? {
+                    try observer.entries(in: "ns").first?.accessedAt.timeIntervalSince1970
+                }
+                try reader.set(Data([1]), for: "k", in: "ns", storedAt: clock.now(), expiresAt: nil)
+                for time in [30.0, 89] {
+                    clock.set(to: Date(timeIntervalSince1970: time))
+                    _ = try reader.entry(for: "k", in: "ns")
+                }
+                reader.flushAccessTimes()
+                #expect(try accessed() == 30)
+                for time in [100.0, 160] {
+                    clock.set(to: Date(timeIntervalSince1970: time))
+                    _ = try reader.entry(for: "k", in: "ns")
+                }
+                reader.flushAccessTimes()
+                #expect(try accessed() == 160)
             }
         }
 

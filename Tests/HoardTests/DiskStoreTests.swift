@@ -1,6 +1,7 @@
 import Foundation
-import Hoard
 import Testing
+
+@testable import Hoard
 
 extension DiskStoreSuites {
     @Suite("DiskStore basics")
@@ -51,6 +52,82 @@ extension DiskStoreSuites {
                 let infos = try store.entries(in: "ns")
                 #expect(infos.map(\.key) == ["at", "empty", "over"])
                 #expect(infos.map(\.isInFile) == [false, false, true])
+            }
+        }
+
+        @Test(
+            "A value too large for a row of the index goes to a file whatever the spill threshold, and reads back intact"
+        )
+        func valueOverIndexLengthLimitSpills() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                // Given a store that keeps values up to 1 GiB inline, on a connection whose
+                // length limit (SQLite's own is 1,000,000,000) is 10,000 bytes
+                let events = EventRecorder()
+                var configuration = DiskStore.Configuration(spillThreshold: 1 << 30, onEvent: events.handler)
+                configuration.indexLengthLimit = 10_000
+                let store = try DiskStore(directory: url, configuration: configuration)
+                let longKey = String(repeating: "k", count: 5_000)
+
+                // When values over the limit are stored, alone and in a batch, and one
+                // that fits only without its long key
+                try store.set(DiskTest.bytes(20_000, seed: 1), for: "alone", in: "ns", storedAt: stored, expiresAt: nil)
+                try store.write([
+                    .set(DiskTest.bytes(10_001, seed: 2), for: "batched", in: "ns", storedAt: stored, expiresAt: nil)
+                ])
+                try store.set(DiskTest.bytes(6_000, seed: 3), for: longKey, in: "ns", storedAt: stored, expiresAt: nil)
+                try store.set(DiskTest.bytes(8_000, seed: 4), for: "fits", in: "ns", storedAt: stored, expiresAt: nil)
+
+                // Then the three are files, the value that fits stays inline, and all read back intact
+                #expect(DiskTest.blobFiles(url).count == 3)
+                let infos = try store.entries(in: "ns")
+                #expect(infos.map(\.key) == ["alone", "batched", "fits", longKey])
+                #expect(infos.map(\.isInFile) == [true, true, false, true])
+                #expect(try store.entry(for: "alone", in: "ns")?.data == DiskTest.bytes(20_000, seed: 1))
+                #expect(try store.entry(for: "batched", in: "ns")?.data == DiskTest.bytes(10_001, seed: 2))
+                #expect(try store.entry(for: longKey, in: "ns")?.data == DiskTest.bytes(6_000, seed: 3))
+                #expect(try store.entry(for: "fits", in: "ns")?.data == DiskTest.bytes(8_000, seed: 4))
+                #expect(try store.usage(in: "ns") == StoreUsage(count: 4, bytes: 44_001))
+                #expect(try store.verify().isHealthy)
+                #expect(events.all.isEmpty, "\(events.all)")
+            }
+        }
+
+        @Test("A value the index refuses to bind throws valueTooLarge and changes nothing: the previous value stays")
+        func refusedBindChangesNothing() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                // Given a stored value, and a connection whose length limit drops below
+                // what the store was opened with (so the store keeps 5,000 bytes inline)
+                var configuration = DiskStore.Configuration(spillThreshold: 1 << 30)
+                configuration.indexLengthLimit = 10_000
+                let store = try DiskStore(directory: url, configuration: configuration)
+                try store.set(DiskTest.bytes(100, seed: 1), for: "k", in: "ns", storedAt: stored, expiresAt: nil)
+                store.state.withLock { $0.index?.connection.lengthLimit = 1_000 }
+
+                // When a value over the connection's limit replaces it
+                let error = #expect(throws: HoardError.self) {
+                    try store.set(DiskTest.bytes(5_000, seed: 2), for: "k", in: "ns", storedAt: stored, expiresAt: nil)
+                }
+                // Then the write throws, naming the key, and the old value is intact
+                #expect(error?.code == .valueTooLarge)
+                #expect(error?.key == "k")
+                #expect(error?.message.contains("too big") == true, "\(String(describing: error))")
+                #expect(try store.entry(for: "k", in: "ns")?.data == DiskTest.bytes(100, seed: 1))
+                // A batch with such a value is refused whole
+                let batchError = #expect(throws: HoardError.self) {
+                    try store.write([
+                        .set(DiskTest.bytes(10, seed: 3), for: "j", in: "ns", storedAt: stored, expiresAt: nil),
+                        .set(DiskTest.bytes(5_000, seed: 4), for: "k", in: "ns", storedAt: stored, expiresAt: nil),
+                    ])
+                }
+                #expect(batchError?.code == .valueTooLarge)
+                #expect(try store.keys(in: "ns") == ["k"])
+                #expect(try store.entry(for: "k", in: "ns")?.data == DiskTest.bytes(100, seed: 1))
+                #expect(try store.usage(in: "ns") == StoreUsage(count: 1, bytes: 100))
+                #expect(DiskTest.blobFiles(url).isEmpty)
+                #expect(try store.verify().isHealthy)
+                // And the store goes on working
+                try store.set(DiskTest.bytes(500, seed: 5), for: "k", in: "ns", storedAt: stored, expiresAt: nil)
+                #expect(try store.entry(for: "k", in: "ns")?.data == DiskTest.bytes(500, seed: 5))
             }
         }
 
@@ -260,6 +337,17 @@ extension DiskStoreSuites {
                 }
                 #expect(
                     !FileManager.default.fileExists(atPath: url.path), "nothing is created for a refused configuration")
+            }
+        }
+
+        @Test("A finite busy timeout beyond what SQLite takes (1e17 seconds) opens a working store")
+        func largestBusyTimeout() async {
+            await #expect(processExitsWith: .success) {
+                try DiskTest.withTemporaryDirectory { url in
+                    let store = try DiskStore(directory: url, configuration: .init(busyTimeout: 1e17))
+                    try store.set(Data([1]), for: "k", in: "ns", storedAt: Date(), expiresAt: nil)
+                    try #require(try store.entry(for: "k", in: "ns")?.data == Data([1]))
+                }
             }
         }
     }

@@ -23,11 +23,16 @@ extension DiskStore {
 
         /// The most entries the store holds, or `nil` for no count limit. Defaults to
         /// `nil`. Must be at least 1.
+        ///
+        /// A write that takes the store over the limit evicts least-recently-accessed
+        /// entries (never the ones just written) down to ``lowWaterMark`` of it.
         public var countLimit: Int?
 
         /// The fraction of a limit the store evicts down to once a write exceeds it:
         /// at 0.75 a store limited to 1,000 entries that reaches 1,001 evicts down to
-        /// 750. Must satisfy `0 < lowWaterMark <= 1`. Defaults to 0.75.
+        /// 750. Only the limit the write exceeded is trimmed to this fraction; the
+        /// other one, if set, is only kept. Must satisfy `0 < lowWaterMark <= 1`.
+        /// Defaults to 0.75.
         public var lowWaterMark: Double
 
         /// The lifetime of values written with the typed
@@ -38,11 +43,18 @@ extension DiskStore {
         /// The largest value, in bytes, kept inline in the index; larger values are
         /// written to their own file in `blobs/`. Defaults to 32 KiB (32,768). Must be
         /// between 0 and 1 GiB.
+        ///
+        /// A value a row of the index cannot hold with its key and namespace
+        /// (SQLite's length limit, 1,000,000,000 bytes unless SQLite was built with
+        /// another, less a margin for the row's other columns) goes to a file
+        /// whatever this threshold says.
         public var spillThreshold: Int
 
         /// How long a write waits for another connection (another instance, another
         /// process) to release the store's write lock before it throws
-        /// ``HoardError/Code/busy``, in seconds. Defaults to 5.
+        /// ``HoardError/Code/busy``, in seconds. Defaults to 5. Must not be negative;
+        /// SQLite waits at most `Int32.max` milliseconds (about 24.8 days), so a longer
+        /// timeout waits that long.
         public var busyTimeout: TimeInterval
 
         /// How stale a recorded access time may get, in seconds: a read records an
@@ -94,12 +106,16 @@ extension DiskStore {
         /// Whether opening deletes files left behind by interrupted writes:
         /// temporary files, and value files no entry refers to. Defaults to `true`.
         /// It happens only when no other instance or process has the store open,
-        /// and is reported as ``DiskStoreEvent/collectedOrphans(files:bytes:)``.
+        /// and is reported as ``DiskStoreEvent/collectedOrphans(files:bytes:)``. A
+        /// name that cannot be deleted (a directory, which is never entered) is
+        /// reported as ``DiskStoreEvent/failed(operation:namespace:key:error:)`` and
+        /// left; the store opens all the same.
         public var collectsOrphansAtOpen: Bool
 
         /// Called with every event the store reports, on the thread that caused it,
         /// never while the store holds a lock. Defaults to `nil`. Events at open
-        /// (orphans collected) reach only this handler, as no stream exists yet.
+        /// (orphans collected, or an orphan that could not be deleted) reach only
+        /// this handler, as no stream exists yet.
         public var onEvent: (@Sendable (DiskStoreEvent) -> Void)?
 
         /// Where the store's events are logged, once each: damaged entries removed
@@ -109,6 +125,12 @@ extension DiskStore {
         /// `hoard.key` and `hoard.error` metadata. Reads and writes themselves are
         /// never logged. `nil` (the default) logs nothing.
         public var logger: Logger?
+
+        /// For tests: SQLite's length limit (`SQLITE_LIMIT_LENGTH`) set on the
+        /// store's connection, lower than SQLite's own, so that values too large
+        /// for a row of the index need not be a gigabyte. `nil` (the default) keeps
+        /// SQLite's.
+        var indexLengthLimit: Int?
 
         /// Creates a configuration; every parameter defaults as its property says.
         public init(
@@ -178,8 +200,15 @@ extension DiskStore {
         }
 
         /// The byte count the store evicts down to once over ``byteLimit``.
-        var byteLowWater: Int { byteLimit.map { Int((Double($0) * lowWaterMark).rounded(.down)) } ?? .max }
+        var byteLowWater: Int { byteLimit.map { Self.lowWater(of: $0, at: lowWaterMark) } ?? .max }
         /// The entry count the store evicts down to once over ``countLimit``.
-        var countLowWater: Int { countLimit.map { Int((Double($0) * lowWaterMark).rounded(.down)) } ?? .max }
+        var countLowWater: Int { countLimit.map { Self.lowWater(of: $0, at: lowWaterMark) } ?? .max }
+
+        /// `fraction` of `limit`, rounded down, and never more than `limit` (a limit
+        /// near `Int.max` is not exact as a `Double`, and its product may not fit).
+        static func lowWater(of limit: Int, at fraction: Double) -> Int {
+            let scaled = (Double(limit) * fraction).rounded(.down)
+            return scaled < Double(Int.max) ? min(limit, Int(scaled)) : limit
+        }
     }
 }

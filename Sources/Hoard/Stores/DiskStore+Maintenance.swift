@@ -113,10 +113,12 @@ extension DiskStore {
     /// With `repairing`, damaged entries are removed (after checking again under
     /// the write lock that they are still damaged), the totals are recomputed, and
     /// orphaned files older than ten minutes are deleted (younger ones may belong
-    /// to a write in flight in another process). Damage SQLite finds in the index
-    /// itself is reported (``StoreDamage/Reason/damagedIndex``) but cannot be
-    /// repaired here; as a store holds only cached data, deleting its directory
-    /// is the repair.
+    /// to a write in flight in another process). An orphan that cannot be deleted
+    /// (a directory, which is never entered) is left, said so in its report, and
+    /// reported as ``DiskStoreEvent/failed(operation:namespace:key:error:)``; the
+    /// check goes on. Damage SQLite finds in the index itself is reported
+    /// (``StoreDamage/Reason/damagedIndex``) but cannot be repaired here; as a
+    /// store holds only cached data, deleting its directory is the repair.
     ///
     /// - Parameters:
     ///   - repairing: Whether to remove what is damaged.
@@ -283,7 +285,7 @@ extension DiskStore {
     }
 
     /// Temporary files and value files no entry refers to, deleting those older
-    /// than `age` seconds when given.
+    /// than `age` seconds when given. A failed deletion is reported as an event.
     private func orphans(deletingOlderThan age: TimeInterval?) throws(HoardError) -> [StoreDamage] {
         // Names first, then the references: a file written and committed between
         // the two is referenced; one written but not yet committed shows up (and
@@ -291,6 +293,7 @@ extension DiskStore {
         let names = try blobs.allNames()
         let referenced = try state.withLock { (state) throws(HoardError) in try state.open().referencedFiles() }
         var damage: [StoreDamage] = []
+        var failures: [DiskStoreEvent] = []
         let now = Date()
         for name in names {
             let temporary = _BlobFiles.isTemporaryName(name)
@@ -304,14 +307,21 @@ extension DiskStore {
                 : "blobs/\(name) is a value file no entry refers to"
             if let age {
                 if old {
-                    try blobs.remove(name)
-                    detail += "; deleted"
+                    do {
+                        try blobs.remove(name)
+                        detail += "; deleted"
+                    } catch {
+                        detail += "; it could not be deleted (\(error.message))"
+                        failures.append(
+                            .failed(operation: "delete an orphaned file", namespace: nil, key: nil, error: error))
+                    }
                 } else {
                     detail += "; kept, as it is less than \(Int(age)) seconds old and may belong to a write in flight"
                 }
             }
             damage.append(StoreDamage(namespace: nil, key: nil, reason: .orphanedFile, detail: detail))
         }
+        observers.publish(failures)
         return damage
     }
 

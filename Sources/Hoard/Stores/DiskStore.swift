@@ -49,9 +49,9 @@ import Synchronization
 ///   (``HoardError/Code/storageFull``, ``HoardError/Code/permissionDenied``); the
 ///   operation had no effect and the store stays usable.
 /// - **Limits.** Over ``Configuration/byteLimit`` or ``Configuration/countLimit``,
-///   least-recently-accessed entries are evicted down to 75% (by default). Reads
-///   record accesses in memory, at most one per entry and second
-///   (``Configuration/accessTimeResolution``), and write them in batches.
+///   least-recently-accessed entries are evicted down to 75% (by default) of the
+///   limit exceeded. Reads record accesses in memory, at most one per entry and
+///   second (``Configuration/accessTimeResolution``), and write them in batches.
 public final class DiskStore: CacheStore {
     /// The namespace the typed API uses when none is given: `"default"`.
     public static let defaultNamespace = "default"
@@ -65,6 +65,14 @@ public final class DiskStore: CacheStore {
     let blobs: _BlobFiles
     let state: Mutex<_DiskState>
     let observers: _DiskStoreObservers
+    /// The most bytes of value, key and namespace together that a row of the index
+    /// holds: the connection's length limit (``_SQLiteConnection/lengthLimit``)
+    /// less ``rowMargin``. A larger value goes to a file whatever the spill
+    /// threshold.
+    let rowCapacity: Int
+    /// Room left in a row for everything but the value, key and namespace (the
+    /// numbers, the file name, the record's header: under 200 bytes).
+    static let rowMargin = 1_024
     private let lockDescriptor: Int32
 
     /// Opens the store in `directory`, creating it (mode 0700) when the directory
@@ -73,7 +81,8 @@ public final class DiskStore: CacheStore {
     /// When no other instance or process has the store open, files left behind by
     /// interrupted writes are deleted and reported as
     /// ``DiskStoreEvent/collectedOrphans(files:bytes:)`` to
-    /// ``Configuration/onEvent``.
+    /// ``Configuration/onEvent``; one that cannot be deleted is reported there as
+    /// ``DiskStoreEvent/failed(operation:namespace:key:error:)`` and left.
     ///
     /// - Parameters:
     ///   - directory: The store's directory.
@@ -110,7 +119,8 @@ public final class DiskStore: CacheStore {
             // The format is checked before any file is created: a database that
             // only looks like a store is refused untouched.
             index = try _DiskIndex(
-                path: indexPath, busyTimeout: configuration.busyTimeout, pageCacheBytes: configuration.pageCacheBytes)
+                path: indexPath, busyTimeout: configuration.busyTimeout, pageCacheBytes: configuration.pageCacheBytes,
+                lengthLimit: configuration.indexLengthLimit)
         } else if contents == .nothing {
             try _FileSystem.makeDirectories(path)
         }
@@ -129,7 +139,7 @@ public final class DiskStore: CacheStore {
                 try _StoreDirectory.checkIndexHeader(indexPath)
                 index = try _DiskIndex(
                     path: indexPath, busyTimeout: configuration.busyTimeout,
-                    pageCacheBytes: configuration.pageCacheBytes)
+                    pageCacheBytes: configuration.pageCacheBytes, lengthLimit: configuration.indexLengthLimit)
             }
             try _FileSystem.makeDirectory(blobs.directory)
             if let index, index.storedVersion < _DiskIndex.formatVersion {
@@ -142,8 +152,10 @@ public final class DiskStore: CacheStore {
                 try index.migrate(blobs: blobs)
             }
             if lock.exclusive, configuration.collectsOrphansAtOpen, let index {
-                let (files, bytes) = try _StoreDirectory.collectOrphans(blobs: blobs, index: index)
+                var failures: [DiskStoreEvent] = []
+                let (files, bytes) = try _StoreDirectory.collectOrphans(blobs: blobs, index: index, failures: &failures)
                 if files > 0 { openingEvents.append(.collectedOrphans(files: files, bytes: bytes)) }
+                openingEvents += failures
             }
             lock.share()
         } catch {
@@ -155,6 +167,7 @@ public final class DiskStore: CacheStore {
             throw HoardError(.ioFailed, "the store's index could not be opened", path: indexPath)
         }
         lockDescriptor = lock.descriptor
+        rowCapacity = index.connection.lengthLimit - Self.rowMargin
         state = Mutex(_DiskState(index: index, configuration: configuration))
         observers.publish(openingEvents)
     }
@@ -302,14 +315,16 @@ public final class DiskStore: CacheStore {
 
     /// Stores `data` for `key` in `namespace`, replacing any older value.
     ///
-    /// A value over ``Configuration/spillThreshold`` is written to its own file
-    /// (temporary name, flushed, renamed) before the index row that refers to it
-    /// is committed. Pending access times are written in the same transaction. If
+    /// A value over ``Configuration/spillThreshold``, or too large for a row of the
+    /// index with its key and namespace, is written to its own file (temporary
+    /// name, flushed, renamed) before the index row that refers to it is
+    /// committed. Pending access times are written in the same transaction. If
     /// the store is now over a limit it evicts least-recently-accessed entries,
     /// never this one.
     ///
     /// - Throws: ``HoardError/Code/valueTooLarge`` when the value alone exceeds the
-    ///   byte limit; ``HoardError/Code/storageFull``,
+    ///   byte limit, or the key or namespace is too large for a row of the index;
+    ///   ``HoardError/Code/storageFull``,
     ///   ``HoardError/Code/permissionDenied``, ``HoardError/Code/busy`` or
     ///   ``HoardError/Code/ioFailed`` when the write fails. When it throws, the
     ///   store is unchanged.
@@ -323,7 +338,7 @@ public final class DiskStore: CacheStore {
         try checkSize(data.count, key: key)
         let crc = data.withUnsafeBytes { _DiskIndex.checksum($0, namespace: namespace, key: key) }
         var file: String?
-        if data.count > configuration.spillThreshold {
+        if spills(data.count, key: key, namespace: namespace) {
             let name = _BlobFiles.makeName(namespace: namespace, key: key)
             try blobs.write(data, as: name)
             file = name
@@ -369,7 +384,7 @@ public final class DiskStore: CacheStore {
                     let namespace = _normalized(namespace)
                     try checkSize(data.count, key: key)
                     var file: String?
-                    if data.count > configuration.spillThreshold {
+                    if spills(data.count, key: key, namespace: namespace) {
                         let name = _BlobFiles.makeName(namespace: namespace, key: key)
                         try blobs.write(data, as: name)
                         newFiles.append(name)
@@ -502,6 +517,14 @@ public final class DiskStore: CacheStore {
     }
 
     // MARK: Support
+
+    /// Whether a value of `size` bytes goes to a file of its own: when it is over
+    /// ``Configuration/spillThreshold``, or when a row of the index cannot hold it
+    /// with its key and namespace (``rowCapacity``).
+    @inline(__always)
+    private func spills(_ size: Int, key: String, namespace: String) -> Bool {
+        size > configuration.spillThreshold || size > rowCapacity - key.utf8.count - namespace.utf8.count
+    }
 
     /// Refuses a value larger than the byte limit on its own.
     private func checkSize(_ size: Int, key: String) throws(HoardError) {

@@ -47,7 +47,7 @@ extension _DiskIndex {
     /// namespace and key.
     func list(namespace: String?, limit: Int) throws(HoardError) -> [ScannedRow] {
         let statement = try self.statement(.list)
-        if let namespace { statement.bind(text: namespace, at: 1) } else { statement.bindNull(at: 1) }
+        if let namespace { try statement.bind(text: namespace, at: 1) } else { statement.bindNull(at: 1) }
         statement.bind(Int64(limit), at: 2)
         defer { statement.reset() }
         var rows: [ScannedRow] = []

@@ -97,17 +97,23 @@ final class _DiskIndex {
             """)
     }
 
-    /// Opens an existing index: WAL, `synchronous = NORMAL`, the busy timeout, the
-    /// page cache size, and a check of the format recorded in `meta`.
+    /// Opens an existing index: WAL, `synchronous = NORMAL`, the busy timeout (at
+    /// most `Int32.max` milliseconds, about 24.8 days: SQLite's limit), the page
+    /// cache size, the length limit when one is given (see
+    /// ``_SQLiteConnection/lengthLimit``), and a check of the format recorded in
+    /// `meta`.
     ///
     /// - Throws: ``HoardError/Code/notAStore`` or ``HoardError/Code/unsupportedFormat``
     ///   when `meta` does not describe a store this version can use; nothing is
     ///   written before that check passes.
-    init(path: String, busyTimeout: TimeInterval, pageCacheBytes: Int = 0) throws(HoardError) {
+    init(path: String, busyTimeout: TimeInterval, pageCacheBytes: Int = 0, lengthLimit: Int? = nil)
+        throws(HoardError)
+    {
         connection = try _SQLiteConnection(path: path)
         statements = Array(repeating: nil, count: _Query.allCases.count)
         storedVersion = 0
-        try connection.setBusyTimeout(milliseconds: Int(busyTimeout * 1000))
+        if let lengthLimit { connection.lengthLimit = lengthLimit }
+        try connection.setBusyTimeout(milliseconds: Int(min(busyTimeout * 1000, Double(Int32.max))))
         storedVersion = try checkFormat()
         try connection.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;")
         if pageCacheBytes > 0 {
@@ -341,8 +347,8 @@ final class _DiskIndex {
     func lookup(namespace: String, key: String) throws(HoardError) -> Row? {
         let statement = try self.statement(.lookup)
         return try withBytes(namespace, key) { (ns, k) throws(HoardError) -> Row? in
-            statement.bind(bytes: ns, at: 1)
-            statement.bind(bytes: k, at: 2)
+            try statement.bind(bytes: ns, at: 1)
+            try statement.bind(bytes: k, at: 2)
             defer { statement.reset() }
             guard try statement.step() else { return nil }
             var row = Self.readRow(statement)
@@ -406,8 +412,8 @@ final class _DiskIndex {
     func contains(namespace: String, key: String, now: Double) throws(HoardError) -> Bool {
         let statement = try self.statement(.expiryOfKey)
         return try withBytes(namespace, key) { (ns, k) throws(HoardError) -> Bool in
-            statement.bind(bytes: ns, at: 1)
-            statement.bind(bytes: k, at: 2)
+            try statement.bind(bytes: ns, at: 1)
+            try statement.bind(bytes: k, at: 2)
             defer { statement.reset() }
             guard try statement.step() else { return false }
             if statement.type(at: 0) == .null { return true }
@@ -431,17 +437,17 @@ final class _DiskIndex {
         let recordWrite = try self.statement(.recordWrite)
         try withBytes(namespace, key) { (ns, k) throws(HoardError) in
             statement.bind(Int64(crc), at: 8)
-            statement.bind(bytes: ns, at: 1)
-            statement.bind(bytes: k, at: 2)
+            try statement.bind(bytes: ns, at: 1)
+            try statement.bind(bytes: k, at: 2)
             statement.bind(storedAt, at: 3)
             statement.bind(expiresAt, at: 4)
             statement.bind(Int64(size), at: 5)
-            if let blob { statement.bind(text: blob, at: 7) } else { statement.bindNull(at: 7) }
+            if let blob { try statement.bind(text: blob, at: 7) } else { statement.bindNull(at: 7) }
             defer { statement.reset() }
             if let value {
                 let result = value.withUnsafeBytes { bytes in
                     Result { () throws(HoardError) in
-                        statement.bind(bytes: bytes, at: 6)
+                        try statement.bind(bytes: bytes, at: 6)
                         _ = try statement.step()
                     }
                 }
@@ -450,8 +456,8 @@ final class _DiskIndex {
                 statement.bindNull(at: 6)
                 _ = try statement.step()
             }
-            recordWrite.bind(bytes: ns, at: 1)
-            recordWrite.bind(bytes: k, at: 2)
+            try recordWrite.bind(bytes: ns, at: 1)
+            try recordWrite.bind(bytes: k, at: 2)
             recordWrite.bind(accessedAt, at: 3)
             defer { recordWrite.reset() }
             _ = try recordWrite.step()
@@ -462,8 +468,8 @@ final class _DiskIndex {
     func fileName(namespace: String, key: String) throws(HoardError) -> String? {
         let statement = try self.statement(.fileOfKey)
         return try withBytes(namespace, key) { (ns, k) throws(HoardError) -> String? in
-            statement.bind(bytes: ns, at: 1)
-            statement.bind(bytes: k, at: 2)
+            try statement.bind(bytes: ns, at: 1)
+            try statement.bind(bytes: k, at: 2)
             defer { statement.reset() }
             guard try statement.step(), statement.type(at: 0) == .text else { return nil }
             return statement.string(at: 0)
@@ -483,8 +489,8 @@ final class _DiskIndex {
     func delete(namespace: String, key: String) throws(HoardError) -> (found: Bool, file: String?) {
         let statement = try self.statement(.deleteKey)
         return try withBytes(namespace, key) { (ns, k) throws(HoardError) -> (found: Bool, file: String?) in
-            statement.bind(bytes: ns, at: 1)
-            statement.bind(bytes: k, at: 2)
+            try statement.bind(bytes: ns, at: 1)
+            try statement.bind(bytes: k, at: 2)
             defer { statement.reset() }
             guard try statement.step() else { return (false, nil) }
             let file = statement.type(at: 0) == .text ? statement.string(at: 0) : nil
@@ -501,7 +507,7 @@ final class _DiskIndex {
         if let namespace {
             statement = try self.statement(.deleteNamespace)
             return try withBytes(namespace) { (ns) throws(HoardError) -> (count: Int, files: [String]) in
-                statement.bind(bytes: ns, at: 1)
+                try statement.bind(bytes: ns, at: 1)
                 return try Self.collectDeleted(statement)
             }
         }
@@ -570,7 +576,7 @@ final class _DiskIndex {
     func keys(namespace: String, now: Double) throws(HoardError) -> [String] {
         let statement = try self.statement(.keys)
         return try withBytes(namespace) { (ns) throws(HoardError) -> [String] in
-            statement.bind(bytes: ns, at: 1)
+            try statement.bind(bytes: ns, at: 1)
             statement.bind(now, at: 2)
             defer { statement.reset() }
             var keys: [String] = []
@@ -585,7 +591,7 @@ final class _DiskIndex {
     func usage(namespace: String) throws(HoardError) -> StoreUsage {
         let statement = try self.statement(.usage)
         return try withBytes(namespace) { (ns) throws(HoardError) -> StoreUsage in
-            statement.bind(bytes: ns, at: 1)
+            try statement.bind(bytes: ns, at: 1)
             defer { statement.reset() }
             guard try statement.step() else { return StoreUsage() }
             return StoreUsage(count: Int(statement.int64(at: 0)), bytes: Int(statement.int64(at: 1)))
@@ -633,7 +639,7 @@ final class _DiskIndex {
         guard let namespace else { return try referencedFiles() }
         let statement = try self.statement(.filesOfNamespace)
         return try withBytes(namespace) { (ns) throws(HoardError) -> Set<String> in
-            statement.bind(bytes: ns, at: 1)
+            try statement.bind(bytes: ns, at: 1)
             defer { statement.reset() }
             var names = Set<String>()
             while try statement.step() {

@@ -201,10 +201,14 @@ struct _DiskState {
     // MARK: Access times
 
     /// Records a read of row `id` at `now` in memory, unless this instance has
-    /// recorded one for it within the resolution.
+    /// recorded one for it within the resolution. A read the resolution or more
+    /// after a pending one replaces it: the newest time is the one written.
     @inline(__always)
     private mutating func recordAccess(id: Int64, now: Double) {
-        guard pendingAccesses[id] == nil else { return }
+        if let pending = pendingAccesses[id] {
+            if now - pending >= accessTimeResolution { pendingAccesses[id] = now }
+            return
+        }
         if let written = writtenAccesses[id], now - written < accessTimeResolution { return }
         pendingAccesses[id] = now
         pendingSince = min(pendingSince, now)
@@ -307,20 +311,23 @@ struct _DiskState {
         effects.filesToRemove += oldFiles
     }
 
-    /// After a write: if a limit is exceeded, evicts down to the low-water marks,
-    /// never the entries just written. A failure is reported, not thrown: the write
-    /// itself succeeded.
+    /// After a write: if a limit is exceeded, evicts down to its low-water mark,
+    /// never the entries just written. A limit that is not exceeded is only kept,
+    /// not trimmed to its low-water mark too. A failure is reported, not thrown:
+    /// the write itself succeeded.
     mutating func enforceLimits(protecting names: @autoclosure () -> Set<_EntryName>, effects: inout _DiskEffects) {
         guard byteLimit != .max || countLimit != .max, let index else { return }
         do {
             let usage = try index.totalUsage()
             guard usage.bytes > byteLimit || usage.count > countLimit else { return }
+            let maxBytes = usage.bytes > byteLimit ? byteLowWater : byteLimit
+            let maxCount = usage.count > countLimit ? countLowWater : countLimit
             let protected = names()
             var evicted = 0
             var bytes = 0
             while true {
                 let step = try trimStep(
-                    toBytes: byteLowWater, count: countLowWater, protecting: protected, effects: &effects)
+                    toBytes: maxBytes, count: maxCount, protecting: protected, effects: &effects)
                 evicted += step.evicted
                 bytes += step.bytes
                 if step.done { break }

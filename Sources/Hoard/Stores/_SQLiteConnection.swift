@@ -101,6 +101,16 @@ final class _SQLiteConnection {
         return Int(sqlite3_changes(handle))
     }
 
+    /// The most bytes a string, a BLOB or a row may have on this connection
+    /// (`SQLITE_LIMIT_LENGTH`: 1,000,000,000 unless SQLite was built with
+    /// another). Setting it can only lower it below the limit SQLite was built with.
+    var lengthLimit: Int {
+        get { handle.map { Int(sqlite3_limit($0, SQLITE_LIMIT_LENGTH, -1)) } ?? 0 }
+        set {
+            if let handle { _ = sqlite3_limit(handle, SQLITE_LIMIT_LENGTH, Int32(clamping: max(0, newValue))) }
+        }
+    }
+
     /// Whether a transaction is open on this connection.
     var isInTransaction: Bool {
         guard let handle else { return false }
@@ -124,6 +134,8 @@ final class _SQLiteConnection {
             code = .storageFull
         case SQLITE_BUSY, SQLITE_LOCKED:
             code = .busy
+        case SQLITE_TOOBIG:
+            code = .valueTooLarge
         case SQLITE_CORRUPT, SQLITE_NOTADB:
             code = .storeDamaged
         case SQLITE_READONLY, SQLITE_PERM, SQLITE_AUTH:
@@ -174,17 +186,38 @@ final class _SQLiteConnection {
         }
 
         /// Binds bytes as a BLOB without copying them; keep them alive until ``reset()``.
-        func bind(bytes: UnsafeRawBufferPointer, at index: Int32) {
+        ///
+        /// - Throws: ``HoardError/Code/valueTooLarge`` when they are over the
+        ///   connection's ``_SQLiteConnection/lengthLimit``; the statement is reset.
+        func bind(bytes: UnsafeRawBufferPointer, at index: Int32) throws(HoardError) {
+            let rc: Int32
             if let base = bytes.baseAddress, bytes.count > 0 {
-                sqlite3_bind_blob64(handle, index, base, sqlite3_uint64(bytes.count), nil)
+                rc = sqlite3_bind_blob64(handle, index, base, sqlite3_uint64(bytes.count), nil)
             } else {
-                sqlite3_bind_zeroblob(handle, index, 0)
+                rc = sqlite3_bind_zeroblob(handle, index, 0)
+            }
+            if rc != SQLITE_OK {
+                throw failure(rc, "could not bind \(bytes.count) bytes to a statement on the store's index")
             }
         }
 
         /// Binds text, copying it (for statements off the hot path).
-        func bind(text: String, at index: Int32) {
-            sqlite3_bind_text(handle, index, text, Int32(clamping: text.utf8.count), hoard_sqlite_transient())
+        ///
+        /// - Throws: As ``bind(bytes:at:)``.
+        func bind(text: String, at index: Int32) throws(HoardError) {
+            let count = text.utf8.count
+            let rc = sqlite3_bind_text(handle, index, text, Int32(clamping: count), hoard_sqlite_transient())
+            if rc != SQLITE_OK {
+                throw failure(rc, "could not bind \(count) bytes of text to a statement on the store's index")
+            }
+        }
+
+        /// The error for a failed bind; resets the statement, dropping the bindings
+        /// made so far.
+        private func failure(_ rc: Int32, _ what: String) -> HoardError {
+            let error = connection.error(rc, what)
+            reset()
+            return error
         }
 
         /// Runs the statement one step.

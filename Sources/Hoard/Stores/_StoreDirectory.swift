@@ -185,8 +185,14 @@ enum _StoreDirectory {
     /// Deletes temporary files and value files no entry refers to. Call with the
     /// lock exclusive: no write can be in flight.
     ///
-    /// - Returns: How many files, and their bytes.
-    static func collectOrphans(blobs: _BlobFiles, index: _DiskIndex) throws(HoardError) -> (files: Int, bytes: Int) {
+    /// A name that cannot be deleted (a directory: `unlink` never enters one, and a
+    /// symbolic link is deleted, not followed) is left, and reported in `failures`
+    /// as ``DiskStoreEvent/failed(operation:namespace:key:error:)``.
+    ///
+    /// - Returns: How many files were deleted, and their bytes.
+    static func collectOrphans(
+        blobs: _BlobFiles, index: _DiskIndex, failures: inout [DiskStoreEvent]
+    ) throws(HoardError) -> (files: Int, bytes: Int) {
         let referenced = try index.referencedFiles()
         var files = 0
         var bytes = 0
@@ -195,7 +201,13 @@ enum _StoreDirectory {
                 _BlobFiles.isTemporaryName(name) || (_BlobFiles.isValidName(name) && !referenced.contains(name))
             guard orphan else { continue }
             let size = blobs.size(of: name) ?? 0
-            try blobs.remove(name)
+            do {
+                try blobs.remove(name)
+            } catch {
+                failures.append(
+                    .failed(operation: "delete an orphaned file at open", namespace: nil, key: nil, error: error))
+                continue
+            }
             files += 1
             bytes += size
         }

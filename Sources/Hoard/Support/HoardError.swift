@@ -56,8 +56,9 @@ public struct HoardError: Error, Sendable, CustomStringConvertible {
         /// The store's index database is damaged beyond what removing single entries
         /// repairs.
         public static let storeDamaged = Code("storeDamaged")
-        /// A value is larger than the store can hold: over its byte limit on its own.
-        /// Nothing was stored.
+        /// A value is larger than the store can hold: over its byte limit on its own,
+        /// or (with its key and namespace) over what its index can hold. Nothing was
+        /// stored.
         public static let valueTooLarge = Code("valueTooLarge")
         /// A file operation (open, read, write, sync, lock) of a store or log failed
         /// for another reason; `underlying` says which.
