@@ -238,3 +238,41 @@ final class ReadGatedRemoteStore: RemoteCacheStore {
         AsyncStream { $0.finish() }
     }
 }
+
+/// A remote store whose batch writes (`write(_:)`) stop at a gate until the test
+/// opens it; reads go straight through. Sends no invalidations.
+final class WriteGatedRemoteStore: RemoteCacheStore {
+    let inner = InMemoryRemoteStore()
+    let gate = StoreGate()
+
+    func entry(for key: String, in namespace: String) async throws -> StoredEntry? {
+        try await inner.entry(for: key, in: namespace)
+    }
+    func entries(for keys: [String], in namespace: String) async throws -> [String: StoredEntry] {
+        try await inner.entries(for: keys, in: namespace)
+    }
+    func set(_ data: Data, for key: String, in namespace: String, storedAt: Date, expiresAt: Date?) async throws {
+        try await inner.set(data, for: key, in: namespace, storedAt: storedAt, expiresAt: expiresAt)
+    }
+    func removeValue(for key: String, in namespace: String) async throws {
+        try await inner.removeValue(for: key, in: namespace)
+    }
+    func removeAll(in namespace: String) async throws { try await inner.removeAll(in: namespace) }
+    func write(_ batch: [CacheStoreWrite]) async throws {
+        await gate.pass()
+        try await inner.write(batch)
+    }
+    func invalidations(in namespace: String) -> AsyncStream<RemoteInvalidation> {
+        AsyncStream { $0.finish() }
+    }
+}
+
+extension CacheTest {
+    /// Waits until `events` has reported `count` clears.
+    static func awaitClears<Key>(_ count: Int, on events: inout AsyncStream<CacheEvent<Key>>.Iterator) async {
+        var seen = 0
+        while seen < count, let event = await events.next() {
+            if case .cleared = event { seen += 1 }
+        }
+    }
+}

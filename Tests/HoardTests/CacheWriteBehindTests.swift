@@ -1,6 +1,7 @@
 import Foundation
-import Hoard
 import Testing
+
+@testable import Hoard
 
 @Suite("Cache writes", .timeLimit(.minutes(3)))
 struct CacheWriteBehindTests {
@@ -98,6 +99,138 @@ struct CacheWriteBehindTests {
             #expect(cache["k"] == nil)
             #expect(neighbour["k"] == 2)
             #expect(try disk.entry(for: "k", in: "b") != nil)
+        }
+    }
+
+    /// The two ways the local stores are emptied while the remote ones are left alone.
+    enum LocalStoresEmptied: CaseIterable, Sendable {
+        /// `clear(memory: true, disk: true, remote: false)`.
+        case clear
+        /// Another instance's "everything may have changed" (`RemoteInvalidation.all`).
+        case invalidation
+    }
+
+    @Test(
+        "A clear of the local stores only keeps a write still queued for the remote stores readable: the remote store's older value is neither served nor promoted",
+        arguments: LocalStoresEmptied.allCases)
+    func localClearKeepsQueuedRemoteWrites(_ emptied: LocalStoresEmptied) async throws {
+        try await DiskTest.withTemporaryDirectory { directory in
+            let disk = try DiskStore(directory: directory)
+            let remote = WriteGatedRemoteStore()
+            try await remote.inner.set(Data("1".utf8), for: "k", in: "test", storedAt: Date(), expiresAt: nil)
+            var configuration: Cache<String, String>.Configuration = CacheTest.configuration(disk: disk)
+            configuration.remoteStores = [remote]
+            let cache = try Cache<String, String>(configuration: configuration)
+            var events = cache.events.makeAsyncIterator()
+
+            remote.gate.close()
+            cache["k"] = "2"  // the disk gets it; its remote write waits at the gate
+            await remote.gate.arrival()
+            let clear: Task<Void, any Error>
+            switch emptied {
+            case .clear:
+                clear = Task { try await cache.clear(memory: true, disk: true, remote: false) }
+                await CacheTest.awaitClears(1, on: &events)
+            case .invalidation:
+                cache.invalidate(.all)
+                clear = Task {}
+            }
+
+            #expect(try await cache.value(for: "k") == "2", "the newer write is still on its way to the remote store")
+            remote.gate.open()
+            try await clear.value
+            await cache.flush()
+
+            #expect(try await remote.inner.entry(for: "k", in: "test")?.data == Data("2".utf8))
+            #expect(cache["k"] == "2", "memory holds the newest value, not the remote store's older one")
+            #expect(try disk.entry(for: "k", in: "test") == nil, "the older value was not promoted onto the disk")
+            #expect(cache.statistics.remote.hits == 0)
+        }
+    }
+
+    @Test("Until a clear of the remote stores only is applied, reads treat them as empty and promote nothing from them")
+    func queuedRemoteClearHidesRemoteStores() async throws {
+        try await DiskTest.withTemporaryDirectory { directory in
+            let disk = try DiskStore(directory: directory)
+            let remote = WriteGatedRemoteStore()
+            try await remote.inner.set(Data("1".utf8), for: "k", in: "test", storedAt: Date(), expiresAt: nil)
+            var configuration: Cache<String, String>.Configuration = CacheTest.configuration(disk: disk)
+            configuration.remoteStores = [remote]
+            let cache = try Cache<String, String>(configuration: configuration)
+
+            remote.gate.close()
+            let clear = Task { try await cache.clear(memory: true, disk: false, remote: true) }
+            await remote.gate.arrival()  // the clear is queued and under way
+            #expect(try await cache.value(for: "k") == nil, "the remote store is being cleared")
+            remote.gate.open()
+            try await clear.value
+            await cache.flush()
+
+            #expect(try await remote.inner.entry(for: "k", in: "test") == nil)
+            #expect(cache["k"] == nil, "the cleared value did not come back into memory")
+            #expect(try disk.entry(for: "k", in: "test") == nil, "nor onto the disk")
+            #expect(cache.statistics.remote.hits == 0)
+        }
+    }
+
+    @Test(
+        "A clear of the local stores only, queued behind a clear of every tier, leaves the remote stores treated as empty until both are applied"
+    )
+    func localClearBehindFullClear() async throws {
+        try await DiskTest.withTemporaryDirectory { directory in
+            let disk = try DiskStore(directory: directory)
+            let remote = WriteGatedRemoteStore()
+            try await remote.inner.set(Data("1".utf8), for: "k", in: "test", storedAt: Date(), expiresAt: nil)
+            var configuration: Cache<String, String>.Configuration = CacheTest.configuration(disk: disk)
+            configuration.remoteStores = [remote]
+            let cache = try Cache<String, String>(configuration: configuration)
+            var events = cache.events.makeAsyncIterator()
+
+            remote.gate.close()
+            let everything = Task { try await cache.clear() }
+            await remote.gate.arrival()  // its remote part waits at the gate
+            let local = Task { try await cache.clear(memory: true, disk: true, remote: false) }
+            await CacheTest.awaitClears(2, on: &events)
+            #expect(try await cache.value(for: "k") == nil, "the first clear still empties the remote store")
+            remote.gate.open()
+            try await everything.value
+            try await local.value
+            await cache.flush()
+
+            #expect(try await remote.inner.entry(for: "k", in: "test") == nil)
+            #expect(cache["k"] == nil)
+            #expect(try disk.entry(for: "k", in: "test") == nil)
+        }
+    }
+
+    @Test(
+        "A write queued before a clear of the remote stores and a later clear of the local ones is gone: reads do not serve it"
+    )
+    func writeClearedFromEveryTier() async throws {
+        try await DiskTest.withTemporaryDirectory { directory in
+            let disk = try DiskStore(directory: directory)
+            let remote = WriteGatedRemoteStore()
+            try await remote.inner.set(Data("0".utf8), for: "k", in: "test", storedAt: Date(), expiresAt: nil)
+            var configuration: Cache<String, String>.Configuration = CacheTest.configuration(disk: disk)
+            configuration.remoteStores = [remote]
+            let cache = try Cache<String, String>(configuration: configuration)
+            var events = cache.events.makeAsyncIterator()
+
+            remote.gate.close()
+            cache["k"] = "1"
+            await remote.gate.arrival()  // its remote write waits at the gate
+            let remoteCleared = Task { try await cache.clear(memory: false, disk: false, remote: true) }
+            let localCleared = Task { try await cache.clear(memory: true, disk: true, remote: false) }
+            await CacheTest.awaitClears(2, on: &events)
+            #expect(try await cache.value(for: "k") == nil, "between them, the clears empty every tier")
+            remote.gate.open()
+            try await remoteCleared.value
+            try await localCleared.value
+            await cache.flush()
+
+            #expect(try await remote.inner.entry(for: "k", in: "test") == nil)
+            #expect(cache["k"] == nil)
+            #expect(try disk.entry(for: "k", in: "test") == nil)
         }
     }
 

@@ -82,11 +82,11 @@ extension Cache {
         let (ticket, pending) = writer.beginRead(key)
         defer { writer.endRead(ticket) }
         let local: _LocalLookup<Value>
-        if localStores.isEmpty || pending != nil {
+        if localStores.isEmpty || pending?.hidesLocalStores == true {
             local = lookUpLocally(key, maxAge: maxAge, newerThan: newerThan, pending: pending, ticket: ticket)
         } else {
             local = await executor.run {
-                self.lookUpLocally(key, maxAge: maxAge, newerThan: newerThan, pending: nil, ticket: ticket)
+                self.lookUpLocally(key, maxAge: maxAge, newerThan: newerThan, pending: pending, ticket: ticket)
             }
         }
         switch local {

@@ -132,19 +132,25 @@ extension Cache {
     /// (and into the local stores before it) unless the key changed since
     /// `ticket`. Counts hits and the local tier's miss, not the overall miss (the
     /// caller knows whether slower tiers follow). Blocks for as long as the stores
-    /// take: `async` callers run it on Hoard's executor.
+    /// take (unless `pending` hides them): `async` callers run it on Hoard's
+    /// executor.
     @inlinable
     func lookUpLocally(
         _ key: Key, maxAge: TimeInterval?, newerThan: Date?, pending: _CacheWriter<Key, Value>.Pending?, ticket: UInt64
     ) -> _LocalLookup<Value> {
         let now = clock.now()
-        if let pending {
-            guard case .value(let value, let storedAt, let expiresAt) = pending else {
-                // A removal that left the remote stores alone (another instance's
-                // invalidation) leaves them to answer.
-                if case .removed(remote: false) = pending { return .miss(masked: false) }
-                return .miss(masked: true)
-            }
+        // Whether a queued clear of the remote stores only masks them.
+        var remoteCleared = false
+        switch pending {
+        case nil:
+            break
+        case .removed(local: false, let remote)?:
+            remoteCleared = remote
+        case .removed(local: true, let remote)?:
+            // A removal that left the remote stores alone (another instance's
+            // invalidation, a clear of the local stores only) leaves them to answer.
+            return .miss(masked: remote)
+        case .value(let value, let storedAt, let expiresAt)?:
             guard expiresAt.map({ $0 > now }) ?? true,
                 Self.passes(storedAt: storedAt, maxAge: maxAge, newerThan: newerThan, now: now)
             else { return .miss(masked: true) }
@@ -177,7 +183,7 @@ extension Cache {
             return hit(value, storedAt: stored.storedAt, expiresAt: stored.expiresAt, now: now)
         }
         if !localStores.isEmpty { counters.localMisses.add(1, ordering: .relaxed) }
-        return .miss(masked: false)
+        return .miss(masked: remoteCleared)
     }
 
     @inlinable

@@ -52,7 +52,9 @@ extension Cache {
     ///
     /// The removal is queued behind the writes made before it, so none of them
     /// reappears afterwards; until it is applied, reads already treat the chosen
-    /// stores as empty. A read that began before the clear promotes nothing it found.
+    /// stores as empty (a write queued before it stays readable while a store the
+    /// clear leaves alone is yet to receive it). A read that began before the
+    /// clear promotes nothing it found.
     ///
     /// - Parameters:
     ///   - clearsMemory: Empty the memory tier.

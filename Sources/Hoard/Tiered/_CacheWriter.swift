@@ -13,6 +13,9 @@ import Synchronization
 ///   newer one, in memory or in a store.
 /// - The newest queued write of each key stays readable (``Pending``) until the
 ///   stores have it, so a read never sees an older store value while it waits.
+///   Queued clears are kept per tier the same way: until one is applied, reads
+///   treat the stores it clears as empty, while a queued write of a key that the
+///   stores left alone will hold stays readable.
 /// - Store work runs on Hoard's own threads (``_BlockingExecutor``), never on the
 ///   cooperative pool, and nothing blocks a thread waiting for a task: remote
 ///   writes are awaited by a task on those same threads, and the next batch starts
@@ -57,14 +60,24 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
         }
     }
 
-    /// What a read must see for a key while its write is queued.
+    /// What a read must see for a key while a change of it (or a clear) is queued.
     @usableFromInline
     enum Pending: Sendable {
         case value(Value, storedAt: Date, expiresAt: Date?)
-        /// Removed from the local stores, and from the remote ones when `remote`
-        /// (otherwise, as after another instance's invalidation, the remote stores
-        /// hold the newest value).
-        case removed(remote: Bool)
+        /// Removed from the local stores when `local`, and from the remote ones when
+        /// `remote`. The stores left alone answer: the remote ones after another
+        /// instance's invalidation or a clear of the local stores only (they hold
+        /// the newest value), the local ones while a clear of the remote stores
+        /// only is queued.
+        case removed(local: Bool, remote: Bool)
+
+        /// Whether a read answers from this alone, without looking in the local
+        /// stores.
+        @inlinable
+        var hidesLocalStores: Bool {
+            if case .removed(local: false, _) = self { return false }
+            return true
+        }
     }
 
     /// The newest queued write of a key, and its place in the queue.
@@ -84,9 +97,12 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
     struct State {
         @usableFromInline var queue: [Operation] = []
         @usableFromInline var pending: [Key: Queued] = [:]
-        /// The newest queued clear of the local stores, if any, and whether it
-        /// clears the remote stores too.
-        @usableFromInline var pendingClear: (sequence: UInt64, remote: Bool)?
+        /// The newest queued clear of the local stores, if any.
+        @usableFromInline var localClear: UInt64?
+        /// The newest queued clear of the remote stores, if any (never set without
+        /// remote stores).
+        @usableFromInline var remoteClear: UInt64?
+        @usableFromInline let hasRemoteStores: Bool
         @usableFromInline var nextSequence: UInt64 = 1
         @usableFromInline var completed: UInt64 = 0
         @usableFromInline var running = false
@@ -102,7 +118,9 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
         @usableFromInline var barrier: UInt64 = 0
 
         @inlinable
-        init() {}
+        init(hasRemoteStores: Bool) {
+            self.hasRemoteStores = hasRemoteStores
+        }
 
         /// Notes what `kind`, at `sequence`, changes: the pending value reads must see
         /// (when it is `queued` for the stores) and, while reads are in flight, the
@@ -117,19 +135,55 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
                 }
                 noteChange(of: key, at: sequence)
             case .remove(let key, let remote):
-                if queued { pending[key] = .init(sequence: sequence, value: .removed(remote: remote)) }
+                if queued { pending[key] = .init(sequence: sequence, value: .removed(local: true, remote: remote)) }
                 noteChange(of: key, at: sequence)
             case .removeLocally:
                 barrier = sequence
             case .removeAll(let local, let remote):
-                if local && queued {
-                    pending = [:]
-                    pendingClear = (sequence, remote)
-                }
                 barrier = sequence
+                guard queued else { break }
+                if local { localClear = sequence }
+                if remote && hasRemoteStores { remoteClear = sequence }
+                dropWritesClearedEverywhere(clearedAt: sequence)
             case .promote:
                 break
             }
+        }
+
+        /// Forgets the queued writes that queued clears of every tier undo (a clear
+        /// of the local stores, and one of the remote stores, both made after the
+        /// write). A write that one of the tiers keeps stays readable until it is
+        /// applied: after a clear of the local stores only, the remote stores will
+        /// hold it. `sequence` is the clear just recorded.
+        @inlinable
+        mutating func dropWritesClearedEverywhere(clearedAt sequence: UInt64) {
+            guard let localClear else { return }
+            var before = localClear
+            if hasRemoteStores {
+                guard let remoteClear else { return }
+                before = min(localClear, remoteClear)
+            }
+            if before == sequence {
+                // This clear empties every tier, after every queued write.
+                pending = [:]
+            } else {
+                pending = pending.filter { $0.value.sequence > before }
+            }
+        }
+
+        /// What a read of `key` must see: its newest queued change, or what the
+        /// queued clears leave (`nil` when nothing queued concerns it).
+        @inlinable
+        func pending(for key: Key) -> Pending? {
+            if let queued = pending[key] {
+                // The remote stores that would answer are being cleared.
+                if case .removed(local: true, remote: false) = queued.value, remoteClear != nil {
+                    return .removed(local: true, remote: true)
+                }
+                return queued.value
+            }
+            if localClear == nil && remoteClear == nil { return nil }
+            return .removed(local: localClear != nil, remote: remoteClear != nil)
         }
 
         /// Whether `key` was changed (or every key, by a clear) at or after `ticket`.
@@ -162,7 +216,7 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
         }
     }
 
-    @usableFromInline let state = Mutex(State())
+    @usableFromInline let state: Mutex<State>
     /// How many reads hold a ticket: lets memory-only writes skip the lock when
     /// nobody reads below memory.
     @usableFromInline let readsInFlight = Atomic<Int>(0)
@@ -192,6 +246,7 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
         self.localStores = localStores
         self.remoteStores = remoteStores
         hasStores = !localStores.isEmpty || !remoteStores.isEmpty
+        state = Mutex(State(hasRemoteStores: !remoteStores.isEmpty))
         self.codec = codec
         self.executor = executor
         self.report = report
@@ -289,17 +344,16 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
     // MARK: Reading
 
     /// Starts a read below memory: returns its ticket and the queued state of `key`
-    /// (`nil` when nothing is queued for it; `.removed` for keys with no newer
-    /// write while a clear of the local stores is queued). Every ticket must be
-    /// given back with ``endRead(_:)``.
+    /// (`nil` when nothing queued concerns it; `.removed` from the tiers a queued
+    /// clear empties, for keys with no newer write). Every ticket must be given
+    /// back with ``endRead(_:)``.
     @inlinable
     func beginRead(_ key: Key) -> (ticket: UInt64, pending: Pending?) {
         readsInFlight.add(1, ordering: .sequentiallyConsistent)
         return state.withLock { state in
             let ticket = state.nextSequence
             state.reads[ticket, default: 0] += 1
-            if let entry = state.pending[key] { return (ticket, entry.value) }
-            return (ticket, state.pendingClear.map { .removed(remote: $0.remote) })
+            return (ticket, state.pending(for: key))
         }
     }
 
@@ -419,7 +473,8 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
                 case .set(let key, _, _, _, _), .remove(let key, _):
                     if state.pending[key]?.sequence == operation.sequence { state.pending[key] = nil }
                 case .removeAll:
-                    if state.pendingClear?.sequence == operation.sequence { state.pendingClear = nil }
+                    if state.localClear == operation.sequence { state.localClear = nil }
+                    if state.remoteClear == operation.sequence { state.remoteClear = nil }
                 case .promote, .removeLocally:
                     break
                 }
