@@ -129,6 +129,38 @@ struct CacheObservationTests {
             await CacheTest.eventually { kept.allSatisfy { others[$0] == nil } },
             "every key memory held was found and dropped")
     }
+
+    @Test(
+        "While another instance's invalidation of a key this cache cannot name waits for the local stores, reads skip them and keep nothing they hold"
+    )
+    func queuedInvalidationByString() async throws {
+        try await DiskTest.withTemporaryDirectory { directory in
+            let disk = try DiskStore(directory: directory)
+            let key = AvatarKey(id: 1)
+            try disk.set(Data("1".utf8), for: key.cacheKeyString, in: "test", storedAt: Date(), expiresAt: nil)
+            let store = HookedStore(disk)
+            let remote = InMemoryRemoteStore()
+            try await remote.set(Data("2".utf8), for: key.cacheKeyString, in: "test", storedAt: Date(), expiresAt: nil)
+            var configuration: Cache<AvatarKey, String>.Configuration = CacheTest.configuration()
+            configuration.localStores = .stores([store])
+            configuration.remoteStores = [remote]
+            let cache = try Cache<AvatarKey, String>(configuration: configuration)
+
+            store.writeGate.close()
+            // Another instance changed the key: the remote store holds its value.
+            cache.invalidate(.key(key.cacheKeyString))
+            await store.writeGate.arrival()  // the removal from the disk is under way
+            #expect(try await cache.value(for: key) == "2", "the invalidated value on the disk is not served")
+            store.writeGate.open()
+            await cache.flush()
+
+            #expect(cache[key] == "2", "memory holds the remote store's value, not the invalidated one")
+            #expect(
+                try disk.entry(for: key.cacheKeyString, in: "test")?.data == Data("2".utf8),
+                "promoted from the remote store")
+            #expect(cache.statistics.local.hits == 0)
+        }
+    }
 }
 
 /// A key type that does not rebuild its keys from their strings.

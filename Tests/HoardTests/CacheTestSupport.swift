@@ -276,3 +276,46 @@ extension CacheTest {
         }
     }
 }
+
+/// A local store that runs a hook (once) after a read found its entry, and whose
+/// batch writes can stop at a gate.
+final class HookedStore: CacheStore {
+    let inner: any CacheStore
+    let writeGate = StoreGate()
+    private let hook = Mutex<(@Sendable () -> Void)?>(nil)
+
+    init(_ inner: any CacheStore) { self.inner = inner }
+
+    /// Runs `body` on the reading thread after the next read, before it returns.
+    func onNextRead(_ body: @escaping @Sendable () -> Void) { hook.withLock { $0 = body } }
+
+    func entry(for key: String, in namespace: String) throws(HoardError) -> StoredEntry? {
+        let found = try inner.entry(for: key, in: namespace)
+        let body = hook.withLock { hook in
+            defer { hook = nil }
+            return hook
+        }
+        body?()
+        return found
+    }
+    func set(_ data: Data, for key: String, in namespace: String, storedAt: Date, expiresAt: Date?) throws(HoardError) {
+        try inner.set(data, for: key, in: namespace, storedAt: storedAt, expiresAt: expiresAt)
+    }
+    func write(_ batch: [CacheStoreWrite]) throws(HoardError) {
+        writeGate.passBlocking()
+        try inner.write(batch)
+    }
+    func removeValue(for key: String, in namespace: String) throws(HoardError) -> Bool {
+        try inner.removeValue(for: key, in: namespace)
+    }
+    func removeAll(in namespace: String) throws(HoardError) -> Int { try inner.removeAll(in: namespace) }
+    func keys(in namespace: String) throws(HoardError) -> [String] { try inner.keys(in: namespace) }
+    func contains(_ key: String, in namespace: String) throws(HoardError) -> Bool {
+        try inner.contains(key, in: namespace)
+    }
+    func usage(in namespace: String) throws(HoardError) -> StoreUsage { try inner.usage(in: namespace) }
+    func totalUsage() throws(HoardError) -> StoreUsage { try inner.totalUsage() }
+    func removeExpired() throws(HoardError) -> Int { try inner.removeExpired() }
+    func trim(toBytes maxBytes: Int) throws(HoardError) -> Int { try inner.trim(toBytes: maxBytes) }
+    func verify(repairing: Bool) throws(HoardError) -> VerificationReport { try inner.verify(repairing: repairing) }
+}

@@ -102,16 +102,18 @@ struct CacheWriteBehindTests {
         }
     }
 
-    /// The two ways the local stores are emptied while the remote ones are left alone.
+    /// The ways a key leaves the local stores while the remote ones are left alone.
     enum LocalStoresEmptied: CaseIterable, Sendable {
         /// `clear(memory: true, disk: true, remote: false)`.
         case clear
         /// Another instance's "everything may have changed" (`RemoteInvalidation.all`).
-        case invalidation
+        case invalidationOfEverything
+        /// Another instance's change of the key (`RemoteInvalidation.key`).
+        case invalidationOfTheKey
     }
 
     @Test(
-        "A clear of the local stores only keeps a write still queued for the remote stores readable: the remote store's older value is neither served nor promoted",
+        "Emptying the local stores only (a clear, an invalidation) keeps a write still queued for the remote stores readable: the remote store's older value is neither served nor promoted",
         arguments: LocalStoresEmptied.allCases)
     func localClearKeepsQueuedRemoteWrites(_ emptied: LocalStoresEmptied) async throws {
         try await DiskTest.withTemporaryDirectory { directory in
@@ -131,8 +133,11 @@ struct CacheWriteBehindTests {
             case .clear:
                 clear = Task { try await cache.clear(memory: true, disk: true, remote: false) }
                 await CacheTest.awaitClears(1, on: &events)
-            case .invalidation:
+            case .invalidationOfEverything:
                 cache.invalidate(.all)
+                clear = Task {}
+            case .invalidationOfTheKey:
+                cache.invalidate(.key("k"))
                 clear = Task {}
             }
 

@@ -71,6 +71,16 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
         /// only is queued.
         case removed(local: Bool, remote: Bool)
 
+        /// Whether this is a change the remote stores are yet to apply (a value, or
+        /// a removal from them).
+        @inlinable
+        var changesRemoteStores: Bool {
+            switch self {
+            case .value: true
+            case .removed(_, let remote): remote
+            }
+        }
+
         /// Whether a read answers from this alone, without looking in the local
         /// stores.
         @inlinable
@@ -97,6 +107,9 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
     struct State {
         @usableFromInline var queue: [Operation] = []
         @usableFromInline var pending: [Key: Queued] = [:]
+        /// The queued removals from the local stores of keys known only by their
+        /// strings (``Operation/Kind/removeLocally(_:)``), with the newest's sequence.
+        @usableFromInline var removedLocally: [String: UInt64] = [:]
         /// The newest queued clear of the local stores, if any.
         @usableFromInline var localClear: UInt64?
         /// The newest queued clear of the remote stores, if any (never set without
@@ -135,14 +148,24 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
                 }
                 noteChange(of: key, at: sequence)
             case .remove(let key, let remote):
-                if queued { pending[key] = .init(sequence: sequence, value: .removed(local: true, remote: remote)) }
+                // A removal from the local stores only (another instance's
+                // invalidation) does not hide a change queued before it that
+                // the remote stores are yet to apply: they will hold it.
+                if queued, remote || pending[key]?.value.changesRemoteStores != true {
+                    pending[key] = .init(sequence: sequence, value: .removed(local: true, remote: remote))
+                }
                 noteChange(of: key, at: sequence)
-            case .removeLocally:
+            case .removeLocally(let keyString):
+                if queued { removedLocally[keyString] = sequence }
                 barrier = sequence
             case .removeAll(let local, let remote):
                 barrier = sequence
                 guard queued else { break }
-                if local { localClear = sequence }
+                if local {
+                    localClear = sequence
+                    // It hides the local stores as those removals did.
+                    removedLocally.removeAll()
+                }
                 if remote && hasRemoteStores { remoteClear = sequence }
                 dropWritesClearedEverywhere(clearedAt: sequence)
             case .promote:
@@ -172,10 +195,17 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
         }
 
         /// What a read of `key` must see: its newest queued change, or what the
-        /// queued clears leave (`nil` when nothing queued concerns it).
+        /// queued removals by string and clears leave (`nil` when nothing queued
+        /// concerns it).
         @inlinable
         func pending(for key: Key) -> Pending? {
-            if let queued = pending[key] {
+            var queued = pending[key]
+            // Like a removal of the key from the local stores only, it hides no
+            // write queued before it.
+            if queued == nil, !removedLocally.isEmpty, let sequence = removedLocally[key.cacheKeyString] {
+                queued = .init(sequence: sequence, value: .removed(local: true, remote: false))
+            }
+            if let queued {
                 // The remote stores that would answer are being cleared.
                 if case .removed(local: true, remote: false) = queued.value, remoteClear != nil {
                     return .removed(local: true, remote: true)
@@ -475,7 +505,9 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
                 case .removeAll:
                     if state.localClear == operation.sequence { state.localClear = nil }
                     if state.remoteClear == operation.sequence { state.remoteClear = nil }
-                case .promote, .removeLocally:
+                case .removeLocally(let keyString):
+                    if state.removedLocally[keyString] == operation.sequence { state.removedLocally[keyString] = nil }
+                case .promote:
                     break
                 }
             }
