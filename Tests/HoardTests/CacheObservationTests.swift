@@ -19,6 +19,25 @@ struct CacheObservationTests {
         #expect(await updates.next() == .some(99))
     }
 
+    @Test("updates(for:) never sends a starting value older than a change made while it was being read")
+    func updatesStartingValueAgainstChange() async throws {
+        try await DiskTest.withTemporaryDirectory { directory in
+            let disk = try DiskStore(directory: directory)
+            try disk.set(Data("1".utf8), for: "k", in: "test", storedAt: Date(), expiresAt: nil)
+            let store = HookedStore(disk)
+            var configuration: Cache<String, String>.Configuration = CacheTest.configuration()
+            configuration.localStores = .stores([store])
+            let cache = try Cache<String, String>(configuration: configuration)
+            // The key changes after the subscription's read found "1" on the disk.
+            store.onNextRead { cache["k"] = "2" }
+            var updates = cache.updates(for: "k").makeAsyncIterator()
+            #expect(await updates.next() == .some("2"), "the change, which is newer than the value read")
+            cache["k"] = "3"
+            #expect(await updates.next() == .some("3"), "and no older value after it")
+            #expect(cache["k"] == "3")
+        }
+    }
+
     @Test("The events stream reports sets, removals, fetches, promotions, evictions and failures")
     func events() async throws {
         let cache = try Cache<String, Int>(configuration: CacheTest.configuration(memoryLimit: 1)) { key in

@@ -10,7 +10,21 @@ final class _Observers<Key: Hashable & Sendable, Value: Sendable, Event: Sendabl
     struct State {
         var nextID = 0
         var events: [Int: AsyncStream<Event>.Continuation] = [:]
-        var updates: [Key: [Int: AsyncStream<Value?>.Continuation]] = [:]
+        var updates: [Key: Streams] = [:]
+    }
+
+    /// The update streams of one key.
+    struct Streams {
+        var continuations: [Int: AsyncStream<Value?>.Continuation] = [:]
+        /// How many values were sent to them: a starting value read after a stream
+        /// was registered is sent only if none was sent since.
+        var published: UInt64 = 0
+
+        /// Sends `value` to every stream.
+        mutating func yield(_ value: Value?) {
+            published &+= 1
+            for continuation in continuations.values { continuation.yield(value) }
+        }
     }
 
     /// Number of live subscriptions; publishing is skipped entirely at zero.
@@ -35,9 +49,7 @@ final class _Observers<Key: Hashable & Sendable, Value: Sendable, Event: Sendabl
     func publish(_ event: Event, key: Key, value: Value?) {
         state.withLock { state in
             for continuation in state.events.values { continuation.yield(event) }
-            if let streams = state.updates[key] {
-                for continuation in streams.values { continuation.yield(value) }
-            }
+            state.updates[key]?.yield(value)
         }
     }
 
@@ -53,9 +65,7 @@ final class _Observers<Key: Hashable & Sendable, Value: Sendable, Event: Sendabl
     @usableFromInline
     func publishUpdate(key: Key, value: Value?) {
         state.withLock { state in
-            if let streams = state.updates[key] {
-                for continuation in streams.values { continuation.yield(value) }
-            }
+            state.updates[key]?.yield(value)
         }
     }
 
@@ -70,12 +80,33 @@ final class _Observers<Key: Hashable & Sendable, Value: Sendable, Event: Sendabl
     }
 
     func addUpdates(for key: Key, _ continuation: AsyncStream<Value?>.Continuation) -> Int {
+        addUpdatesAwaitingStart(for: key, continuation).id
+    }
+
+    /// Adds an update stream for `key` whose starting value is read after it is
+    /// registered, outside this lock (a read that may wait on a store): returns its
+    /// id and the count to hand ``yieldStartingValue(_:for:id:ifNothingPublishedSince:)``.
+    func addUpdatesAwaitingStart(
+        for key: Key, _ continuation: AsyncStream<Value?>.Continuation
+    ) -> (id: Int, published: UInt64) {
         subscriptions.add(1, ordering: .relaxed)
         return state.withLock { state in
             let id = state.nextID
             state.nextID += 1
-            state.updates[key, default: [:]][id] = continuation
-            return id
+            state.updates[key, default: Streams()].continuations[id] = continuation
+            return (id, state.updates[key]?.published ?? 0)
+        }
+    }
+
+    /// Sends `value` to the stream `id` of `key` as its starting value, unless a
+    /// value was published for `key` since the stream was registered (`published`):
+    /// the stream already has that one, which is newer than any starting value.
+    func yieldStartingValue(_ value: Value?, for key: Key, id: Int, ifNothingPublishedSince published: UInt64) {
+        state.withLock { state in
+            guard let streams = state.updates[key], streams.published == published,
+                let continuation = streams.continuations[id]
+            else { return }
+            continuation.yield(value)
         }
     }
 
@@ -86,8 +117,8 @@ final class _Observers<Key: Hashable & Sendable, Value: Sendable, Event: Sendabl
 
     func removeUpdates(for key: Key, _ id: Int) {
         let removed = state.withLock { state in
-            let removed = state.updates[key]?.removeValue(forKey: id) != nil
-            if state.updates[key]?.isEmpty == true { state.updates[key] = nil }
+            let removed = state.updates[key]?.continuations.removeValue(forKey: id) != nil
+            if state.updates[key]?.continuations.isEmpty == true { state.updates[key] = nil }
             return removed
         }
         if removed { subscriptions.subtract(1, ordering: .relaxed) }
@@ -96,7 +127,7 @@ final class _Observers<Key: Hashable & Sendable, Value: Sendable, Event: Sendabl
     /// Ends every stream; called when the cache goes away.
     func finishAll() {
         let (events, updates) = state.withLock { state in
-            let taken = (Array(state.events.values), state.updates.values.flatMap(\.values))
+            let taken = (Array(state.events.values), state.updates.values.flatMap(\.continuations.values))
             state.events = [:]
             state.updates = [:]
             return taken

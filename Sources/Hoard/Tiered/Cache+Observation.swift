@@ -5,13 +5,19 @@ extension Cache {
     /// stores at once (`nil` if none), then the new value each time this cache writes
     /// or fetches it, and `nil` when it removes it.
     ///
-    /// Evictions from memory are not changes (the stores still hold the value). The
-    /// stream buffers without bound, so a consumer should keep up; it ends when the
-    /// consuming task is cancelled or the cache is deallocated.
+    /// Values arrive in the order the changes were made. When the key changes while
+    /// the current value is being read, the stream starts with the change instead
+    /// (it is newer), so its latest value is always the cache's. Evictions from
+    /// memory are not changes (the stores still hold the value). The stream buffers
+    /// without bound, so a consumer should keep up; it ends when the consuming task
+    /// is cancelled or the cache is deallocated.
     public func updates(for key: Key) -> AsyncStream<Value?> {
         let (stream, continuation) = AsyncStream<Value?>.makeStream(bufferingPolicy: .unbounded)
-        let id = observers.addUpdates(for: key, continuation)
-        continuation.yield(cachedEntry(for: key)?.value)
+        // Registered before the read, so no change after it is missed; the read's
+        // value is sent only if no change was sent meanwhile.
+        let (id, published) = observers.addUpdatesAwaitingStart(for: key, continuation)
+        observers.yieldStartingValue(
+            cachedEntry(for: key)?.value, for: key, id: id, ifNothingPublishedSince: published)
         continuation.onTermination = { [weak observers] _ in
             observers?.removeUpdates(for: key, id)
         }
