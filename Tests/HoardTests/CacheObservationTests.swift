@@ -38,6 +38,65 @@ struct CacheObservationTests {
         }
     }
 
+    @Test("updates(for:) sends nil when a clear or another instance's invalidation removes the value")
+    func updatesOnClearAndInvalidation() async throws {
+        let cache = try Cache<String, Int>(configuration: CacheTest.configuration())
+        cache["k"] = 1
+        var updates = cache.updates(for: "k").makeAsyncIterator()
+        #expect(await updates.next() == .some(1))
+        try await cache.clear()
+        cache["k"] = 2
+        #expect(await updates.next() == .some(nil), "the clear removed the value")
+        #expect(await updates.next() == .some(2))
+        cache.invalidate(.key("k"))
+        cache["k"] = 3
+        #expect(await updates.next() == .some(nil), "the invalidation of the key removed it")
+        #expect(await updates.next() == .some(3))
+        cache.invalidate(.all)
+        cache["k"] = 4
+        #expect(await updates.next() == .some(nil), "the invalidation of everything removed it")
+        #expect(await updates.next() == .some(4))
+    }
+
+    @Test(
+        "A clear of memory over a disk that keeps the value is not an update; a clear of the disk then removes it, and updates(for:) sends nil"
+    )
+    func updatesOnClearsOfSomeTiers() async throws {
+        try await DiskTest.withTemporaryDirectory { directory in
+            let disk = try DiskStore(directory: directory)
+            let cache = try Cache<String, Int>(configuration: CacheTest.configuration(disk: disk))
+            try await cache.set(1, for: "k")
+            var updates = cache.updates(for: "k").makeAsyncIterator()
+            #expect(await updates.next() == .some(1))
+            try await cache.clear(memory: true, disk: false)  // the disk still holds it
+            try await cache.clear(memory: false, disk: true)  // now it is gone
+            #expect(cache["k"] == nil)
+            cache["k"] = 2
+            #expect(await updates.next() == .some(nil), "one nil, for the clear that removed the value")
+            #expect(await updates.next() == .some(2))
+        }
+    }
+
+    @Test("updates(for:) of a key this cache cannot name sends nil when another instance invalidates its string")
+    func updatesOnInvalidationByString() async throws {
+        try await DiskTest.withTemporaryDirectory { directory in
+            let disk = try DiskStore(directory: directory)
+            let key = AvatarKey(id: 1)
+            try disk.set(Data("1".utf8), for: key.cacheKeyString, in: "test", storedAt: Date(), expiresAt: nil)
+            var configuration: Cache<AvatarKey, Int>.Configuration = CacheTest.configuration(disk: disk)
+            configuration.remoteStores = [InMemoryRemoteStore()]
+            let cache = try Cache<AvatarKey, Int>(configuration: configuration)
+            var updates = cache.updates(for: key).makeAsyncIterator()
+            #expect(await updates.next() == .some(1), "read from the disk")
+            cache.invalidate(.key(key.cacheKeyString))
+            await cache.flush()
+            #expect(cache[key] == nil)
+            cache[key] = 2
+            #expect(await updates.next() == .some(nil), "the invalidation removed the value")
+            #expect(await updates.next() == .some(2))
+        }
+    }
+
     @Test("The events stream reports sets, removals, fetches, promotions, evictions and failures")
     func events() async throws {
         let cache = try Cache<String, Int>(configuration: CacheTest.configuration(memoryLimit: 1)) { key in

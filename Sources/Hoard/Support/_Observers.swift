@@ -53,6 +53,26 @@ final class _Observers<Key: Hashable & Sendable, Value: Sendable, Event: Sendabl
         }
     }
 
+    /// Sends `event` to every event stream and `value` to the update streams of
+    /// `keys` (of every key when `nil`): a change of many keys at once.
+    @usableFromInline
+    func publish(_ event: Event, keys: [Key]?, value: Value?) {
+        state.withLock { state in
+            for continuation in state.events.values { continuation.yield(event) }
+            if let keys {
+                for key in keys { state.updates[key]?.yield(value) }
+            } else {
+                for key in state.updates.keys { state.updates[key]?.yield(value) }
+            }
+        }
+    }
+
+    /// The keys that have update streams.
+    @usableFromInline
+    var updatedKeys: [Key] {
+        state.withLock { Array($0.updates.keys) }
+    }
+
     /// Sends an event with no per-key update.
     @usableFromInline
     func publish(_ event: Event) {

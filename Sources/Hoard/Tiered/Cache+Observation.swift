@@ -3,7 +3,9 @@ import Foundation
 extension Cache {
     /// A stream of the value for `key`: the current value from memory or the local
     /// stores at once (`nil` if none), then the new value each time this cache writes
-    /// or fetches it, and `nil` when it removes it.
+    /// or fetches it, and `nil` when it removes it (``removeValue(for:)``, a
+    /// ``clear(memory:disk:remote:)`` of memory and the local stores, another
+    /// instance's invalidation).
     ///
     /// Values arrive in the order the changes were made. When the key changes while
     /// the current value is being read, the stream starts with the change instead
@@ -90,16 +92,22 @@ extension Cache {
         case .all:
             writer.write(.removeAll(local: true, remote: false)) {
                 memory.removeAll()
-                publish(.invalidated(nil))
+                publishClear(.invalidated(nil), memory: true, localStores: true)
             }
         case .key(let keyString):
             guard let key = key(forCacheKeyString: keyString) else {
-                writer.write(.removeLocally(keyString)) {}
+                writer.write(.removeLocally(keyString)) {
+                    // Memory does not hold the key; a stream may still watch it.
+                    guard let observers = observers.ifActive else { return }
+                    for key in observers.updatedKeys where key.cacheKeyString == keyString {
+                        observers.publishUpdate(key: key, value: nil)
+                    }
+                }
                 return
             }
             writer.write(.remove(key, remote: false)) {
                 memory.removeValue(for: key)
-                publish(.invalidated(key))
+                publish(.invalidated(key), key: key, value: nil)
             }
         }
     }

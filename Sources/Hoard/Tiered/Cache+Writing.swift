@@ -54,7 +54,8 @@ extension Cache {
     /// reappears afterwards; until it is applied, reads already treat the chosen
     /// stores as empty (a write queued before it stays readable while a store the
     /// clear leaves alone is yet to receive it). A read that began before the
-    /// clear promotes nothing it found.
+    /// clear promotes nothing it found. The update streams (``updates(for:)``) of
+    /// the keys it removes from memory and the local stores receive `nil`.
     ///
     /// - Parameters:
     ///   - clearsMemory: Empty the memory tier.
@@ -65,7 +66,7 @@ extension Cache {
     public func clear(memory clearsMemory: Bool = true, disk: Bool = true, remote: Bool = true) async throws {
         try await writer.apply(.removeAll(local: disk, remote: remote)) {
             if clearsMemory { memory.removeAll() }
-            publish(.cleared)
+            publishClear(.cleared, memory: clearsMemory, localStores: disk)
         }
     }
 

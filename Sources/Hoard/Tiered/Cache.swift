@@ -169,6 +169,25 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
         observers.ifActive?.publish(event, key: key, value: value)
     }
 
+    /// Publishes a clear of the chosen tiers (`.cleared`, or another instance's
+    /// `.invalidated(nil)`) and `nil` to the update streams of the keys it removed:
+    /// every key when it emptied memory and the local stores (or there are none);
+    /// the keys memory does not hold when it emptied the local stores only. Memory
+    /// emptied over local stores that still hold the values is not a change (as
+    /// for an eviction).
+    @usableFromInline
+    func publishClear(_ event: CacheEvent<Key>, memory clearsMemory: Bool, localStores clearsLocalStores: Bool) {
+        guard let observers = observers.ifActive else { return }
+        if clearsMemory && (clearsLocalStores || localStores.isEmpty) {
+            observers.publish(event, keys: nil, value: nil)
+        } else if clearsLocalStores && !localStores.isEmpty {
+            let removed = observers.updatedKeys.filter { !memory.contains($0) }
+            observers.publish(event, keys: removed, value: nil)
+        } else {
+            observers.publish(event)
+        }
+    }
+
     // MARK: Lifetimes
 
     @inlinable
