@@ -72,6 +72,37 @@ struct CacheExpiryTests {
         #expect(probe.calls == 3)
     }
 
+    @Test(
+        "A stale remote hit is served at once, counted as stale, and refreshed once in the background, as a local one is"
+    )
+    func staleRemoteHit() async throws {
+        let clock = ManualClock()
+        let remote = InMemoryRemoteStore(clock: clock)
+        // Written by another instance with a 10 s lifetime and 60 s of grace.
+        try await remote.set(
+            Data("1".utf8), for: "k", in: "test", storedAt: clock.now(), expiresAt: clock.now().addingTimeInterval(70))
+        clock.advance(by: 20)
+        var configuration: Cache<String, String>.Configuration = CacheTest.configuration()
+        configuration.remoteStores = [remote]
+        configuration.defaultExpiry = .seconds(10)
+        configuration.staleWhileRevalidate = 60
+        let probe = FetchProbe()
+        let cache = try Cache<String, String>(configuration: configuration, clock: clock) { _ in
+            await probe.enter()
+            return "fresh"
+        }
+        var events = cache.events.makeAsyncIterator()
+        let entry = try await cache.entry(for: "k")
+        #expect(entry?.value == "1", "served at once")
+        #expect(entry.flatMap(\.expiresAt).map { $0 < clock.now() } == true, "past its own lifetime")
+        #expect(cache.statistics.staleHits == 1)
+        while let event = await events.next() {
+            if case .set("k") = event { break }  // the background refresh wrote its value
+        }
+        #expect(probe.calls == 1)
+        #expect(cache["k"] == "fresh")
+    }
+
     @Test("Lifetime jitter spreads expiries within the configured fraction")
     func jitter() throws {
         let clock = ManualClock()

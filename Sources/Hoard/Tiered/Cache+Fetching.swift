@@ -93,8 +93,8 @@ extension Cache {
         case .hit, .negative:
             return answer(local, key: key, fetch: fetch)
         case .miss(let masked):
-            if !masked, let entry = await lookUpRemotely(key, maxAge: maxAge, newerThan: newerThan, ticket: ticket) {
-                return entry
+            if !masked, let found = await lookUpRemotely(key, maxAge: maxAge, newerThan: newerThan, ticket: ticket) {
+                return answer(found, key: key, fetch: fetch)
             }
         }
         guard let fetch else {
@@ -117,9 +117,12 @@ extension Cache {
 
     /// The remote stores in order; a hit is decoded and promoted into memory and
     /// every local store unless the key changed since `ticket`.
+    ///
+    /// - Returns: The hit (stale or not, for ``answer(_:key:fetch:)``), or `nil`.
     @usableFromInline
-    func lookUpRemotely(_ key: Key, maxAge: TimeInterval?, newerThan: Date?, ticket: UInt64) async -> CacheEntry<Value>?
-    {
+    func lookUpRemotely(
+        _ key: Key, maxAge: TimeInterval?, newerThan: Date?, ticket: UInt64
+    ) async -> _LocalLookup<Value>? {
         guard !remoteStores.isEmpty else { return nil }
         let keyString = key.cacheKeyString
         for (index, store) in remoteStores.enumerated() {
@@ -140,9 +143,7 @@ extension Cache {
             counters.remoteHits.add(1, ordering: .relaxed)
             promote(
                 value, stored, for: key, from: .remote(index), ticket: ticket, intoLocalStoresBefore: localStores.count)
-            guard case .hit(let entry, _) = hit(value, storedAt: stored.storedAt, expiresAt: stored.expiresAt, now: now)
-            else { return nil }
-            return entry
+            return hit(value, storedAt: stored.storedAt, expiresAt: stored.expiresAt, now: now)
         }
         counters.remoteMisses.add(1, ordering: .relaxed)
         return nil

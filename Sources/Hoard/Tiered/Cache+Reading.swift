@@ -2,8 +2,8 @@ import Foundation
 import Logging
 import Synchronization
 
-/// What the tiers that answer synchronously (memory, queued writes, local stores)
-/// know about a key.
+/// What a tier knows about a key: memory, queued writes and the local stores
+/// (which answer synchronously), or a remote store (a hit only).
 @usableFromInline
 enum _LocalLookup<Value: Sendable>: Sendable {
     /// A value, with its stored date and logical expiry; `stale` when it is past its
