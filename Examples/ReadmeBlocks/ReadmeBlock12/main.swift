@@ -5,7 +5,7 @@ let cache = try MemoryCache<String, Int>()
 let userID = 42
 
 for await user in users.updates(for: userID) {  // current value first, then every change
-    print(user ?? "none")                         // nil after removal, eviction or expiry
+    print(user ?? "none")                         // nil after a removal, a clear or an invalidation
 }
 
 for await event in cache.events {                 // .set, .removed, .evicted(key, reason:), .expired, .removedAll
