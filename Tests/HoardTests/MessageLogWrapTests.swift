@@ -84,6 +84,32 @@ struct MessageLogWrapTests {
         }
     }
 
+    @Test(
+        "Messages larger than the 64 KiB read-ahead are evicted like small ones, one by one and in batches",
+        arguments: [1, 2])
+    func largeMessagesWrap(batchSize: Int) throws {
+        try withTemporaryDirectory { directory in
+            // Given a log that holds three messages of 70,000 bytes
+            let budget = 64 + 3 * (8 + 70_000)
+            let log = try rawLog(directory.appendingPathComponent("large.log"), maximumBytes: budget, overwrites: true)
+            var model = LogModel(maximumBytes: budget, overwrites: true)
+            // When it keeps wrapping, each append evicting one of them
+            for round in 0..<4 {
+                let batch = (0..<batchSize).map {
+                    taggedMessage(writer: 3, sequence: round * batchSize + $0, padding: 70_000 - 16)
+                }
+                if batchSize == 1 { try log.append(batch[0]) } else { try log.append(contentsOf: batch) }
+                for message in batch {
+                    let accepted = model.append(message)
+                    #expect(accepted)
+                }
+                // Then it holds the newest three
+                #expect(try log.messages() == model.messages, "round \(round)")
+            }
+            #expect(try log.verify().isIntact)
+        }
+    }
+
     @Test("Batches wrap like the same messages appended one by one", arguments: [1, 3, 17, 60])
     func batchesMatchSingles(batchSize: Int) throws {
         try withTemporaryDirectory { directory in

@@ -1,6 +1,6 @@
 /// Bytes read ahead from the oldest records, so that an append that evicts one
 /// record at a time reads the file once per 64 KiB of evicted records instead of
-/// once per record.
+/// once per record (a record larger than that is read whole, on its own).
 ///
 /// Valid only while nothing but this instance writes the file (the owner drops it when
 /// the header is not the one it last wrote) and until the oldest record wraps to
@@ -52,11 +52,19 @@ struct _WindowSlotSource: _SlotSource {
         }
         if let slot = window?.slot(at: position, segmentEnd: segmentEnd) { return slot }
         let count = max(_LogRecord.prefixSize, min(_LogWindow.size, segmentEnd - position))
-        let loaded = _LogWindow(start: position, bytes: try file.read(at: position, count: count))
-        window = loaded
-        let slot = loaded.bytes.withUnsafeBytes {
-            _LogRecord.slot(in: $0, base: position, at: position, segmentEnd: segmentEnd, lap: nil)
+        var loaded = _LogWindow(start: position, bytes: try file.read(at: position, count: count))
+        func parse() -> _LogRecord.Slot {
+            loaded.bytes.withUnsafeBytes {
+                _LogRecord.slot(in: $0, base: position, at: position, segmentEnd: segmentEnd, lap: nil)
+            }
         }
+        var slot = parse()
+        // A record larger than the read-ahead: the parse needs all of its payload.
+        if case .unavailable(let needed) = slot, needed > loaded.bytes.count, needed <= segmentEnd - position {
+            loaded = _LogWindow(start: position, bytes: try file.read(at: position, count: needed))
+            slot = parse()
+        }
+        window = loaded
         if case .unavailable = slot { return .invalid(reason: "the file ends before the record does") }
         return slot
     }
