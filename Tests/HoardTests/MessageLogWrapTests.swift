@@ -110,6 +110,50 @@ struct MessageLogWrapTests {
         }
     }
 
+    @Test("A ring whose lap counter overflows (UInt32.max, then 1) reads, verifies, settles and recovers as before")
+    func lapOverflow() async throws {
+        try await withTemporaryDirectory { directory in
+            // Given an empty log whose lap field says UInt32.max - 1 (its header rewritten,
+            // checksum included), so that it fills in lap UInt32.max and wraps to lap 1
+            let url = directory.appendingPathComponent("lap.log")
+            let copy = directory.appendingPathComponent("crash.log")
+            let budget = 64 + 10 * 24
+            do { _ = try rawLog(url, maximumBytes: budget, overwrites: true) }
+            var file = try bytes(of: url)
+            withUnsafeBytes(of: (UInt32.max - 1).littleEndian) { file.replaceSubrange(56..<60, with: $0) }
+            withUnsafeBytes(of: bitwiseCRC32C(file[0..<60]).littleEndian) { file.replaceSubrange(60..<64, with: $0) }
+            try write(file, to: url)
+            let log = try rawLog(url, maximumBytes: budget, overwrites: true)
+            var model = LogModel(maximumBytes: budget, overwrites: true)
+            // When it fills, wraps into lap 1, and wraps again into lap 2
+            for sequence in 0..<25 {
+                let message = taggedMessage(writer: 2, sequence: sequence, padding: 0)
+                try log.append(message)
+                let accepted = model.append(message)
+                #expect(accepted)
+                // Then a crash image reads back what was appended (settling the lease)
+                try write(try crashImage(of: url), to: copy)
+                let reader = try MessageLog<Data>(forReadingFrom: copy, codec: .cacheValue)
+                #expect(try reader.messages() == model.messages, "crash after message \(sequence)")
+                // And so does the log, all at once and as an async sequence, intact
+                #expect(try log.messages() == model.messages, "after message \(sequence)")
+                var seen: [Data] = []
+                for try await message in log.asyncMessages { seen.append(message) }
+                #expect(seen == model.messages, "after message \(sequence)")
+                #expect(try log.verify().isIntact, "after message \(sequence)")
+                // And recover() finds every message when the header is damaged
+                if sequence == 14 {
+                    var damaged = try restingBytes(of: url, after: log)
+                    damaged[30] ^= 0x40
+                    try write(damaged, to: copy)
+                    let recovering = try rawLog(copy, maximumBytes: budget, overwrites: true)
+                    try recovering.recover()
+                    #expect(try recovering.messages() == model.messages)
+                }
+            }
+        }
+    }
+
     @Test("Batches wrap like the same messages appended one by one", arguments: [1, 3, 17, 60])
     func batchesMatchSingles(batchSize: Int) throws {
         try withTemporaryDirectory { directory in

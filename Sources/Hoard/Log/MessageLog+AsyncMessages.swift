@@ -88,7 +88,7 @@ extension MessageLog {
             let stop = min(end, header.endPosition)
             guard header.count > 0, position < stop else { return ([], nil, end, true) }
             // The live segment holding `position`: before the wrap point, or from 64.
-            let inUpper = header.wraps && position.lap == header.lap &- 1
+            let inUpper = header.wraps && position.lap == _LogRecord.lap(before: header.lap)
             let segmentEnd = inUpper ? header.maximumBytes : header.next
             let lastAppend = header.lastAppendPosition
             let image = try _LogImage.load(

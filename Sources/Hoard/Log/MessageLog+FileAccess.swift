@@ -211,7 +211,7 @@ extension MessageLog {
         if let last = walk.records.last {
             repaired.count = walk.records.count
             repaired.next = last.end
-            if last.isInUpperSegment { repaired.lap = header.lap &- 1 }
+            if last.isInUpperSegment { repaired.lap = _LogRecord.lap(before: header.lap) }
         } else {
             repaired.count = 0
             repaired.oldest = _LogHeader.recordsStart

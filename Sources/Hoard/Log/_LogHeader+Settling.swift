@@ -69,8 +69,9 @@ extension _LogHeader {
                 settled.oldest = ahead.start
                 settled.count += ahead.count
             }
-            // A run that reaches offset 64 may have begun before the wrap point.
-            if settled.oldest == start, !settled.wraps, settled.lap > 1,
+            // A run that reaches offset 64 may have begun before the wrap point (in the
+            // lap before, which lap 1 has too once the lap counter has overflowed).
+            if settled.oldest == start, !settled.wraps,
                 let upper = try droppedAheadBeforeWrap(after: settled, file: file, fileSize: fileSize)
             {
                 settled.oldest = upper.start
@@ -120,7 +121,8 @@ extension _LogHeader {
         guard low < end else { return nil }
         let image = try _LogImage.load([(low, end)], from: file)
         return Self.firstRun(
-            in: image, from: low, before: end, segmentEnd: maximumBytes, lap: settled.lap &- 1, endsAtWrap: true)
+            in: image, from: low, before: end, segmentEnd: maximumBytes, lap: _LogRecord.lap(before: settled.lap),
+            endsAtWrap: true)
     }
 
     fileprivate func droppedAhead(

@@ -27,7 +27,8 @@
 ///
 /// Records live between offset 64 and `maximumBytes`. When the log has wrapped
 /// (`count > 0 && next <= oldest`) they run from `oldest` to a wrap point, then from 64
-/// to `next`; the records before the wrap point carry lap `lap - 1`, the others `lap`.
+/// to `next`; the records before the wrap point carry the lap before `lap` (`lap - 1`,
+/// or `UInt32.max` when `lap` is 1: ``_LogRecord/lap(after:)`` skips 0), the others `lap`.
 struct _LogHeader: Equatable, Sendable {
     /// The header's size, and the offset of the first record.
     static let size = 64
@@ -72,7 +73,7 @@ struct _LogHeader: Equatable, Sendable {
     var wraps: Bool { count > 0 && next <= oldest }
 
     /// The lap of the oldest record.
-    var oldestLap: UInt32 { wraps ? lap &- 1 : lap }
+    var oldestLap: UInt32 { wraps ? _LogRecord.lap(before: lap) : lap }
 
     /// Where the segment holding the oldest record ends: the budget when the log
     /// wraps, `next` otherwise.

@@ -22,6 +22,7 @@ extension _LogHeader {
 
     /// The position of the most recent append's first record.
     var lastAppendPosition: _LogPosition {
-        _LogPosition(lap: isInUpperSegment(lastAppendStart) ? lap &- 1 : lap, offset: lastAppendStart)
+        _LogPosition(
+            lap: isInUpperSegment(lastAppendStart) ? _LogRecord.lap(before: lap) : lap, offset: lastAppendStart)
     }
 }

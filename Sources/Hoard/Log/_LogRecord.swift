@@ -55,6 +55,12 @@ enum _LogRecord {
         lap == UInt32.max ? 1 : lap + 1
     }
 
+    /// The lap before `lap` (of a log with records, so never 0): the one
+    /// ``lap(after:)`` follows with `lap`, `UInt32.max` before 1.
+    static func lap(before lap: UInt32) -> UInt32 {
+        lap <= 1 ? UInt32.max : lap - 1
+    }
+
     /// What starts at one offset.
     enum Slot: Equatable {
         /// A record whose payload is `length` bytes (8 + length in the file).

@@ -121,7 +121,7 @@ struct _LogScan {
             let end = min(maximumBytes, image.loadedEnd(at: start))
             while position + _LogRecord.prefixSize <= end {
                 if let found = image.impliedLap(at: position, segmentEnd: maximumBytes),
-                    found.lap == lap || (found.lap == lap &- 1 && lap &- 1 != 0)
+                    found.lap == lap || found.lap == _LogRecord.lap(before: lap)
                 {
                     let record = _LogWalk.Record(
                         offset: position, length: found.length, isInUpperSegment: found.lap != lap)
@@ -182,7 +182,7 @@ struct _LogScan {
             header.count = kept.count
             // When only records from before the wrap point are left, they are the
             // whole log, and their lap is the log's.
-            header.lap = last.isInUpperSegment ? lap &- 1 : lap
+            header.lap = last.isInUpperSegment ? _LogRecord.lap(before: lap) : lap
         }
         header.lastAppendStart = header.next
         return (header, markers)

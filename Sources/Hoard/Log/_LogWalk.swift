@@ -36,7 +36,7 @@ struct _LogWalk {
         let end = header.maximumBytes
         var position = start
         var inUpper = header.isInUpperSegment(start)
-        var lap = inUpper ? header.lap &- 1 : header.lap
+        var lap = inUpper ? _LogRecord.lap(before: header.lap) : header.lap
         var inLastAppend = false
         while inUpper || position != header.next {
             if position == header.lastAppendStart { inLastAppend = true }
