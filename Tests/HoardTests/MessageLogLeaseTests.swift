@@ -101,6 +101,36 @@ struct MessageLogLeaseTests {
     }
 
     @Test(
+        "A crash in a wrapping append that drops ahead every record before its wrap point keeps them (in a child: RLIMIT_FSIZE stops it)",
+        arguments: [false, true])
+    func crashInWrappingAppendKeepsRecordsBeforeTheWrap(batch: Bool) async throws {
+        try await withTemporaryDirectory { directory in
+            // Given a log of 64 + 1,000 bytes holding a (64..<672) and b (672..<980), and an
+            // append of c that wraps: it evicts a, goes to 64 after a wrap marker at 980,
+            // and its checkpoint drops b ahead (a sixteenth of the log is 62 bytes)
+            let url = directory.appendingPathComponent("log")
+            let a = taggedMessage(writer: 1, sequence: 0, padding: 600 - 16)
+            let b = taggedMessage(writer: 1, sequence: 1, padding: 300 - 16)
+            // When the append dies at its first write past the end of the file, the
+            // marker's (the child's file size limit makes that write fail, and an append
+            // whose write fails leaves the file as a crash there leaves it)
+            let (status, lines) = try await DiskTest.onThread {
+                try DiskTest.runChild(["log-wrap-fsize", url.path, "\(batch)"])
+            }
+            #expect(status == 0, "\(lines)")
+            #expect(lines == ["thrown storageFull", "done"])
+            // Then b, acknowledged and not overwritten, is still there, and c is not (nor
+            // is a after the batch's checkpoint, which evicts it for c)
+            let expected = batch ? [b] : [a, b]
+            let reader = try MessageLog<Data>(forReadingFrom: url, codec: .cacheValue)
+            #expect(try reader.messages() == expected)
+            let writer = try rawLog(url, maximumBytes: 64 + 1_000, overwrites: true)
+            #expect(try writer.messages() == expected)
+            #expect(try writer.verify().isIntact)
+        }
+    }
+
+    @Test(
         "The lease flag is set in the file while an instance appends, and cleared with an exact header when it is gone")
     func leaseFlagOnDisk() throws {
         try withTemporaryDirectory { directory in

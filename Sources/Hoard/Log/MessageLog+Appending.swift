@@ -74,13 +74,16 @@ extension MessageLog {
                 placement.wrapMarker.flatMap { placed.isInUpperSegment($0) ? $0 : nil }
                 ?? placement.offset
             do throws(HoardError) {
+                // The wrap marker first: it lands in free space past the newest record,
+                // which no header counts yet, and a checkpoint that drops ahead every
+                // record before it needs it in the file, so that settling finds them again.
+                if let marker = placement.wrapMarker { try Self._writeWrapMarker(at: marker, file: state.file) }
                 if placement.evicted > lease.aheadCount {
                     try _writeCheckpoint(
                         placed, pending: placement, payloadLength: payload.count, state: &state, lease: &lease)
                 } else {
                     lease.aheadCount -= placement.evicted
                 }
-                if let marker = placement.wrapMarker { try Self._writeWrapMarker(at: marker, file: state.file) }
                 try Self._writeRecord(payload, lap: placement.lap, at: placement.offset, file: state.file)
                 if durability == .fsync { try state.file.synchronize() }
             } catch {

@@ -19,6 +19,12 @@
 //                                           MessageLog<Data> at FILE, every fifth append a batch
 //                                           of one; "ready" first, "ok SEQ" once each append
 //                                           returned, "done" at the end
+//   HoardCrashWriter log-wrap-fsize FILE BATCH
+//                                           append two messages to a new MessageLog<Data> at
+//                                           FILE (budget 64 + 1,000), then, with RLIMIT_FSIZE at
+//                                           the file's size, a third that wraps (as a batch of one
+//                                           when BATCH is true), so its write past the end fails:
+//                                           "thrown CODE" or "appended", then "done"
 //
 // Every line is written with one write(2) call, so a line the parent reads is whole.
 import Foundation
@@ -363,12 +369,39 @@ func runLogAppender(file: String, writer: Int, count: Int, budget: Int, overwrit
     say("done")
 }
 
+/// Appends to a log until an append that wraps must write past the file's size, which
+/// RLIMIT_FSIZE then refuses: the file is left as a crash at that write leaves it.
+func runLogWrapPastSizeLimit(file: String, batch: Bool) {
+    signal(SIGXFSZ, SIG_IGN)  // so that writing past the limit fails with EFBIG instead of killing us
+    let url = URL(fileURLWithPath: file)
+    let wrapping = taggedMessage(writer: 1, sequence: 2, padding: 590 - 16)
+    let log: MessageLog<Data>
+    do {
+        log = try MessageLog<Data>(
+            fileURL: url, maximumBytes: 64 + 1_000, overwritesOldMessages: true, codec: .cacheValue)
+        try log.append(taggedMessage(writer: 1, sequence: 0, padding: 600 - 16))  // 64..<672
+        try log.append(taggedMessage(writer: 1, sequence: 1, padding: 300 - 16))  // 672..<980
+    } catch {
+        fail("before the limit: \(error)")
+    }
+    var limit = rlimit(rlim_cur: 980, rlim_max: 980)
+    guard setrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit) == 0 else { fail("setrlimit: \(errno)") }
+    do {
+        // At 64, after a wrap marker at 980: the marker is the write past the limit.
+        if batch { try log.append(contentsOf: [wrapping]) } else { try log.append(wrapping) }
+        say("appended")
+    } catch {
+        say("thrown \(code(of: error))")
+    }
+    say("done")
+}
+
 let arguments = CommandLine.arguments
 guard arguments.count >= 3 else {
     fail(
         "usage: HoardCrashWriter write DIR ROUND | writeN DIR NAME COUNT | fsize DIR | permission DIR | open-as-nobody DIR"
             + " | settings-write DOMAIN NAMESPACE COUNT | log-default NAME COUNT"
-            + " | log FILE WRITER COUNT BUDGET OVERWRITES")
+            + " | log FILE WRITER COUNT BUDGET OVERWRITES | log-wrap-fsize FILE BATCH")
 }
 switch arguments[1] {
 case "write":
@@ -395,6 +428,9 @@ case "log":
         let budget = Int(arguments[5]), let overwrites = Bool(arguments[6])
     else { fail("usage: log FILE WRITER COUNT BUDGET OVERWRITES") }
     runLogAppender(file: arguments[2], writer: writer, count: count, budget: budget, overwrites: overwrites)
+case "log-wrap-fsize":
+    guard let batch = Bool(arguments.count > 3 ? arguments[3] : "") else { fail("usage: log-wrap-fsize FILE BATCH") }
+    runLogWrapPastSizeLimit(file: arguments[2], batch: batch)
 default:
     fail("unknown mode \(arguments[1])")
 }
