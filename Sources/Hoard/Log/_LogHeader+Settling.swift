@@ -108,7 +108,8 @@ extension _LogHeader {
     /// the first offset where a record passes its check (its lap is the oldest record's)
     /// and a chain of such records lands exactly on the oldest record. Bytes that were not
     /// such a chain pass only by a CRC-32C collision. Runs that straddle the wrap point,
-    /// or lie more than 1 MiB before the oldest record, are not searched.
+    /// or lie more than 1 MiB before the oldest record, are not searched: a dropped record
+    /// that starts further back (messages near or over 1 MiB) is lost.
     /// The records before the wrap point that a run found by ``droppedAhead(after:file:fileSize:)``
     /// from offset 64 continues: a chain of intact records of the lap before, after the
     /// records `settled` found, that ends at a wrap marker or less than 8 bytes before
