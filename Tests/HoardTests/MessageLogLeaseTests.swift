@@ -131,6 +131,36 @@ struct MessageLogLeaseTests {
     }
 
     @Test(
+        "A crash after a checkpoint that could drop ahead a record over 1 MiB keeps it (in a child: RLIMIT_FSIZE stops it)"
+    )
+    func crashAfterCheckpointKeepsLargeRecordsAhead() async throws {
+        try await withTemporaryDirectory { directory in
+            // Given a log that holds exactly three messages of 1.5 MB, and an append of a
+            // fourth that wraps to 64 (no room for a marker) and evicts the first: its
+            // checkpoint has no free byte after the record and would drop the second
+            // ahead, which starts 1.5 MB before the third, beyond settling's 1 MiB reach
+            let url = directory.appendingPathComponent("log")
+            let size = 1_500_000
+            let second = taggedMessage(writer: 1, sequence: 1, padding: size - 16)
+            let third = taggedMessage(writer: 1, sequence: 2, padding: size - 16)
+            // When the append dies at its record, after its checkpoint (the child's file
+            // size limit of 64 bytes lets the header write through and fails the record)
+            let (status, lines) = try await DiskTest.onThread {
+                try DiskTest.runChild(["log-ahead-fsize", url.path])
+            }
+            #expect(status == 0, "\(lines)")
+            #expect(lines == ["thrown storageFull", "done"])
+            // Then the second and third, acknowledged and not overwritten, are there (the
+            // first was evicted for the fourth, which is torn)
+            let reader = try MessageLog<Data>(forReadingFrom: url, codec: .cacheValue)
+            #expect(try reader.messages() == [second, third])
+            let writer = try rawLog(url, maximumBytes: 64 + 3 * (8 + size), overwrites: true)
+            #expect(try writer.messages() == [second, third])
+            #expect(try writer.verify().isIntact)
+        }
+    }
+
+    @Test(
         "The lease flag is set in the file while an instance appends, and cleared with an exact header when it is gone")
     func leaseFlagOnDisk() throws {
         try withTemporaryDirectory { directory in

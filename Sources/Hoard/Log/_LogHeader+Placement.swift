@@ -124,19 +124,41 @@ extension _LogHeader {
 
     /// Evicts the oldest records until `bytes` are free after `next` (or one record is
     /// left), for a lease checkpoint that drops records ahead of the appends that will
-    /// overwrite them (see ``_LogLease``).
+    /// overwrite them (see ``_LogLease``), but only as far as settling finds them again
+    /// after a crash (see ``droppedAheadSearchBytes``): the records it drops in the
+    /// segment it stops in start at most that many bytes before the new oldest record,
+    /// and those it drops before the wrap point, in the last that many bytes before the
+    /// budget. It stops before the first record that would break that or, when that
+    /// would leave the oldest record at offset 64 with others after it (see below),
+    /// where it last could stop: so it may free fewer bytes, or evict nothing. An
+    /// append that evicts more than was dropped writes a new checkpoint first.
     ///
-    /// - Returns: How many records it evicted.
+    /// - Returns: How many records it evicted. `source` may have passed more.
     mutating func evictAhead(toFree bytes: Int, path: String, source: inout some _SlotSource) throws(HoardError) -> Int
     {
+        let start = Self.recordsStart
+        let reach = Self.droppedAheadSearchBytes
+        let firstDropped = oldest
+        // Where the dropped records of the segment `oldest` is in begin.
+        var segmentStart = oldest
+        var kept = (header: self, evicted: 0)
         var evicted = 0
-        // Never stop at offset 64: records dropped ahead are found again after a crash
-        // only when they lie in the oldest record's own segment.
-        while count > 1 && (freeBytes < bytes || oldest == Self.recordsStart) {
+        // Never stop at offset 64 (but with one record left): records dropped ahead are
+        // found again after a crash only when they lie in the oldest record's own segment.
+        while count > 1 && (freeBytes < bytes || oldest == start) {
+            let inUpper = wraps
             try evictOldest(path: path, source: &source)
             evicted += 1
+            if inUpper && !wraps {
+                // Past the wrap point: every record before it is dropped.
+                guard maximumBytes - firstDropped <= reach else { break }
+                segmentStart = start
+            }
+            guard oldest - segmentStart <= reach else { break }
+            if oldest != start || count == 1 { kept = (self, evicted) }
         }
-        return evicted
+        self = kept.header
+        return kept.evicted
     }
 
     /// Moves `oldest` over markers to the record they lead to.

@@ -97,6 +97,12 @@ extension _LogHeader {
 }
 
 extension _LogHeader {
+    /// How far before the checkpoint's oldest record (and, for the records before the
+    /// wrap point, before the budget or the end of a shorter file) settling looks for
+    /// the records it dropped ahead, which bounds the work of opening a file;
+    /// ``evictAhead(toFree:path:source:)`` drops no record that starts further back.
+    static let droppedAheadSearchBytes = 1 << 20
+
     /// The records this checkpoint dropped ahead of the appends (see ``_LogLease``) that
     /// the dead writer had not overwritten yet: the longest run of intact records that
     /// ends exactly at the checkpoint's oldest record, in the same segment, after the
@@ -107,9 +113,9 @@ extension _LogHeader {
     /// ``_LogScan/resynchronize(_:from:segmentEnd:lap:)`` finds records after damage:
     /// the first offset where a record passes its check (its lap is the oldest record's)
     /// and a chain of such records lands exactly on the oldest record. Bytes that were not
-    /// such a chain pass only by a CRC-32C collision. Runs that straddle the wrap point,
-    /// or lie more than 1 MiB before the oldest record, are not searched: a dropped record
-    /// that starts further back (messages near or over 1 MiB) is lost.
+    /// such a chain pass only by a CRC-32C collision. Runs that straddle the wrap point
+    /// are not searched here, nor bytes more than ``droppedAheadSearchBytes`` before the
+    /// oldest record, where ``evictAhead(toFree:path:source:)`` drops no record.
     /// The records before the wrap point that a run found by ``droppedAhead(after:file:fileSize:)``
     /// from offset 64 continues: a chain of intact records of the lap before, after the
     /// records `settled` found, that ends at a wrap marker or less than 8 bytes before
@@ -118,7 +124,7 @@ extension _LogHeader {
         after settled: _LogHeader, file: _LogFile, fileSize: Int
     ) throws(HoardError) -> (start: Int, count: Int)? {
         let end = min(maximumBytes, fileSize)
-        let low = max(settled.next, end - (1 << 20))
+        let low = max(settled.next, end - Self.droppedAheadSearchBytes)
         guard low < end else { return nil }
         let image = try _LogImage.load([(low, end)], from: file)
         return Self.firstRun(
@@ -134,7 +140,7 @@ extension _LogHeader {
         let target = oldest
         // Where the appends found stop in the oldest record's segment, if they reach it.
         let from = (wraps || settled.wraps) ? settled.next : start
-        let low = max(from, target - (1 << 20))
+        let low = max(from, target - Self.droppedAheadSearchBytes)
         guard low < target, target <= fileSize else { return nil }
         let image = try _LogImage.load([(low, target)], from: file)
         return Self.firstRun(

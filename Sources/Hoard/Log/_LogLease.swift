@@ -13,11 +13,10 @@ import Dispatch
 /// - An append that would evict a record the checkpoint still counts first writes a
 ///   new checkpoint: the header as it is after the append (the record it is about to
 ///   write included, as its last append), minus the oldest records that fill
-///   ``aheadBytes(maximumBytes:)`` more bytes. The instance's own header (the mutex's
-///   `trusted`) still counts those; after a crash, settling finds again those not
-///   overwritten yet, but only within 1 MiB of the checkpoint's oldest record (see
-///   ``_LogHeader/settled(file:)``): a crash before the next checkpoint loses one that
-///   starts further back (messages near or over 1 MiB), though it was acknowledged.
+///   ``aheadBytes(maximumBytes:)`` more bytes, as far as settling finds them again (see
+///   ``_LogHeader/evictAhead(toFree:path:source:)``). The instance's own header (the
+///   mutex's `trusted`) still counts those; after a crash, settling finds again those
+///   not overwritten yet (see ``_LogHeader/settled(file:)``), so a crash loses none.
 ///   The appends that follow overwrite them without a header write until the next
 ///   checkpoint: with the default budget, one header write per 64 KiB of messages.
 /// - Letting the lease go writes the exact header with the flag cleared, then unlocks:

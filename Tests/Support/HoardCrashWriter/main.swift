@@ -25,6 +25,11 @@
 //                                           the file's size, a third that wraps (as a batch of one
 //                                           when BATCH is true), so its write past the end fails:
 //                                           "thrown CODE" or "appended", then "done"
+//   HoardCrashWriter log-ahead-fsize FILE   append three messages of 1.5 MB to a new MessageLog<Data>
+//                                           at FILE that holds exactly three, then, with RLIMIT_FSIZE
+//                                           at 64, a fourth that wraps to 64 without a marker, so its
+//                                           checkpoint is written and its record fails:
+//                                           "thrown CODE" or "appended", then "done"
 //
 // Every line is written with one write(2) call, so a line the parent reads is whole.
 import Foundation
@@ -396,12 +401,44 @@ func runLogWrapPastSizeLimit(file: String, batch: Bool) {
     say("done")
 }
 
+/// The largest message size of ``runLogAheadPastSizeLimit(file:)``: over 1 MiB, so that
+/// a checkpoint that drops one ahead drops a record that starts more than 1 MiB before
+/// its oldest record.
+let aheadMessageSize = 1_500_000
+
+func runLogAheadPastSizeLimit(file: String) {
+    signal(SIGXFSZ, SIG_IGN)  // so that writing past the limit fails with EFBIG instead of killing us
+    let url = URL(fileURLWithPath: file)
+    let log: MessageLog<Data>
+    do {
+        // No room for a wrap marker after the third: the fourth wraps without one.
+        log = try MessageLog<Data>(
+            fileURL: url, maximumBytes: 64 + 3 * (8 + aheadMessageSize), overwritesOldMessages: true,
+            codec: .cacheValue)
+        for sequence in 0..<3 {
+            try log.append(taggedMessage(writer: 1, sequence: sequence, padding: aheadMessageSize - 16))
+        }
+    } catch {
+        fail("before the limit: \(error)")
+    }
+    var limit = rlimit(rlim_cur: 64, rlim_max: 64)
+    guard setrlimit(Int32(RLIMIT_FSIZE.rawValue), &limit) == 0 else { fail("setrlimit: \(errno)") }
+    do {
+        // Evicts the first, writes its checkpoint in the header, then fails at its record at 64.
+        try log.append(taggedMessage(writer: 1, sequence: 3, padding: aheadMessageSize - 16))
+        say("appended")
+    } catch {
+        say("thrown \(code(of: error))")
+    }
+    say("done")
+}
+
 let arguments = CommandLine.arguments
 guard arguments.count >= 3 else {
     fail(
         "usage: HoardCrashWriter write DIR ROUND | writeN DIR NAME COUNT | fsize DIR | permission DIR | open-as-nobody DIR"
             + " | settings-write DOMAIN NAMESPACE COUNT | log-default NAME COUNT"
-            + " | log FILE WRITER COUNT BUDGET OVERWRITES | log-wrap-fsize FILE BATCH")
+            + " | log FILE WRITER COUNT BUDGET OVERWRITES | log-wrap-fsize FILE BATCH | log-ahead-fsize FILE")
 }
 switch arguments[1] {
 case "write":
@@ -431,6 +468,8 @@ case "log":
 case "log-wrap-fsize":
     guard let batch = Bool(arguments.count > 3 ? arguments[3] : "") else { fail("usage: log-wrap-fsize FILE BATCH") }
     runLogWrapPastSizeLimit(file: arguments[2], batch: batch)
+case "log-ahead-fsize":
+    runLogAheadPastSizeLimit(file: arguments[2])
 default:
     fail("unknown mode \(arguments[1])")
 }
