@@ -20,16 +20,16 @@ struct CacheOrderingTests {
     func remoteHitAgainstSet() async throws {
         try await DiskTest.withTemporaryDirectory { directory in
             let disk = try DiskStore(directory: directory)
-            let remote = ReadGatedRemoteStore()
+            let remote = GatedRemoteStore()
             try await remote.inner.set(Data("1".utf8), for: "k", in: "test", storedAt: Date(), expiresAt: nil)
             var configuration: Cache<String, String>.Configuration = CacheTest.configuration(disk: disk)
             configuration.remoteStores = [remote]
             let cache = try Cache<String, String>(configuration: configuration)
 
-            let read = await Self.startGatedRead(cache, gate: remote.gate)
+            let read = await Self.startGatedRead(cache, gate: remote.readGate)
             try await cache.set("2", for: "k")
             await cache.flush()
-            remote.gate.open()
+            remote.readGate.open()
             #expect(try await read.value == "1", "the read began before the write")
             await cache.flush()
 
@@ -68,15 +68,15 @@ struct CacheOrderingTests {
     func hitAgainstRemoval() async throws {
         try await DiskTest.withTemporaryDirectory { directory in
             let disk = try DiskStore(directory: directory)
-            let remote = ReadGatedRemoteStore()
+            let remote = GatedRemoteStore()
             try await remote.inner.set(Data("1".utf8), for: "k", in: "test", storedAt: Date(), expiresAt: nil)
             var configuration: Cache<String, String>.Configuration = CacheTest.configuration(disk: disk)
             configuration.remoteStores = [remote]
             let cache = try Cache<String, String>(configuration: configuration)
 
-            let read = await Self.startGatedRead(cache, gate: remote.gate)
+            let read = await Self.startGatedRead(cache, gate: remote.readGate)
             try await cache.removeValue(for: "k")
-            remote.gate.open()
+            remote.readGate.open()
             _ = try await read.value
             await cache.flush()
 
@@ -129,7 +129,7 @@ struct CacheOrderingTests {
     func promotionWithoutRace() async throws {
         try await DiskTest.withTemporaryDirectory { directory in
             let disk = try DiskStore(directory: directory)
-            let remote = ReadGatedRemoteStore()
+            let remote = GatedRemoteStore()
             try await remote.inner.set(Data("1".utf8), for: "k", in: "test", storedAt: Date(), expiresAt: nil)
             var configuration: Cache<String, String>.Configuration = CacheTest.configuration(disk: disk)
             configuration.remoteStores = [remote]

@@ -57,9 +57,38 @@ final class FetchProbe: Sendable {
     }
 }
 
+/// A local store that forwards every call to `inner`; a conforming test store
+/// writes only the calls it changes.
+protocol ForwardingStore: CacheStore {
+    var inner: any CacheStore { get }
+}
+
+extension ForwardingStore {
+    func entry(for key: String, in namespace: String) throws(HoardError) -> StoredEntry? {
+        try inner.entry(for: key, in: namespace)
+    }
+    func set(_ data: Data, for key: String, in namespace: String, storedAt: Date, expiresAt: Date?) throws(HoardError) {
+        try inner.set(data, for: key, in: namespace, storedAt: storedAt, expiresAt: expiresAt)
+    }
+    func write(_ batch: [CacheStoreWrite]) throws(HoardError) { try inner.write(batch) }
+    func removeValue(for key: String, in namespace: String) throws(HoardError) -> Bool {
+        try inner.removeValue(for: key, in: namespace)
+    }
+    func removeAll(in namespace: String) throws(HoardError) -> Int { try inner.removeAll(in: namespace) }
+    func keys(in namespace: String) throws(HoardError) -> [String] { try inner.keys(in: namespace) }
+    func contains(_ key: String, in namespace: String) throws(HoardError) -> Bool {
+        try inner.contains(key, in: namespace)
+    }
+    func usage(in namespace: String) throws(HoardError) -> StoreUsage { try inner.usage(in: namespace) }
+    func totalUsage() throws(HoardError) -> StoreUsage { try inner.totalUsage() }
+    func removeExpired() throws(HoardError) -> Int { try inner.removeExpired() }
+    func trim(toBytes maxBytes: Int) throws(HoardError) -> Int { try inner.trim(toBytes: maxBytes) }
+    func verify(repairing: Bool) throws(HoardError) -> VerificationReport { try inner.verify(repairing: repairing) }
+}
+
 /// A local store that forwards to another one but holds every batch write until
 /// released, or fails every call on demand.
-final class GatedStore: CacheStore {
+final class GatedStore: ForwardingStore {
     let inner: any CacheStore
     private let gate = DispatchSemaphore(value: 0)
     private let state = Mutex<(gated: Bool, failure: HoardError?)>((false, nil))
@@ -94,16 +123,6 @@ final class GatedStore: CacheStore {
         try check()
         return try inner.removeValue(for: key, in: namespace)
     }
-    func removeAll(in namespace: String) throws(HoardError) -> Int { try inner.removeAll(in: namespace) }
-    func keys(in namespace: String) throws(HoardError) -> [String] { try inner.keys(in: namespace) }
-    func contains(_ key: String, in namespace: String) throws(HoardError) -> Bool {
-        try inner.contains(key, in: namespace)
-    }
-    func usage(in namespace: String) throws(HoardError) -> StoreUsage { try inner.usage(in: namespace) }
-    func totalUsage() throws(HoardError) -> StoreUsage { try inner.totalUsage() }
-    func removeExpired() throws(HoardError) -> Int { try inner.removeExpired() }
-    func trim(toBytes maxBytes: Int) throws(HoardError) -> Int { try inner.trim(toBytes: maxBytes) }
-    func verify(repairing: Bool) throws(HoardError) -> VerificationReport { try inner.verify(repairing: repairing) }
 }
 
 struct FetchFailed: Error, Equatable {
@@ -183,7 +202,7 @@ final class StoreGate: Sendable {
 
 /// A local store whose reads fetch the entry, then stop at a gate before
 /// returning it: a read that has found a value and is about to promote it.
-final class ReadGatedStore: CacheStore {
+final class ReadGatedStore: ForwardingStore {
     let inner: any CacheStore
     let gate = StoreGate()
 
@@ -194,59 +213,21 @@ final class ReadGatedStore: CacheStore {
         gate.passBlocking()
         return found
     }
-    func set(_ data: Data, for key: String, in namespace: String, storedAt: Date, expiresAt: Date?) throws(HoardError) {
-        try inner.set(data, for: key, in: namespace, storedAt: storedAt, expiresAt: expiresAt)
-    }
-    func write(_ batch: [CacheStoreWrite]) throws(HoardError) { try inner.write(batch) }
-    func removeValue(for key: String, in namespace: String) throws(HoardError) -> Bool {
-        try inner.removeValue(for: key, in: namespace)
-    }
-    func removeAll(in namespace: String) throws(HoardError) -> Int { try inner.removeAll(in: namespace) }
-    func keys(in namespace: String) throws(HoardError) -> [String] { try inner.keys(in: namespace) }
-    func contains(_ key: String, in namespace: String) throws(HoardError) -> Bool {
-        try inner.contains(key, in: namespace)
-    }
-    func usage(in namespace: String) throws(HoardError) -> StoreUsage { try inner.usage(in: namespace) }
-    func totalUsage() throws(HoardError) -> StoreUsage { try inner.totalUsage() }
-    func removeExpired() throws(HoardError) -> Int { try inner.removeExpired() }
-    func trim(toBytes maxBytes: Int) throws(HoardError) -> Int { try inner.trim(toBytes: maxBytes) }
-    func verify(repairing: Bool) throws(HoardError) -> VerificationReport { try inner.verify(repairing: repairing) }
 }
 
-/// A remote store whose reads fetch the entry, then stop at a gate before
-/// returning it.
-final class ReadGatedRemoteStore: RemoteCacheStore {
+/// A remote store over an ``InMemoryRemoteStore`` whose reads can stop at a gate
+/// after fetching the entry, before returning it (`readGate`), and whose batch
+/// writes can stop at another before writing (`writeGate`). Both gates are open
+/// until the test closes them. Sends no invalidations.
+final class GatedRemoteStore: RemoteCacheStore {
     let inner = InMemoryRemoteStore()
-    let gate = StoreGate()
+    let readGate = StoreGate()
+    let writeGate = StoreGate()
 
     func entry(for key: String, in namespace: String) async throws -> StoredEntry? {
         let found = try await inner.entry(for: key, in: namespace)
-        await gate.pass()
+        await readGate.pass()
         return found
-    }
-    func entries(for keys: [String], in namespace: String) async throws -> [String: StoredEntry] {
-        try await inner.entries(for: keys, in: namespace)
-    }
-    func set(_ data: Data, for key: String, in namespace: String, storedAt: Date, expiresAt: Date?) async throws {
-        try await inner.set(data, for: key, in: namespace, storedAt: storedAt, expiresAt: expiresAt)
-    }
-    func removeValue(for key: String, in namespace: String) async throws {
-        try await inner.removeValue(for: key, in: namespace)
-    }
-    func removeAll(in namespace: String) async throws { try await inner.removeAll(in: namespace) }
-    func invalidations(in namespace: String) -> AsyncStream<RemoteInvalidation> {
-        AsyncStream { $0.finish() }
-    }
-}
-
-/// A remote store whose batch writes (`write(_:)`) stop at a gate until the test
-/// opens it; reads go straight through. Sends no invalidations.
-final class WriteGatedRemoteStore: RemoteCacheStore {
-    let inner = InMemoryRemoteStore()
-    let gate = StoreGate()
-
-    func entry(for key: String, in namespace: String) async throws -> StoredEntry? {
-        try await inner.entry(for: key, in: namespace)
     }
     func entries(for keys: [String], in namespace: String) async throws -> [String: StoredEntry] {
         try await inner.entries(for: keys, in: namespace)
@@ -259,7 +240,7 @@ final class WriteGatedRemoteStore: RemoteCacheStore {
     }
     func removeAll(in namespace: String) async throws { try await inner.removeAll(in: namespace) }
     func write(_ batch: [CacheStoreWrite]) async throws {
-        await gate.pass()
+        await writeGate.pass()
         try await inner.write(batch)
     }
     func invalidations(in namespace: String) -> AsyncStream<RemoteInvalidation> {
@@ -268,6 +249,20 @@ final class WriteGatedRemoteStore: RemoteCacheStore {
 }
 
 extension CacheTest {
+    /// A cache over a disk store in `directory` and a remote store whose batch writes
+    /// wait at its write gate (open until the test closes it), the remote store holding
+    /// `value` under "k".
+    static func overGatedRemote(
+        holding value: String, in directory: URL
+    ) async throws -> (DiskStore, GatedRemoteStore, Cache<String, String>) {
+        let disk = try DiskStore(directory: directory)
+        let remote = GatedRemoteStore()
+        try await remote.inner.set(Data(value.utf8), for: "k", in: "test", storedAt: Date(), expiresAt: nil)
+        var configuration: Cache<String, String>.Configuration = CacheTest.configuration(disk: disk)
+        configuration.remoteStores = [remote]
+        return (disk, remote, try Cache<String, String>(configuration: configuration))
+    }
+
     /// Waits until `events` has reported `count` clears.
     static func awaitClears<Key>(_ count: Int, on events: inout AsyncStream<CacheEvent<Key>>.Iterator) async {
         var seen = 0
@@ -279,7 +274,7 @@ extension CacheTest {
 
 /// A local store that runs a hook (once) after a read found its entry, and whose
 /// batch writes can stop at a gate.
-final class HookedStore: CacheStore {
+final class HookedStore: ForwardingStore {
     let inner: any CacheStore
     let writeGate = StoreGate()
     private let hook = Mutex<(@Sendable () -> Void)?>(nil)
@@ -298,24 +293,8 @@ final class HookedStore: CacheStore {
         body?()
         return found
     }
-    func set(_ data: Data, for key: String, in namespace: String, storedAt: Date, expiresAt: Date?) throws(HoardError) {
-        try inner.set(data, for: key, in: namespace, storedAt: storedAt, expiresAt: expiresAt)
-    }
     func write(_ batch: [CacheStoreWrite]) throws(HoardError) {
         writeGate.passBlocking()
         try inner.write(batch)
     }
-    func removeValue(for key: String, in namespace: String) throws(HoardError) -> Bool {
-        try inner.removeValue(for: key, in: namespace)
-    }
-    func removeAll(in namespace: String) throws(HoardError) -> Int { try inner.removeAll(in: namespace) }
-    func keys(in namespace: String) throws(HoardError) -> [String] { try inner.keys(in: namespace) }
-    func contains(_ key: String, in namespace: String) throws(HoardError) -> Bool {
-        try inner.contains(key, in: namespace)
-    }
-    func usage(in namespace: String) throws(HoardError) -> StoreUsage { try inner.usage(in: namespace) }
-    func totalUsage() throws(HoardError) -> StoreUsage { try inner.totalUsage() }
-    func removeExpired() throws(HoardError) -> Int { try inner.removeExpired() }
-    func trim(toBytes maxBytes: Int) throws(HoardError) -> Int { try inner.trim(toBytes: maxBytes) }
-    func verify(repairing: Bool) throws(HoardError) -> VerificationReport { try inner.verify(repairing: repairing) }
 }

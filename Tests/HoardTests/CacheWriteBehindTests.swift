@@ -117,17 +117,12 @@ struct CacheWriteBehindTests {
         arguments: LocalStoresEmptied.allCases)
     func localClearKeepsQueuedRemoteWrites(_ emptied: LocalStoresEmptied) async throws {
         try await DiskTest.withTemporaryDirectory { directory in
-            let disk = try DiskStore(directory: directory)
-            let remote = WriteGatedRemoteStore()
-            try await remote.inner.set(Data("1".utf8), for: "k", in: "test", storedAt: Date(), expiresAt: nil)
-            var configuration: Cache<String, String>.Configuration = CacheTest.configuration(disk: disk)
-            configuration.remoteStores = [remote]
-            let cache = try Cache<String, String>(configuration: configuration)
+            let (disk, remote, cache) = try await CacheTest.overGatedRemote(holding: "1", in: directory)
             var events = cache.events.makeAsyncIterator()
 
-            remote.gate.close()
+            remote.writeGate.close()
             cache["k"] = "2"  // the disk gets it; its remote write waits at the gate
-            await remote.gate.arrival()
+            await remote.writeGate.arrival()
             let clear: Task<Void, any Error>
             switch emptied {
             case .clear:
@@ -142,7 +137,7 @@ struct CacheWriteBehindTests {
             }
 
             #expect(try await cache.value(for: "k") == "2", "the newer write is still on its way to the remote store")
-            remote.gate.open()
+            remote.writeGate.open()
             try await clear.value
             await cache.flush()
 
@@ -156,18 +151,13 @@ struct CacheWriteBehindTests {
     @Test("Until a clear of the remote stores only is applied, reads treat them as empty and promote nothing from them")
     func queuedRemoteClearHidesRemoteStores() async throws {
         try await DiskTest.withTemporaryDirectory { directory in
-            let disk = try DiskStore(directory: directory)
-            let remote = WriteGatedRemoteStore()
-            try await remote.inner.set(Data("1".utf8), for: "k", in: "test", storedAt: Date(), expiresAt: nil)
-            var configuration: Cache<String, String>.Configuration = CacheTest.configuration(disk: disk)
-            configuration.remoteStores = [remote]
-            let cache = try Cache<String, String>(configuration: configuration)
+            let (disk, remote, cache) = try await CacheTest.overGatedRemote(holding: "1", in: directory)
 
-            remote.gate.close()
+            remote.writeGate.close()
             let clear = Task { try await cache.clear(memory: true, disk: false, remote: true) }
-            await remote.gate.arrival()  // the clear is queued and under way
+            await remote.writeGate.arrival()  // the clear is queued and under way
             #expect(try await cache.value(for: "k") == nil, "the remote store is being cleared")
-            remote.gate.open()
+            remote.writeGate.open()
             try await clear.value
             await cache.flush()
 
@@ -183,21 +173,16 @@ struct CacheWriteBehindTests {
     )
     func localClearBehindFullClear() async throws {
         try await DiskTest.withTemporaryDirectory { directory in
-            let disk = try DiskStore(directory: directory)
-            let remote = WriteGatedRemoteStore()
-            try await remote.inner.set(Data("1".utf8), for: "k", in: "test", storedAt: Date(), expiresAt: nil)
-            var configuration: Cache<String, String>.Configuration = CacheTest.configuration(disk: disk)
-            configuration.remoteStores = [remote]
-            let cache = try Cache<String, String>(configuration: configuration)
+            let (disk, remote, cache) = try await CacheTest.overGatedRemote(holding: "1", in: directory)
             var events = cache.events.makeAsyncIterator()
 
-            remote.gate.close()
+            remote.writeGate.close()
             let everything = Task { try await cache.clear() }
-            await remote.gate.arrival()  // its remote part waits at the gate
+            await remote.writeGate.arrival()  // its remote part waits at the gate
             let local = Task { try await cache.clear(memory: true, disk: true, remote: false) }
             await CacheTest.awaitClears(2, on: &events)
             #expect(try await cache.value(for: "k") == nil, "the first clear still empties the remote store")
-            remote.gate.open()
+            remote.writeGate.open()
             try await everything.value
             try await local.value
             await cache.flush()
@@ -213,22 +198,17 @@ struct CacheWriteBehindTests {
     )
     func writeClearedFromEveryTier() async throws {
         try await DiskTest.withTemporaryDirectory { directory in
-            let disk = try DiskStore(directory: directory)
-            let remote = WriteGatedRemoteStore()
-            try await remote.inner.set(Data("0".utf8), for: "k", in: "test", storedAt: Date(), expiresAt: nil)
-            var configuration: Cache<String, String>.Configuration = CacheTest.configuration(disk: disk)
-            configuration.remoteStores = [remote]
-            let cache = try Cache<String, String>(configuration: configuration)
+            let (disk, remote, cache) = try await CacheTest.overGatedRemote(holding: "0", in: directory)
             var events = cache.events.makeAsyncIterator()
 
-            remote.gate.close()
+            remote.writeGate.close()
             cache["k"] = "1"
-            await remote.gate.arrival()  // its remote write waits at the gate
+            await remote.writeGate.arrival()  // its remote write waits at the gate
             let remoteCleared = Task { try await cache.clear(memory: false, disk: false, remote: true) }
             let localCleared = Task { try await cache.clear(memory: true, disk: true, remote: false) }
             await CacheTest.awaitClears(2, on: &events)
             #expect(try await cache.value(for: "k") == nil, "between them, the clears empty every tier")
-            remote.gate.open()
+            remote.writeGate.open()
             try await remoteCleared.value
             try await localCleared.value
             await cache.flush()
