@@ -112,4 +112,39 @@ struct MemoryCacheObservationTests {
         #expect(received == [nil])
         for await _ in events { Issue.record("no event was published") }
     }
+
+    @Test("Cancelling a consumer while a writer publishes to its stream never deadlocks")
+    func cancellingWhilePublishing() async throws {
+        // A cancelled consumer's onTermination runs under its task's status lock, and a
+        // yield to its stream takes that lock: onTermination must not wait for the
+        // lock publishers yield under. Each round cancels consumers while a writer
+        // publishes to them without pause; a deadlock hangs the round.
+        let cache = try MemoryCache<Int, Int>(configuration: .init(memoryPressure: nil))
+        let writer = Task.detached {
+            var value = 0
+            while !Task.isCancelled {
+                value &+= 1
+                cache[value % 4] = value
+            }
+        }
+        for _ in 0..<300 {
+            let consumers = (0..<4).map { key in
+                Task {
+                    var seen = 0
+                    for await _ in cache.updates(for: key) {
+                        seen += 1
+                        if seen == 50 { break }
+                    }
+                    for await _ in cache.events { break }
+                }
+            }
+            await Task.yield()
+            for consumer in consumers { consumer.cancel() }
+            for consumer in consumers { await consumer.value }
+        }
+        writer.cancel()
+        await writer.value
+        cache[0] = -1
+        #expect(cache[0] == -1)
+    }
 }

@@ -105,13 +105,15 @@ public final class InMemoryRemoteStore: RemoteCacheStore {
     private func mutate(
         namespace: String, invalidation: RemoteInvalidation, _ change: (inout [String: StoredEntry]) -> Void
     ) throws {
-        try state.withLock { state in
+        let subscribers = try state.withLock { state in
             if let failure = state.failure { throw failure }
             state.writes += 1
             change(&state.entries[namespace, default: [:]])
-            for subscriber in state.subscribers.values where subscriber.namespace == namespace {
-                subscriber.continuation.yield(invalidation)
-            }
+            return state.subscribers.values.filter { $0.namespace == namespace }.map(\.continuation)
         }
+        // Outside the lock: a stream whose consuming task is being cancelled runs its
+        // onTermination (which takes the lock) under that task's status lock, and a
+        // yield to it takes that status lock.
+        for continuation in subscribers { continuation.yield(invalidation) }
     }
 }
