@@ -45,8 +45,8 @@ struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable>: ~Copyable {
     init(countLimit: Int?, costLimit: Int?, lowWaterMark: Double, policy: EvictionPolicy) {
         self.countLimit = countLimit ?? .max
         self.costLimit = costLimit ?? .max
-        countLowWater = countLimit.map { Self.lowWater(of: $0, lowWaterMark) } ?? .max
-        costLowWater = costLimit.map { Self.lowWater(of: $0, lowWaterMark) } ?? .max
+        countLowWater = countLimit.map { _LowWaterMark.of($0, at: lowWaterMark) } ?? .max
+        costLowWater = costLimit.map { _LowWaterMark.of($0, at: lowWaterMark) } ?? .max
         usesTinyLFU = policy == .tinyLFU
         if policy == .tinyLFU, let countLimit {
             tinyLFU = _TinyLFUPolicy(
@@ -58,13 +58,6 @@ struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable>: ~Copyable {
             // LRU, or W-TinyLFU without limits (nothing is ever evicted): a token sketch.
             tinyLFU = _TinyLFUPolicy(capacity: .max / 2, sketchCapacity: 16, weighsByCost: false)
         }
-    }
-
-    /// `lowWaterMark` (in `0...1`) of `limit`, rounded down; at most `limit`, which
-    /// the product can exceed in floating point (`Int.max` becomes 2^63).
-    static func lowWater(of limit: Int, _ lowWaterMark: Double) -> Int {
-        let mark = (Double(limit) * lowWaterMark).rounded(.down)
-        return mark < Double(limit) ? Int(mark) : limit
     }
 
     @inlinable var count: Int { index.count }

@@ -200,15 +200,8 @@ extension DiskStore {
         }
 
         /// The byte count the store evicts down to once over ``byteLimit``.
-        var byteLowWater: Int { byteLimit.map { Self.lowWater(of: $0, at: lowWaterMark) } ?? .max }
+        var byteLowWater: Int { byteLimit.map { _LowWaterMark.of($0, at: lowWaterMark) } ?? .max }
         /// The entry count the store evicts down to once over ``countLimit``.
-        var countLowWater: Int { countLimit.map { Self.lowWater(of: $0, at: lowWaterMark) } ?? .max }
-
-        /// `fraction` of `limit`, rounded down, and never more than `limit` (a limit
-        /// near `Int.max` is not exact as a `Double`, and its product may not fit).
-        static func lowWater(of limit: Int, at fraction: Double) -> Int {
-            let scaled = (Double(limit) * fraction).rounded(.down)
-            return scaled < Double(Int.max) ? min(limit, Int(scaled)) : limit
-        }
+        var countLowWater: Int { countLimit.map { _LowWaterMark.of($0, at: lowWaterMark) } ?? .max }
     }
 }
