@@ -56,7 +56,7 @@ struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable>: ~Copyable {
             tinyLFU = _TinyLFUPolicy(capacity: costLimit, sketchCapacity: min(costLimit, 1 << 16), weighsByCost: true)
         } else {
             // LRU, or W-TinyLFU without limits (nothing is ever evicted): a token sketch.
-            tinyLFU = _TinyLFUPolicy(capacity: .max / 2, sketchCapacity: 16, weighsByCost: false)
+            tinyLFU = _TinyLFUPolicy(capacity: .max / 2, sketchCapacity: 16, weighsByCost: false, adapts: false)
         }
     }
 
