@@ -268,6 +268,46 @@ struct MessageLogDamageTests {
     }
 
     @Test(
+        "A file that ends inside its header after the HOARDLOG magic is a damaged header: recover() rebuilds an empty log",
+        arguments: [8, 12, 40, 60, 63])
+    func headerCutShort(length: Int) throws {
+        try withTemporaryDirectory { directory in
+            // Given a log cut inside its header (a crash while it was created, a truncation)
+            let url = directory.appendingPathComponent("short.log")
+            let fixture = try Self.fixture(at: url, maximumBytes: 4096, overwrites: false, count: 3, seed: 7)
+            let short = Array(fixture.file.prefix(length))
+            try write(short, to: url)
+
+            // When it is opened to write, read and verified
+            let log = try rawLog(url, maximumBytes: 4096, overwrites: false)
+
+            // Then it opens with a damaged header, which reads and a reader report as such
+            #expect(!log.isWritable)
+            let read = #expect(throws: HoardError.self) { try log.messages() }
+            #expect(read?.code == .fileCorrupted)
+            #expect(read?.offset == 0)
+            #expect(read?.message.contains("header is damaged") == true, "\(String(describing: read))")
+            let report = try log.verify()
+            #expect(!report.isHeaderIntact)
+            #expect(report.intactMessageCount == 0)
+            let reader = #expect(throws: HoardError.self) {
+                try MessageLog<Data>(forReadingFrom: url, codec: .cacheValue)
+            }
+            #expect(reader?.code == .fileCorrupted)
+            #expect(reader?.message.contains("header is damaged") == true, "\(String(describing: reader))")
+            #expect(try bytes(of: url) == short, "nothing is written before recover()")
+
+            // And recover() rebuilds it: an empty log (a partial header holds no message) that takes appends
+            try log.recover()
+            #expect(log.isWritable)
+            #expect(try log.messages().isEmpty)
+            #expect(try log.verify().isIntact)
+            try log.append(Data("after".utf8))
+            #expect(try rawLog(url, maximumBytes: 4096, overwrites: false).messages() == [Data("after".utf8)])
+        }
+    }
+
+    @Test(
         "One flipped byte anywhere: an error at the damaged record or the exact messages; recover() keeps all others",
         arguments: [false, true])
     func singleByteFlips(overwrites: Bool) throws {

@@ -198,6 +198,16 @@ struct MessageLogTests {
             #expect(read?.description.contains("format version 2") == true)
             #expect(throws: HoardError.self) { try log.recover() }
             #expect(try bytes(of: url) == file)
+
+            // Cut inside its header after the version field, it is still that version's file
+            let short = Array(file.prefix(40))
+            try write(short, to: url)
+            let cut = try rawLog(url, maximumBytes: 4096, overwrites: true)
+            #expect(!cut.isWritable)
+            let cutRead = #expect(throws: HoardError.self) { try cut.messages() }
+            #expect(cutRead?.code == .unsupportedFormat)
+            #expect(throws: HoardError.self) { try cut.recover() }
+            #expect(try bytes(of: url) == short)
         }
     }
 
@@ -251,6 +261,43 @@ struct MessageLogTests {
             let log = try rawLog(url, maximumBytes: 4096, overwrites: false)
             try log.append(Data("hello".utf8))
             #expect(try log.messages() == [Data("hello".utf8)])
+        }
+    }
+
+    @Test(
+        "A file shorter than a header without the whole HOARDLOG magic is not a log, and is not changed",
+        arguments: ["short", "HOARDLO", "hoardlog, lower case"])
+    func shortForeignFile(text: String) throws {
+        try withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("notes.txt")
+            try write(Array(text.utf8), to: url)
+            let writer = #expect(throws: HoardError.self) { try rawLog(url, maximumBytes: 4096, overwrites: true) }
+            #expect(writer?.code == .fileCorrupted)
+            #expect(writer?.offset == 0)
+            #expect(writer?.message.contains("not a message log") == true, "\(String(describing: writer))")
+            let reader = #expect(throws: HoardError.self) {
+                try MessageLog<Data>(forReadingFrom: url, codec: .cacheValue)
+            }
+            #expect(reader?.message.contains("not a message log") == true, "\(String(describing: reader))")
+            #expect(try bytes(of: url) == Array(text.utf8))
+        }
+    }
+
+    @Test("An empty file (0 bytes) is not a log to a reader, and is not changed; opened to write, it becomes a log")
+    func emptyFileToAReader() throws {
+        try withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("empty.log")
+            #expect(FileManager.default.createFile(atPath: url.path, contents: Data()))
+            let reader = #expect(throws: HoardError.self) {
+                try MessageLog<Data>(forReadingFrom: url, codec: .cacheValue)
+            }
+            #expect(reader?.code == .fileCorrupted)
+            #expect(reader?.message.contains("not a message log") == true, "\(String(describing: reader))")
+            let unchanged = try bytes(of: url)
+            #expect(unchanged.isEmpty)
+            let writer = try rawLog(url, maximumBytes: 4096, overwrites: false)
+            #expect(writer.isWritable)
+            #expect(try MessageLog<Data>(forReadingFrom: url, codec: .cacheValue).maximumBytes == 4096)
         }
     }
 

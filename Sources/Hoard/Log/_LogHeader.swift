@@ -94,19 +94,38 @@ struct _LogHeader: Equatable, Sendable {
     enum Parsed: Equatable {
         /// A valid header.
         case header(_LogHeader)
-        /// The file does not start with the magic: not a message log.
+        /// The file does not start with the whole 8-byte magic: not a message log.
         case notALog
         /// A message log of another format version.
         case unsupportedVersion(UInt32)
-        /// A version-1 header whose checksum or fields are wrong. `lap` and
-        /// `maximumBytes` are what the damaged bytes say, as hints for recovery.
+        /// A version-1 header whose checksum or fields are wrong, or a header the
+        /// file ends inside, after the magic (and the version, when it got that far).
+        /// `lap` and `maximumBytes` are what the damaged bytes say, as hints for
+        /// recovery (0 for a header cut short).
         case damaged(reason: String, lap: UInt32, maximumBytes: Int)
     }
 
-    /// Parses and validates a header.
+    /// Parses and validates a header from the first bytes of a file (all 64, or fewer
+    /// when the file is shorter).
+    ///
+    /// A file that starts with the whole magic but ends before the 64th byte is a log
+    /// whose header is damaged (a crash while the file was created, a truncation): it
+    /// holds no record, so ``MessageLog/recover()`` loses nothing by rebuilding it;
+    /// unless its version field, when there, names another version. A file without
+    /// the whole magic is never taken for a log.
     static func parse(_ bytes: UnsafeRawBufferPointer) -> Parsed {
-        guard bytes.count >= size, bytes.loadUnaligned(as: UInt64.self).littleEndian == magic else {
+        guard bytes.count >= 8, bytes.loadUnaligned(as: UInt64.self).littleEndian == magic else {
             return .notALog
+        }
+        guard bytes.count >= size else {
+            // A version this code does not know may be a format whose header differs:
+            // refused, never rewritten, as below.
+            if bytes.count >= 12 {
+                let version = bytes.loadUnaligned(fromByteOffset: 8, as: UInt32.self).littleEndian
+                if version != currentVersion { return .unsupportedVersion(version) }
+            }
+            return .damaged(
+                reason: "the file ends after \(bytes.count) of the header's \(size) bytes", lap: 0, maximumBytes: 0)
         }
         func u32(_ offset: Int) -> UInt32 { bytes.loadUnaligned(fromByteOffset: offset, as: UInt32.self).littleEndian }
         func u64(_ offset: Int) -> UInt64 { bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self).littleEndian }
