@@ -246,5 +246,26 @@ extension DiskStoreSuites {
                 #expect(try store.keys(in: "ns").count == 8)
             }
         }
+
+        @Test("An open store holds its lock shared; a downgrade from exclusive that fails throws instead")
+        func lockDowngrade() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                // Given a store opened alone (exclusive while opening, then shared)
+                let store = try DiskStore(directory: url)
+                let other = open(url.appendingPathComponent("lock").path, O_RDWR | O_CLOEXEC)
+                #expect(other >= 0)
+                defer { close(other) }
+                // Then another open file description can share the lock, not take it exclusively
+                #expect(flock(other, LOCK_EX | LOCK_NB) != 0)
+                #expect(flock(other, LOCK_SH | LOCK_NB) == 0)
+                withExtendedLifetime(store) {}
+
+                // And when the downgrade itself fails (here: no descriptor to lock), it throws
+                var lock = _StoreDirectory.Lock(descriptor: -1, exclusive: true)
+                let error = #expect(throws: HoardError.self) { try lock.share(path: url.path) }
+                #expect(error?.code == .ioFailed)
+                #expect(error?.message.contains("shared") == true, "\(String(describing: error))")
+            }
+        }
     }
 }

@@ -96,7 +96,8 @@ public final class DiskStore: CacheStore {
     ///   ``HoardError/Code/busy`` for a store of format version 1 that another
     ///   instance or process has open (it is migrated when opened alone);
     ///   ``HoardError/Code/permissionDenied``, ``HoardError/Code/storageFull`` or
-    ///   ``HoardError/Code/ioFailed`` when the files cannot be opened or created;
+    ///   ``HoardError/Code/ioFailed`` when the files cannot be opened, created or
+    ///   locked;
     ///   ``HoardError/Code/invalidConfiguration`` for a setting out of range.
     public init(
         directory: URL, configuration: Configuration = .init(), clock: any CacheClock = SystemClock()
@@ -157,7 +158,7 @@ public final class DiskStore: CacheStore {
                 if files > 0 { openingEvents.append(.collectedOrphans(files: files, bytes: bytes)) }
                 openingEvents += failures
             }
-            lock.share()
+            try lock.share(path: path)
         } catch {
             lock.release()
             throw error

@@ -111,11 +111,21 @@ enum _StoreDirectory {
         var exclusive: Bool
 
         /// Holds the lock shared from now on (others may open the store).
-        mutating func share() {
-            if exclusive {
-                _ = flock(descriptor, LOCK_SH)
-                exclusive = false
+        ///
+        /// `flock` converts a lock by releasing it and then waiting for the new one,
+        /// so a conversion that fails may leave no lock at all; it throws, and the
+        /// caller must ``release()`` the lock rather than go on as if it held one.
+        ///
+        /// - Throws: ``HoardError/Code/ioFailed`` (or the code of the `errno`) when
+        ///   the shared lock could not be taken.
+        mutating func share(path: String) throws(HoardError) {
+            guard exclusive else { return }
+            if case .failure(let failure) = _POSIX.lock(descriptor, .shared) {
+                throw _FileSystem.error(
+                    "could not turn the store's exclusive lock into a shared one (the lock may be lost); the store was not opened",
+                    path: path, errno: failure.code)
             }
+            exclusive = false
         }
 
         /// Waits until the lock is exclusive.
