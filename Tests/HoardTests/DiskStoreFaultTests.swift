@@ -224,6 +224,31 @@ extension DiskStoreSuites {
             }
         }
 
+        @Test(
+            "A write that spills flushes blobs/ before it commits: when the directory cannot be opened to flush (in a child; as root it drops to nobody), set and a batch throw and commit nothing"
+        )
+        func directoryFlushBeforeCommit() async throws {
+            try await DiskTest.withTemporaryDirectory { url in
+                let (status, lines) = try await DiskTest.onThread {
+                    try DiskTest.runChild(["unreadable-blobs", url.path])
+                }
+                #expect(status == 0, "\(lines)")
+                #expect(
+                    lines == [
+                        "thrown permissionDenied",
+                        "batch thrown permissionDenied",
+                        "after absent=large,a,b,c small=true",
+                        "next true",
+                        "unsynced true",
+                        "done",
+                    ])
+                let store = try DiskStore(directory: url)
+                #expect(try store.keys(in: "ns") == ["next", "small", "unsynced"])
+                #expect(DiskTest.blobFiles(url).count == 1, "only the file of \"unsynced\": the others were deleted")
+                #expect(try store.verify().isHealthy)
+            }
+        }
+
         @Test("Opening a store the process may not read is permissionDenied (as root: in a child dropped to nobody)")
         func openWithoutPermission() async throws {
             try await DiskTest.withTemporaryDirectory { url in

@@ -89,13 +89,18 @@ extension DiskStore {
         public var accessFlushInterval: TimeInterval
 
         /// Whether a value file is flushed to stable storage (`fsync`) before it is
-        /// renamed into place and its entry committed. Defaults to `true`.
+        /// renamed into place, and the `blobs/` directory (once per `set` or batch)
+        /// after, before the entry that names the file is committed; and whether
+        /// creating the store flushes its directory. A flush that fails fails the
+        /// write (nothing is committed) or the opening. On a file system that
+        /// refuses to flush a directory (some network and FUSE file systems),
+        /// turn this off. Defaults to `true`.
         ///
         /// A killed process never leaves a damaged entry either way: the kernel
         /// still writes what the process wrote. This setting is about power loss
-        /// and operating system crashes; without the flush, such a crash can leave
-        /// an entry whose file is empty or short, which reads report as damaged and
-        /// treat as a miss.
+        /// and operating system crashes; without the flushes, such a crash can
+        /// leave an entry whose file is empty, short or missing, which reads report
+        /// as damaged and treat as a miss.
         public var syncsValueFiles: Bool
 
         /// Whether opening creates the store when the directory does not exist or

@@ -21,10 +21,11 @@ import Synchronization
 ///
 /// - **Durability.** A write that returned is committed to the index's write-ahead
 ///   log (`synchronous = NORMAL`) and, for a large value, its file was written,
-///   flushed and renamed into place first. It survives the process being killed at
-///   any instant (the kernel still holds what was written); a power loss may lose
-///   the last writes, never consistency. A write in flight when the process dies
-///   is either entirely there or entirely absent.
+///   flushed, renamed into place and its directory flushed first (the flushes as
+///   ``Configuration/syncsValueFiles`` says). It survives the process being killed
+///   at any instant (the kernel still holds what was written); a power loss may
+///   lose the last writes, never consistency. A write in flight when the process
+///   dies is either entirely there or entirely absent.
 /// - **Never wrong bytes.** Every value is stored with a CRC-32C of its bytes,
 ///   namespace and key, checked on every read and by ``verify(repairing:)``.
 /// - **Bad data.** A malformed row, a missing or truncated value file, or bytes
@@ -134,7 +135,8 @@ public final class DiskStore: CacheStore {
                     if _FileSystem.kind(at: indexPath) == .missing {
                         // Re-checked with the lock held: nobody else is creating it.
                         _ = try _StoreDirectory.inspect(path)
-                        try _StoreDirectory.create(path, now: clock.now())
+                        try _StoreDirectory.create(
+                            path, now: clock.now(), syncsDirectory: configuration.syncsValueFiles)
                     }
                 }
                 try _StoreDirectory.checkIndexHeader(indexPath)
@@ -142,7 +144,11 @@ public final class DiskStore: CacheStore {
                     path: indexPath, busyTimeout: configuration.busyTimeout,
                     pageCacheBytes: configuration.pageCacheBytes, lengthLimit: configuration.indexLengthLimit)
             }
-            try _FileSystem.makeDirectory(blobs.directory)
+            if try _FileSystem.makeDirectory(blobs.directory), configuration.syncsValueFiles {
+                // A store whose blobs/ was missing: its new entry is flushed before a
+                // row can name a file in it (create(_:now:) flushes its own).
+                try _FileSystem.syncDirectory(path)
+            }
             if let index, index.storedVersion < _DiskIndex.formatVersion {
                 guard lock.exclusive else {
                     throw HoardError(
@@ -318,8 +324,10 @@ public final class DiskStore: CacheStore {
     ///
     /// A value over ``Configuration/spillThreshold``, or too large for a row of the
     /// index with its key and namespace, is written to its own file (temporary
-    /// name, flushed, renamed) before the index row that refers to it is
-    /// committed. Pending access times are written in the same transaction. If
+    /// name, flushed, renamed, then the `blobs/` directory flushed, as
+    /// ``Configuration/syncsValueFiles`` says) before the index row that refers to
+    /// it is committed; when a flush fails, nothing is committed and the file is
+    /// deleted (or, when it cannot be, reported and collected at the next open). Pending access times are written in the same transaction. If
     /// the store is now over a limit it evicts least-recently-accessed entries,
     /// never this one.
     ///
@@ -347,6 +355,7 @@ public final class DiskStore: CacheStore {
         let now = clock.now().timeIntervalSince1970
         var effects = _DiskEffects()
         do {
+            if file != nil { try blobs.synchronizeEntries() }
             try state.withLock { (state) throws(HoardError) in
                 try state.set(
                     namespace: namespace, key: key, inline: file == nil ? data : nil, size: data.count, file: file,
@@ -355,7 +364,8 @@ public final class DiskStore: CacheStore {
                 state.enforceLimits(protecting: [_EntryName(namespace: namespace, key: key)], effects: &effects)
             }
         } catch {
-            if let file { try? blobs.remove(file) }
+            // No row names the file: deleted now, or reported and collected at the next open.
+            if let file { effects.filesToRemove.append(file) }
             finish(effects)
             throw HoardError(
                 error.code, "could not store the value in namespace \"\(namespace.prefix(100))\": \(error.message)",
@@ -366,8 +376,10 @@ public final class DiskStore: CacheStore {
 
     /// Applies `batch` in order, in one transaction: all of it or none of it.
     ///
-    /// Files of large values are written before the transaction; the batch's
-    /// entries are never evicted by the limit check that follows it.
+    /// Files of large values are written before the transaction, then the `blobs/`
+    /// directory is flushed once for them all (as
+    /// ``Configuration/syncsValueFiles`` says); the batch's entries are never
+    /// evicted by the limit check that follows it.
     ///
     /// - Throws: As ``set(_:for:in:storedAt:expiresAt:)``; the store is unchanged
     ///   when it throws.
@@ -404,8 +416,9 @@ public final class DiskStore: CacheStore {
                     prepared.append(.removeAll(namespace: _normalized(namespace)))
                 }
             }
+            if !newFiles.isEmpty { try blobs.synchronizeEntries() }
         } catch {
-            for file in newFiles { try? blobs.remove(file) }
+            finish(_DiskEffects(filesToRemove: newFiles))
             throw error
         }
         let now = clock.now().timeIntervalSince1970
@@ -416,7 +429,7 @@ public final class DiskStore: CacheStore {
                 state.enforceLimits(protecting: _PreparedWrite.names(in: prepared), effects: &effects)
             }
         } catch {
-            for file in newFiles { try? blobs.remove(file) }
+            effects.filesToRemove += newFiles
             finish(effects)
             throw error
         }

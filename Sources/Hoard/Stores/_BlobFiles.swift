@@ -12,11 +12,15 @@ import Foundation
 /// exact shape before they are used.
 ///
 /// A file is written as `<name>.tmp`, flushed to stable storage (when configured),
-/// and renamed to `<name>`: a file under its final name is always complete.
+/// and renamed to `<name>`: a file under its final name is always complete. Before
+/// a row that names a new file commits, ``synchronizeEntries()`` flushes the
+/// directory (when configured), so that a power loss cannot keep the row and lose
+/// the file's name.
 struct _BlobFiles: Sendable {
     /// The directory's path.
     let directory: String
-    /// Whether to `fsync` a file before renaming it into place.
+    /// Whether to `fsync` a file before renaming it into place, and the directory
+    /// before a row that names the file commits.
     let syncsFiles: Bool
 
     static let temporarySuffix = ".tmp"
@@ -97,6 +101,19 @@ struct _BlobFiles: Sendable {
             unlink(temporary)
             throw failure
         }
+    }
+
+    /// Flushes the directory's entries to stable storage, when ``syncsFiles``: every
+    /// file ``write(_:as:)`` renamed into place before this call then survives a power
+    /// loss. Call it after writing a batch's files and before committing the rows
+    /// that name them; one call covers them all.
+    ///
+    /// - Throws: ``HoardError/Code/permissionDenied``, ``HoardError/Code/storageFull``
+    ///   or ``HoardError/Code/ioFailed`` when the directory cannot be opened or
+    ///   flushed: the rows must not commit.
+    func synchronizeEntries() throws(HoardError) {
+        guard syncsFiles else { return }
+        try _FileSystem.syncDirectory(directory)
     }
 
     /// The outcome of reading a value file.

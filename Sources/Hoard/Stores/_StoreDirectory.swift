@@ -160,8 +160,12 @@ enum _StoreDirectory {
 
     /// Creates `blobs/` and a complete `index.sqlite`, and makes the directory
     /// readable by its owner only (0700, also when it existed, empty, with a
-    /// wider mode). Call with the lock exclusive.
-    static func create(_ path: String, now: Date) throws(HoardError) {
+    /// wider mode). With `syncsDirectory`, the directory's new entries are flushed
+    /// to stable storage before it returns. Call with the lock exclusive.
+    ///
+    /// - Throws: When a file cannot be created, written or moved, or the directory
+    ///   cannot be flushed.
+    static func create(_ path: String, now: Date, syncsDirectory: Bool) throws(HoardError) {
         guard chmod(path, 0o700) == 0 else {
             throw _FileSystem.error("could not make the store directory private (mode 0700)", path: path)
         }
@@ -183,7 +187,7 @@ enum _StoreDirectory {
             guard rename(building, path + "/" + indexName) == 0 else {
                 throw _FileSystem.error("could not move the store's index into place", path: building)
             }
-            _FileSystem.syncDirectory(path)
+            if syncsDirectory { try _FileSystem.syncDirectory(path) }
         } catch {
             for name in (try? _FileSystem.contents(of: path)) ?? [] where name.hasPrefix(creatingName) {
                 unlink(path + "/" + name)

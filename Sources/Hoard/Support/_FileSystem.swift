@@ -52,8 +52,13 @@ enum _FileSystem {
     }
 
     /// Creates a directory readable only by its owner (0700); succeeds if it exists.
-    static func makeDirectory(_ path: String) throws(HoardError) {
-        if mkdir(path, 0o700) == 0 || errno == EEXIST { return }
+    ///
+    /// - Returns: Whether this call created it (its parent's entry for it is then
+    ///   not yet flushed to stable storage; see ``syncDirectory(_:)``).
+    @discardableResult
+    static func makeDirectory(_ path: String) throws(HoardError) -> Bool {
+        if mkdir(path, 0o700) == 0 { return true }
+        if errno == EEXIST { return false }
         throw error("could not create a directory", path: path)
     }
 
@@ -100,12 +105,20 @@ enum _FileSystem {
         return Array(buffer.prefix(read))
     }
 
-    /// Flushes a directory's entries (a rename into it) to stable storage.
-    static func syncDirectory(_ path: String) {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return }
-        _ = fsync(fd)
-        close(fd)
+    /// Flushes a directory's entries (a file created or renamed into it) to stable
+    /// storage: once it returns, a power loss cannot lose them. A file's own `fsync`
+    /// does not do this on every file system.
+    ///
+    /// - Throws: ``HoardError/Code/permissionDenied``, ``HoardError/Code/storageFull``
+    ///   or ``HoardError/Code/ioFailed`` when the directory cannot be opened or
+    ///   flushed; the entries may then not be on stable storage.
+    static func syncDirectory(_ path: String) throws(HoardError) {
+        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw error("could not open a directory to flush it to disk", path: path) }
+        defer { close(fd) }
+        while fsync(fd) != 0 {
+            if errno != EINTR { throw error("could not flush a directory to disk", path: path) }
+        }
     }
 
     /// Removes a file; a file already gone is not an error.

@@ -294,6 +294,67 @@ func runPermission(directory: String) {
     say("done")
 }
 
+/// Stores a small value, then leaves `blobs/` writable and searchable but not
+/// readable (as root, which ignores permission bits: gives `blobs/` to `nobody`,
+/// lets `nobody` through the store's directory, and drops to that user). A value
+/// file can still be created and renamed into `blobs/`; the directory cannot be
+/// opened to flush its entries, which a write that spills must do before it commits.
+func runUnreadableBlobs(directory: String) {
+    let store = open(directory)
+    let unsynced = open(directory, DiskStore.Configuration(syncsValueFiles: false))
+    let small = Payload.make(key: "small", sequence: 1, size: 500)
+    do {
+        try store.set(small, for: "small", in: "ns", storedAt: Date(), expiresAt: nil)
+    } catch {
+        fail("before: \(error)")
+    }
+    let blobs = directory + "/blobs"
+    if geteuid() == 0 {
+        guard chown(blobs, 65534, 65534) == 0, chmod(directory, 0o711) == 0 else { fail("chown: \(errno)") }
+    }
+    guard chmod(blobs, 0o300) == 0 else { fail("chmod: \(errno)") }
+    if geteuid() == 0 {
+        guard setgid(65534) == 0, setuid(65534) == 0 else { fail("could not drop to nobody: \(errno)") }
+    }
+    guard opendir(blobs) == nil else { fail("blobs/ is still readable") }
+    let large = Payload.make(key: "large", sequence: 2, size: 100_000)
+    do {
+        try store.set(large, for: "large", in: "ns", storedAt: Date(), expiresAt: nil)
+        say("stored")
+    } catch {
+        say("thrown \(code(of: error))")
+    }
+    do {
+        let now = Date()
+        try store.write([
+            .set(Payload.make(key: "a", sequence: 3, size: 100_000), for: "a", in: "ns", storedAt: now, expiresAt: nil),
+            .set(Payload.make(key: "b", sequence: 4, size: 100_000), for: "b", in: "ns", storedAt: now, expiresAt: nil),
+            .set(Payload.make(key: "c", sequence: 5, size: 300), for: "c", in: "ns", storedAt: now, expiresAt: nil),
+        ])
+        say("batch stored")
+    } catch {
+        say("batch thrown \(code(of: error))")
+    }
+    do {
+        // contains(_:in:) reads no file: a row committed for a file since deleted still counts
+        let absent = try ["large", "a", "b", "c"].filter { try !store.contains($0, in: "ns") }
+        let smallOK = try store.entry(for: "small", in: "ns")?.data == small
+        say("after absent=\(absent.joined(separator: ",")) small=\(smallOK)")
+        let next = Payload.make(key: "next", sequence: 6, size: 300)
+        try store.set(next, for: "next", in: "ns", storedAt: Date(), expiresAt: nil)
+        say("next \(try store.entry(for: "next", in: "ns")?.data == next)")
+        let unflushed = Payload.make(key: "unsynced", sequence: 7, size: 100_000)
+        try unsynced.set(unflushed, for: "unsynced", in: "ns", storedAt: Date(), expiresAt: nil)
+        say("unsynced \(try unsynced.entry(for: "unsynced", in: "ns")?.data == unflushed)")
+    } catch {
+        say("error after: \(error)")
+    }
+    if geteuid() != 0 {
+        _ = chmod(blobs, 0o700)
+    }
+    say("done")
+}
+
 /// Drops to the `nobody` user, then tries to open the store.
 func runOpenAsNobody(directory: String) {
     guard setgid(65534) == 0, setuid(65534) == 0 else { fail("could not drop to nobody: \(errno)") }
@@ -437,6 +498,7 @@ let arguments = CommandLine.arguments
 guard arguments.count >= 3 else {
     fail(
         "usage: HoardCrashWriter write DIR ROUND | writeN DIR NAME COUNT | fsize DIR | permission DIR | open-as-nobody DIR"
+            + " | unreadable-blobs DIR"
             + " | settings-write DOMAIN NAMESPACE COUNT | log-default NAME COUNT"
             + " | log FILE WRITER COUNT BUDGET OVERWRITES | log-wrap-fsize FILE BATCH | log-ahead-fsize FILE")
 }
@@ -452,6 +514,8 @@ case "permission":
     runPermission(directory: arguments[2])
 case "open-as-nobody":
     runOpenAsNobody(directory: arguments[2])
+case "unreadable-blobs":
+    runUnreadableBlobs(directory: arguments[2])
 case "settings-write":
     guard arguments.count >= 5, let count = Int(arguments[4]) else {
         fail("usage: settings-write DOMAIN NAMESPACE COUNT")
