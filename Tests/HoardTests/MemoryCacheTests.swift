@@ -1,6 +1,7 @@
 import Foundation
-import Hoard
 import Testing
+
+@testable import Hoard
 
 @Suite("MemoryCache basics and limits")
 struct MemoryCacheTests {
@@ -116,6 +117,52 @@ struct MemoryCacheTests {
         #expect(cache[0] != nil)
         cache.purge(downToCount: 0)
         #expect(cache.count == 0)
+    }
+
+    @Test("A sharded purge keeps as many entries as its target allows, however the keys fall into shards")
+    func shardedPurgeKeepsTarget() throws {
+        // Given 12 entries spread by hash over 8 shards (so some shards hold none and
+        // others several)
+        let cache = try MemoryCache<Int, Int>(configuration: .init(shards: 8, memoryPressure: nil))
+        for i in 0..<12 { cache[i] = i }
+
+        // When it is purged down to 10, then to 3, entries
+        cache.purge(downToCount: 10)
+
+        // Then exactly that many remain each time, not a multiple of the shard count
+        #expect(cache.count == 10)
+        #expect(cache.statistics.evictions == 2)
+        cache.purge(downToCount: 3)
+        #expect(cache.count == 3)
+        cache.purge(downToCount: 20)
+        #expect(cache.count == 3)
+    }
+
+    @Test("A sharded purge down to a cost keeps as much cost as its target allows")
+    func shardedCostPurgeKeepsTarget() throws {
+        // Given 200 entries of cost 10 spread over 8 shards
+        let cache = try MemoryCache<Int, Data>(configuration: .init(shards: 8, memoryPressure: nil))
+        for i in 0..<200 { cache[i] = Data(count: 10) }
+
+        // When it is purged down to a cost of 100, which no share of 100 / 8 divides
+        cache.purge(downTo: 100)
+
+        // Then ten entries remain, not one per shard
+        #expect(cache.totalCost == 100)
+        #expect(cache.count == 10)
+    }
+
+    @Test(
+        "A purge's shares are as even as the shards allow and add up to the target or all there is",
+        arguments: [
+            (10, [0, 3, 0, 1, 5, 2, 0, 1], [0, 3, 0, 1, 3, 2, 0, 1]),
+            (10, [4, 4, 4, 4], [3, 3, 2, 2]),
+            (20, [4, 4, 4, 4], [4, 4, 4, 4]),
+            (0, [4, 1], [0, 0]),
+            (7, [100, 1, 1], [5, 1, 1]),
+        ])
+    func purgeShares(total: Int, held: [Int], expected: [Int]) {
+        #expect(MemoryCache<Int, Int>.shares(of: total, among: held) == expected)
     }
 
     @Test("Low-water mark of 100% evicts one entry at a time")

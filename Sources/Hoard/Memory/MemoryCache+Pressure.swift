@@ -3,7 +3,7 @@ extension MemoryCache {
     /// policy's order, down to `fraction` of the cost it holds (of its entry count,
     /// when its values cost nothing), reporting ``EvictionReason/memoryPressure``.
     func relieve(fraction: Double) {
-        evictEachShard(reason: .memoryPressure) { count, cost in
+        evictEachShard(reason: .memoryPressure) { _, count, cost in
             func part(_ total: Int) -> Int { Int((Double(total) * fraction).rounded(.down)) }
             return cost > 0 ? (.max, part(cost)) : (part(count), .max)
         }

@@ -266,34 +266,91 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
 
     /// Evicts entries, policy order first, until the total cost is at most `cost`.
     ///
-    /// - Complexity: O(1) per evicted entry.
+    /// With several shards each evicts in its own policy order, down to its share of
+    /// `cost`: shares are as even as the shards' costs allow, a shard that holds less
+    /// than its share leaves the rest to the others, and one left below its share by
+    /// an entry's cost leaves the difference to the shards after it.
+    ///
+    /// - Complexity: O(shards log shards), plus O(1) per evicted entry.
     public func purge(downTo cost: Int) {
         purge(count: .max, cost: max(0, cost))
     }
 
     /// Evicts entries, policy order first, until at most `count` remain.
     ///
-    /// - Complexity: O(1) per evicted entry.
+    /// Unless other writes interleave, exactly `count` remain when the cache held
+    /// more. With several shards each evicts in its own policy order, down to its
+    /// share of `count`: shares are as even as the shards' counts allow, and a shard
+    /// that holds fewer entries than its share leaves the rest to the others.
+    ///
+    /// - Complexity: O(shards log shards), plus O(1) per evicted entry.
     public func purge(downToCount count: Int) {
         purge(count: max(0, count), cost: .max)
     }
 
+    /// Evicts in every shard down to its share of `count` and of `cost` (`.max`: no
+    /// target), taking one shard's lock at a time.
+    ///
+    /// The shares are split from what each shard holds when the purge starts; a
+    /// shard that keeps less than its share (it shrank meanwhile, or its entries'
+    /// costs do not add up to its share exactly) leaves the difference to the next.
+    /// The targets of all the shards never add up to more than `count` and `cost`.
     private func purge(count: Int, cost: Int) {
-        let shardCount = shards.count
-        evictEachShard(reason: .purge) { _, _ in
-            (count == .max ? .max : count / shardCount, cost == .max ? .max : cost / shardCount)
+        let held = (0..<shards.count).map { i in shards.withLock(i) { (count: $0.count, cost: $0.totalCost) } }
+        let countShares = count == .max ? nil : Self.shares(of: count, among: held.map(\.count))
+        let costShares = cost == .max ? nil : Self.shares(of: cost, among: held.map(\.cost))
+        var target = (count: Int.max, cost: Int.max)
+        var spare = (count: 0, cost: 0)
+        evictEachShard(reason: .purge) { i, _, _ in
+            target = (countShares.map { $0[i] + spare.count } ?? .max, costShares.map { $0[i] + spare.cost } ?? .max)
+            return target
+        } kept: { count, cost in
+            spare = (countShares == nil ? 0 : target.count - count, costShares == nil ? 0 : target.cost - cost)
         }
     }
 
-    /// Evicts in every shard, in its policy's order, down to the entry count and
-    /// cost `targets` gives for the shard's own count and cost.
-    func evictEachShard(reason: EvictionReason, targets: (_ count: Int, _ cost: Int) -> (count: Int, cost: Int)) {
+    /// `total` split into one share per shard, where the shards hold `held`: as
+    /// evenly as it goes, no share more than its shard holds, and what a shard
+    /// cannot use shared among the others, so the shares add up to
+    /// `min(total, held.sum())`.
+    ///
+    /// - Complexity: O(shards log shards).
+    static func shares(of total: Int, among held: [Int]) -> [Int] {
+        var shares = held
+        var remaining = total
+        let order = held.indices.sorted { (held[$0], $0) < (held[$1], $1) }
+        for (rank, i) in order.enumerated() {
+            let shardsLeft = order.count - rank
+            let share = remaining / shardsLeft
+            guard held[i] <= share else {
+                // This shard and every one after it (each holding at least as much)
+                // can use more than an even part of the rest: split it evenly, the
+                // remainder one each.
+                for (k, j) in order[rank...].enumerated() {
+                    shares[j] = share + (k < remaining % shardsLeft ? 1 : 0)
+                }
+                break
+            }
+            remaining -= held[i]
+        }
+        return shares
+    }
+
+    /// Evicts in every shard, one lock at a time, in its policy's order, down to the
+    /// entry count and cost `targets` gives for the shard (its index, count and
+    /// cost), then tells `kept` the count and cost the shard has left.
+    func evictEachShard(
+        reason: EvictionReason, targets: (_ shard: Int, _ count: Int, _ cost: Int) -> (count: Int, cost: Int),
+        kept: (_ count: Int, _ cost: Int) -> Void = { _, _ in }
+    ) {
         for i in 0..<shards.count {
-            shards.withLock(i) { shard in
-                let (count, cost) = targets(shard.count, shard.totalCost)
+            let left = shards.withLock(i) { shard in
+                let (count, cost) = targets(i, shard.count, shard.totalCost)
                 shard.evict(
                     toCount: count, toCost: cost, reason: reason, protecting: -1, observers: observers.ifActive)
+                return (count: shard.count, cost: shard.totalCost)
             }
+            kept(left.count, left.cost)
         }
     }
 
