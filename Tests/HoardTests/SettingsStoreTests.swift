@@ -252,6 +252,32 @@ extension DiskStoreSuites {
             }
         }
 
+        @Test("A key the namespace holds reads the namespace's value, not the command line's (-key value)")
+        func argumentDomainDoesNotShadowTheSuite() async throws {
+            try await SettingsTest.withDomain { domain in
+                // Given a namespace that holds "theme"
+                let settings = try SettingsTest.store("shadowed", domain, codec: ValueCodec<String>.cacheValue)
+                try settings.set("own", for: "theme")
+
+                // When a process started with -theme and -font, as property-list data that
+                // would decode as Strings, reads both (UserDefaults answers every suite from
+                // the command line first)
+                let hex = Data("from the arguments".utf8).map { String(format: "%02x", $0) }.joined()
+                let fromArguments = "<\(hex)>"
+                let child = try await DiskTest.onThread {
+                    try DiskTest.runChild([
+                        "settings-read", domain.name, "shadowed", "theme", "font",
+                        "-theme", fromArguments, "-font", fromArguments,
+                    ])
+                }
+
+                // Then it reads the namespace's own value, and none for the key only the
+                // command line has
+                #expect(child.status == 0)
+                #expect(child.lines == ["theme: own", "font: miss"])
+            }
+        }
+
         @Test("A value of another type in the suite is a miss and a report, and stays")
         func wrongTypeInSuite() async throws {
             try await SettingsTest.withDomain { domain in

@@ -32,6 +32,10 @@ import Foundation
 ///   ``HoardError/Code/invalidName``, so no name reaches another suite or file.
 ///   Keys may be any string; they are compared as Swift compares strings
 ///   (stored in Unicode canonical composition, NFC).
+/// - **Only the namespace's own values.** A store reads what its suite's file holds
+///   and this process wrote to it, never what `UserDefaults` would add for the
+///   suite: registered defaults, the global domain, or `-key value` on the
+///   process's command line (the argument domain), even under a key it holds.
 /// - **Several instances** of one namespace in a process share its values and see
 ///   each other's changes, updates included. Another process's changes are seen
 ///   from the moment this process first uses the namespace; after that, values

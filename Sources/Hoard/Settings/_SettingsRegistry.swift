@@ -10,10 +10,16 @@ import Synchronization
 /// lists: items written by earlier runs (or other processes before that moment)
 /// count too.
 ///
-/// `UserDefaults` reads and writes here touch only its in-memory copy, so they happen
-/// under the lock, which keeps the count, the suites and the updates observers see
-/// in one order. Loading a suite the first time and `synchronize()` (the file
-/// write) happen outside it, except for that one-time load of a namespace.
+/// Values are read from the registry's own copy of each suite's persistent domain,
+/// loaded once and kept up to date by this process's writes, never with
+/// `UserDefaults.object(forKey:)`: that answers first from the process's argument
+/// domain (`-key value` on the command line), then from the global domain and
+/// registered defaults, none of which are settings.
+///
+/// `UserDefaults` writes here touch only its in-memory copy, so they happen under
+/// the lock, which keeps the count, the suites and the updates observers see in
+/// one order. Loading a suite the first time and `synchronize()` (the file write)
+/// happen outside it, except for that one-time load of a namespace.
 final class _SettingsRegistry: Sendable {
     typealias Observers = _Observers<String, Data, SettingsStoreEvent>
 
@@ -31,8 +37,9 @@ final class _SettingsRegistry: Sendable {
         var registered: Set<String>
         /// The suites opened so far, by namespace.
         var suites: [String: UserDefaults] = [:]
-        /// The keys of every registered namespace.
-        var keys: [String: Set<String>] = [:]
+        /// What the suite of every namespace loaded so far holds: its persistent
+        /// domain (its file) when first loaded, with this process's changes since.
+        var values: [String: [String: Any]] = [:]
         var total = 0
         var nextObserverID = 0
         var observers: [String: [Int: Observers]] = [:]
@@ -46,23 +53,19 @@ final class _SettingsRegistry: Sendable {
             return suite
         }
 
-        mutating func loadKeys(_ domain: _SettingsDomain, _ namespace: String) {
-            guard keys[namespace] == nil else { return }
-            let found = Set(
-                suite(domain, namespace).persistentDomain(forName: domain.suiteName(for: namespace))?.keys ?? [:].keys)
-            keys[namespace] = found
+        /// Reads the suite of `namespace` into ``values`` the first time.
+        mutating func load(_ domain: _SettingsDomain, _ namespace: String) {
+            guard values[namespace] == nil else { return }
+            let found = suite(domain, namespace).persistentDomain(forName: domain.suiteName(for: namespace)) ?? [:]
+            values[namespace] = found
             total += found.count
         }
 
-        /// What the suite of `namespace` itself holds under `key`, or `nil`. Only keys
-        /// of the suite's own file are read: `object(forKey:)` alone would also
-        /// answer from the process's argument domain (`-key value` on the command
-        /// line), the global domain and registered defaults, which are not settings.
+        /// What the suite of `namespace` itself holds under `key`, or `nil`.
         mutating func object(_ domain: _SettingsDomain, _ namespace: String, key: String) -> Any? {
             guard registered.contains(namespace) else { return nil }
-            loadKeys(domain, namespace)
-            guard keys[namespace]?.contains(key) == true else { return nil }
-            return suite(domain, namespace).object(forKey: key)
+            load(domain, namespace)
+            return values[namespace]?[key]
         }
 
         func publish(_ namespace: String, key: String, data: Data?) {
@@ -95,7 +98,7 @@ final class _SettingsRegistry: Sendable {
         // it is never turned into a suite name.
         let valid = Set(listed.filter { (try? domain.validate($0)) != nil })
         var state = State(registry: registry, registered: valid)
-        for namespace in valid { state.loadKeys(domain, namespace) }
+        for namespace in valid { state.load(domain, namespace) }
         self.state = Mutex(state)
     }
 
@@ -107,7 +110,7 @@ final class _SettingsRegistry: Sendable {
     /// The namespaces of the domain, each with its item count, sorted by name.
     func namespaces() -> [(name: String, count: Int)] {
         state.withLock { state in
-            state.registered.sorted().map { ($0, state.keys[$0]?.count ?? 0) }
+            state.registered.sorted().map { ($0, state.values[$0]?.count ?? 0) }
         }
     }
 
@@ -115,8 +118,8 @@ final class _SettingsRegistry: Sendable {
     func keys(in namespace: String) -> [String] {
         state.withLock { state in
             guard state.registered.contains(namespace) else { return [] }
-            state.loadKeys(domain, namespace)
-            return state.keys[namespace, default: []].sorted()
+            state.load(domain, namespace)
+            return state.values[namespace, default: [:]].keys.sorted()
         }
     }
 
@@ -124,9 +127,8 @@ final class _SettingsRegistry: Sendable {
     func bytes(in namespace: String) -> Int {
         state.withLock { state in
             guard state.registered.contains(namespace) else { return 0 }
-            let suite = state.suite(domain, namespace)
-            return state.keys[namespace, default: []].reduce(0) { sum, key in
-                sum + ((suite.object(forKey: key) as? Data)?.count ?? 0)
+            return state.values[namespace, default: [:]].values.reduce(0) { sum, value in
+                sum + ((value as? Data)?.count ?? 0)
             }
         }
     }
@@ -151,17 +153,17 @@ final class _SettingsRegistry: Sendable {
         let (suite, registry, newNamespace) = try state.withLock {
             (state) throws(HoardError) -> (UserDefaults, UserDefaults, Bool) in
             let newNamespace = !state.registered.contains(namespace)
-            state.loadKeys(domain, namespace)
-            if !state.keys[namespace, default: []].contains(key) {
+            state.load(domain, namespace)
+            if state.values[namespace]?[key] == nil {
                 guard state.total < itemLimit else {
                     throw HoardError(
                         .settingsItemLimitReached,
                         "all settings stores together hold \(state.total) items and the item limit (itemLimit) is \(itemLimit); nothing was stored",
                         key: key)
                 }
-                state.keys[namespace, default: []].insert(key)
                 state.total += 1
             }
+            state.values[namespace, default: [:]][key] = data
             if newNamespace {
                 state.registered.insert(namespace)
                 state.registry.set(true, forKey: namespace)
@@ -184,7 +186,8 @@ final class _SettingsRegistry: Sendable {
             guard state.object(domain, namespace, key: key) != nil else { return nil }
             let suite = state.suite(domain, namespace)
             suite.removeObject(forKey: key)
-            if state.keys[namespace]?.remove(key) != nil { state.total -= 1 }
+            state.values[namespace]?[key] = nil
+            state.total -= 1
             state.publish(namespace, key: key, data: nil)
             return suite
         }
@@ -199,13 +202,13 @@ final class _SettingsRegistry: Sendable {
     func removeAll(in namespace: String) throws(HoardError) -> Int {
         let (count, registry) = state.withLock { state -> (Int, UserDefaults?) in
             guard state.registered.contains(namespace) else { return (0, nil) }
-            state.loadKeys(domain, namespace)
-            let keys = state.keys[namespace, default: []]
+            state.load(domain, namespace)
+            let keys = state.values[namespace, default: [:]].keys
             let suite = state.suite(domain, namespace)
             // Deletes the suite's file (on Linux: the plist in ~/.config).
             suite.removePersistentDomain(forName: domain.suiteName(for: namespace))
             state.total -= keys.count
-            state.keys[namespace] = []
+            state.values[namespace] = [:]
             state.registered.remove(namespace)
             state.registry.removeObject(forKey: namespace)
             for key in keys { state.publish(namespace, key: key, data: nil) }

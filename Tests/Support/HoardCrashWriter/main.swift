@@ -12,6 +12,10 @@
 //   HoardCrashWriter settings-write DOMAIN NAMESPACE COUNT
 //                                           set key-0…: "value-0"… in a SettingsStore<String> of that
 //                                           settings domain ("hoard.settings" is the standard one); "done"
+//   HoardCrashWriter settings-read DOMAIN NAMESPACE KEY… [-KEY VALUE…]
+//                                           read each KEY from a SettingsStore<String> of that settings
+//                                           domain: "KEY: VALUE" or "KEY: miss"; the -KEY VALUE pairs
+//                                           after the keys are the command line's defaults (argument domain)
 //   HoardCrashWriter log-default NAME COUNT append COUNT messages to the log NAME in the default location;
 //                                           "done PATH"
 //   HoardCrashWriter log FILE WRITER COUNT BUDGET OVERWRITES
@@ -380,6 +384,19 @@ func runSettingsWrite(domain: String, namespace: String, count: Int) {
     }
 }
 
+/// Reads `keys` from `namespace` of the settings domain `domain`.
+func runSettingsRead(domain: String, namespace: String, keys: [String]) {
+    do {
+        let settings = try SettingsStore<String>(
+            namespace: namespace, codec: .cacheValue, configuration: .init(), domain: _SettingsDomain(name: domain))
+        for key in keys {
+            say("\(key): \(settings.value(for: key) ?? "miss")")
+        }
+    } catch {
+        fail("settings: \(error)")
+    }
+}
+
 /// Appends `count` messages to the log `name` in the default location.
 func runLogDefault(name: String, count: Int) {
     do {
@@ -499,7 +516,8 @@ guard arguments.count >= 3 else {
     fail(
         "usage: HoardCrashWriter write DIR ROUND | writeN DIR NAME COUNT | fsize DIR | permission DIR | open-as-nobody DIR"
             + " | unreadable-blobs DIR"
-            + " | settings-write DOMAIN NAMESPACE COUNT | log-default NAME COUNT"
+            + " | settings-write DOMAIN NAMESPACE COUNT | settings-read DOMAIN NAMESPACE KEY… [-KEY VALUE…]"
+            + " | log-default NAME COUNT"
             + " | log FILE WRITER COUNT BUDGET OVERWRITES | log-wrap-fsize FILE BATCH | log-ahead-fsize FILE")
 }
 switch arguments[1] {
@@ -521,6 +539,10 @@ case "settings-write":
         fail("usage: settings-write DOMAIN NAMESPACE COUNT")
     }
     runSettingsWrite(domain: arguments[2], namespace: arguments[3], count: count)
+case "settings-read":
+    let keys = arguments.dropFirst(4).prefix { !$0.hasPrefix("-") }
+    guard arguments.count >= 5, !keys.isEmpty else { fail("usage: settings-read DOMAIN NAMESPACE KEY… [-KEY VALUE…]") }
+    runSettingsRead(domain: arguments[2], namespace: arguments[3], keys: Array(keys))
 case "log-default":
     guard arguments.count >= 4, let count = Int(arguments[3]) else { fail("usage: log-default NAME COUNT") }
     runLogDefault(name: arguments[2], count: count)
