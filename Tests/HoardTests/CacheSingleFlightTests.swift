@@ -1,6 +1,7 @@
 import Foundation
-import Hoard
 import Testing
+
+@testable import Hoard
 
 @Suite("Cache single-flight", .timeLimit(.minutes(3)))
 struct CacheSingleFlightTests {
@@ -69,6 +70,54 @@ struct CacheSingleFlightTests {
         #expect(try await second.value == "K")
         #expect(probe.calls == 1)
         #expect(cache["k"] == "K")
+    }
+
+    @Test("Stale reads of a key share one background refresh, whose failure is reported once")
+    func staleReadsShareOneRefresh() async throws {
+        // Given keys whose values are stale, and a fetch that is held, then fails
+        let clock = ManualClock()
+        let probe = FetchProbe(open: false)
+        let failures = FailureLog()
+        var configuration: Cache<Int, Int>.Configuration = CacheTest.configuration()
+        configuration.defaultExpiry = .seconds(10)
+        configuration.staleWhileRevalidate = 60
+        configuration.onError = { failures.append($0) }
+        let cache = try Cache<Int, Int>(configuration: configuration, clock: clock) { key in
+            await probe.enter()
+            throw FetchFailed(attempt: key)
+        }
+        let keys = 0..<20
+        for key in keys { cache[key] = key }
+        clock.advance(by: 11)
+        var events = cache.events.makeAsyncIterator()
+
+        // When each key is read twice, back to back, while its refresh is held
+        for key in keys {
+            #expect(cache[key] == key)
+            #expect(cache[key] == key)
+        }
+        #expect(await CacheTest.eventually { probe.calls == keys.count })
+        probe.open()
+        // (Each refresh holds a read ticket until it has reported its outcome.)
+        #expect(await CacheTest.eventually { cache.writer.isQuiet })
+
+        // Then each key was refreshed once, and its failure reported once: to onError,
+        // the event stream and the statistics
+        #expect(probe.calls == keys.count)
+        #expect(failures.all.compactMap(\.key).sorted() == keys.map(String.init).sorted())
+        #expect(failures.all.allSatisfy { $0.operation == .fetch && $0.tier == .fetch })
+        let statistics = cache.statistics
+        #expect(statistics.staleHits == 2 * keys.count)
+        #expect(statistics.fetches == keys.count)
+        #expect(statistics.fetchFailures == keys.count)
+        #expect(statistics.coalescedWaits == 0)
+        cache[-1] = -1  // an event after every failure
+        var failed: [String] = []
+        while let event = await events.next() {
+            if case .failed(let failure) = event { failed.append(failure.key ?? "") }
+            if case .set(-1) = event { break }
+        }
+        #expect(failed.sorted() == keys.map(String.init).sorted())
     }
 
     @Test("A per-call fetch closure and a cache without one")

@@ -161,52 +161,63 @@ extension Cache {
             led: { writer.retainRead(ticket) }
         ) {
             defer { writer.endRead(ticket) }
-            self.counters.misses.add(1, ordering: .relaxed)
-            self.counters.fetches.add(1, ordering: .relaxed)
-            let value: Value?
-            do {
-                value = try await _timed(self.configuration.timings, .fetch, .fetch) { try await fetch(key) }
-            } catch {
-                self.counters.fetchFailures.add(1, ordering: .relaxed)
-                throw error
-            }
-            self.publish(.fetched(key, found: value != nil))
-            guard let value else {
-                if let seconds = self.configuration.negativeCaching {
-                    let expiresAt = self.clock.now().addingTimeInterval(seconds)
-                    let entry = CacheEntry(
-                        value: _CacheSlot<Value>.missing, storedAt: self.clock.now(), expiresAt: expiresAt)
-                    _ = writer.promote(key, ticket: ticket, memory: { self.memory.set(entry, for: key) }, stores: nil)
-                }
-                return nil
-            }
-            let dates = self.dates(for: nil)
-            if !self.write(value, for: key, dates: dates, ifUnchangedSince: ticket) {
-                self.noteDroppedPromotion(key)
-            }
-            return CacheEntry(
-                value: value, storedAt: dates.storedAt,
-                expiresAt: dates.memoryExpiry.map { $0.addingTimeInterval(-self.grace) })
+            return try await self.fetchOnce(key, using: fetch, ticket: ticket)
         }
     }
 
-    /// Starts one background refresh of `key` unless one is running; failures are
-    /// reported.
+    /// The body of a flight for `key`: runs `fetch` and stores what it returns in
+    /// every tier, unless the key changed since `ticket`.
+    func fetchOnce(_ key: Key, using fetch: @escaping Fetch, ticket: UInt64) async throws -> CacheEntry<Value>? {
+        counters.misses.add(1, ordering: .relaxed)
+        counters.fetches.add(1, ordering: .relaxed)
+        let value: Value?
+        do {
+            value = try await _timed(configuration.timings, .fetch, .fetch) { try await fetch(key) }
+        } catch {
+            counters.fetchFailures.add(1, ordering: .relaxed)
+            throw error
+        }
+        publish(.fetched(key, found: value != nil))
+        guard let value else {
+            if let seconds = configuration.negativeCaching {
+                let expiresAt = clock.now().addingTimeInterval(seconds)
+                let entry = CacheEntry(value: _CacheSlot<Value>.missing, storedAt: clock.now(), expiresAt: expiresAt)
+                _ = writer.promote(key, ticket: ticket, memory: { memory.set(entry, for: key) }, stores: nil)
+            }
+            return nil
+        }
+        let dates = dates(for: nil)
+        if !write(value, for: key, dates: dates, ifUnchangedSince: ticket) {
+            noteDroppedPromotion(key)
+        }
+        return CacheEntry(
+            value: value, storedAt: dates.storedAt, expiresAt: dates.memoryExpiry.map { $0.addingTimeInterval(-grace) })
+    }
+
+    /// Starts one background refresh of `key` unless a fetch of it is running
+    /// (which the refresh would only repeat); reports the refresh's failure once.
+    ///
+    /// The refresh is a flight of its own, started and registered in one step, so
+    /// that of stale reads that race, one refreshes; foreground reads that miss
+    /// meanwhile join it.
     @usableFromInline
     func serveStale(_ key: Key, fetch: Fetch? = nil) {
         counters.staleHits.add(1, ordering: .relaxed)
-        guard let fetch = fetch ?? self.fetch, !flights.isRunning(key) else { return }
+        guard let fetch = fetch ?? self.fetch else { return }
         let (ticket, _) = writer.beginRead(key)
-        Task {
+        let started = flights.start(key) {
             defer { self.writer.endRead(ticket) }
             do {
-                _ = try await self.fetchAndStore(key, using: fetch, ticket: ticket)
+                return try await self.fetchOnce(key, using: fetch, ticket: ticket)
             } catch {
-                // Counted as a fetch failure and an error where the fetch ran.
+                // Counted as a fetch failure where the fetch ran. Reported by the
+                // refresh itself: reads that joined it receive the error as well.
                 self.report(
                     CacheFailure(key: key.cacheKeyString, tier: .fetch, operation: .fetch, error: error), counted: false
                 )
+                throw error
             }
         }
+        if !started { writer.endRead(ticket) }
     }
 }

@@ -32,25 +32,52 @@ final class _SingleFlight<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         }
         if isLeader {
             led()
-            Task {
-                let result: Result<Value, any Error>
-                do {
-                    result = .success(try await operation())
-                } catch {
-                    result = .failure(error)
-                }
-                self.flights.withLock { _ = $0.removeValue(forKey: key) }
-                flight.finish(result)
-            }
+            launch(flight, for: key, operation)
         } else {
             joined()
         }
         return try await flight.wait()
     }
 
+    /// Starts `operation` for `key` unless one is running, and returns at once;
+    /// callers of ``run(_:joined:led:operation:)`` for `key` join it meanwhile.
+    ///
+    /// Whether one is running is checked, and the new flight registered, in one
+    /// step: of concurrent callers for a key, exactly one starts the operation.
+    ///
+    /// - Returns: Whether this call started it.
+    func start(_ key: Key, operation: @escaping @Sendable () async throws -> Value) -> Bool {
+        let flight = flights.withLock { flights -> _Flight<Value>? in
+            if flights[key] != nil { return nil }
+            let flight = _Flight<Value>()
+            flights[key] = flight
+            return flight
+        }
+        guard let flight else { return false }
+        launch(flight, for: key, operation)
+        return true
+    }
+
     /// Whether an operation is running for `key`.
     func isRunning(_ key: Key) -> Bool {
         flights.withLock { $0[key] != nil }
+    }
+
+    /// Runs `operation` in a task of its own for `flight`, registered under `key`:
+    /// forgets the key, then hands the result to the flight's waiters.
+    private func launch(
+        _ flight: _Flight<Value>, for key: Key, _ operation: @escaping @Sendable () async throws -> Value
+    ) {
+        Task {
+            let result: Result<Value, any Error>
+            do {
+                result = .success(try await operation())
+            } catch {
+                result = .failure(error)
+            }
+            self.flights.withLock { _ = $0.removeValue(forKey: key) }
+            flight.finish(result)
+        }
     }
 }
 
