@@ -47,6 +47,37 @@ struct CacheWriteBehindTests {
         }
     }
 
+    @Test("A read answered by a queued write puts it in memory with the write's own lifetime, not the disk's")
+    func pendingWriteKeepsItsLifetime() async throws {
+        let clock = ManualClock()
+        try await DiskTest.withTemporaryDirectory { directory in
+            let gated = GatedStore(try DiskStore(directory: directory, clock: clock))
+            var configuration: Cache<String, String>.Configuration = CacheTest.configuration(memoryLimit: 1)
+            configuration.localStores = .stores([gated])
+            configuration.localExpiry = .seconds(10)
+            let cache = try Cache<String, String>(configuration: configuration, clock: clock)
+
+            // Given a write with a lifetime of 100 s (10 s on disk), still queued for
+            // the disk and evicted from memory
+            gated.close()
+            cache["k", expires: .seconds(100)] = "v"
+            cache["other"] = "x"
+
+            // When a read finds it in the queue
+            let entry = try #require(cache.cachedEntry(for: "k"))
+
+            // Then the read, and memory, keep the write's own lifetime, as memory does
+            // for a write it never evicted
+            #expect(entry.value == "v")
+            #expect(entry.expiresAt == clock.now().addingTimeInterval(100))
+            clock.advance(by: 11)
+            #expect(cache["k"] == "v")
+            #expect(cache.statistics.memory.hits == 2, "answered by the queued write, then by memory")
+            gated.release()
+            await cache.flush()
+        }
+    }
+
     @Test("set(_:for:) returns once the disk has the value, and throws the store's error")
     func awaitedSet() async throws {
         try await DiskTest.withTemporaryDirectory { directory in

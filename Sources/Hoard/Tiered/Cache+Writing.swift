@@ -136,7 +136,7 @@ extension Cache {
     /// The writer's operation for storing `value`.
     @inlinable
     func setting(_ value: Value, for key: Key, dates: _WriteDates) -> _CacheWriter<Key, Value>.Operation.Kind {
-        .set(key, value, storedAt: dates.storedAt, localExpiry: dates.localExpiry, remoteExpiry: dates.remoteExpiry)
+        .set(key, value, dates)
     }
 
     /// The memory side of a write (run by the writer, in order): the value, the

@@ -269,7 +269,7 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
 /// grace period, and the store-specific expiries. (Not nested in the generic
 /// `Cache`, so that using it costs no generic metadata lookup.)
 @usableFromInline
-struct _WriteDates {
+struct _WriteDates: Sendable {
     @usableFromInline var storedAt: Date
     @usableFromInline var memoryExpiry: Date?
     @usableFromInline var localExpiry: Date?

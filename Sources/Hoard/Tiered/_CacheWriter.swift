@@ -28,8 +28,8 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
     struct Operation: Sendable {
         @usableFromInline
         enum Kind: Sendable {
-            /// A caller's value, for every store.
-            case set(Key, Value, storedAt: Date, localExpiry: Date?, remoteExpiry: Date?)
+            /// A caller's value, for every store, with its dates in every tier.
+            case set(Key, Value, _WriteDates)
             /// Bytes found in a slower tier, for the local stores before `localStoresBefore`.
             case promote(Key, Data, storedAt: Date, expiresAt: Date?, localStoresBefore: Int)
             /// A removal; from the remote stores as well when `remote` is true.
@@ -63,6 +63,8 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
     /// What a read must see for a key while a change of it (or a clear) is queued.
     @usableFromInline
     enum Pending: Sendable {
+        /// A value written with its own expiry: the memory tier's (the grace period
+        /// included), whatever shorter lifetime a tier of stores gives it.
         case value(Value, storedAt: Date, expiresAt: Date?)
         /// Removed from the local stores when `local`, and from the remote ones when
         /// `remote`. The stores left alone answer: the remote ones after another
@@ -141,10 +143,11 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
         @inlinable
         mutating func record(_ kind: Operation.Kind, sequence: UInt64, queued: Bool) {
             switch kind {
-            case .set(let key, let value, let storedAt, let localExpiry, _):
+            case .set(let key, let value, let dates):
                 if queued {
                     pending[key] = .init(
-                        sequence: sequence, value: .value(value, storedAt: storedAt, expiresAt: localExpiry))
+                        sequence: sequence,
+                        value: .value(value, storedAt: dates.storedAt, expiresAt: dates.memoryExpiry))
                 }
                 noteChange(of: key, at: sequence)
             case .remove(let key, let remote):
@@ -228,7 +231,7 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
         @inlinable
         func hasChanged(_ kind: Operation.Kind, since ticket: UInt64) -> Bool {
             switch kind {
-            case .set(let key, _, _, _, _), .promote(let key, _, _, _, _), .remove(let key, _):
+            case .set(let key, _, _), .promote(let key, _, _, _, _), .remove(let key, _):
                 hasChanged(key, since: ticket)
             case .removeLocally, .removeAll:
                 barrier >= ticket
@@ -500,7 +503,7 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
             state.completed = last.sequence
             for operation in batch {
                 switch operation.kind {
-                case .set(let key, _, _, _, _), .remove(let key, _):
+                case .set(let key, _, _), .remove(let key, _):
                     if state.pending[key]?.sequence == operation.sequence { state.pending[key] = nil }
                 case .removeAll:
                     if state.localClear == operation.sequence { state.localClear = nil }
@@ -534,7 +537,7 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
         var failures = [(any Error)?](repeating: nil, count: batch.count)
         var encoded = [Data?](repeating: nil, count: batch.count)
         for position in 0..<batch.count {
-            guard case .set(let key, let value, _, _, _) = batch[batch.startIndex + position].kind else { continue }
+            guard case .set(let key, let value, _) = batch[batch.startIndex + position].kind else { continue }
             guard let codec else {
                 failures[position] = HoardError(.noCodec, "the cache has stores but no codec for \(Value.self)")
                 continue
@@ -602,12 +605,12 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
         }
         for position in 0..<batch.count {
             switch batch[batch.startIndex + position].kind {
-            case .set(let key, _, let storedAt, let localExpiry, let remoteExpiry):
+            case .set(let key, _, let dates):
                 guard let data = encoded[position] else { continue }
                 writes.append(
                     .set(
-                        data, for: key.cacheKeyString, in: namespace, storedAt: storedAt,
-                        expiresAt: remote ? remoteExpiry : localExpiry))
+                        data, for: key.cacheKeyString, in: namespace, storedAt: dates.storedAt,
+                        expiresAt: remote ? dates.remoteExpiry : dates.localExpiry))
             case .promote(let key, let data, let storedAt, let expiresAt, let before):
                 guard !remote, localIndex < before else { continue }
                 writes.append(
