@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 @testable import Hoard
@@ -112,6 +113,54 @@ struct CacheWriteBehindTests {
             let cache = try Cache<String, String>(configuration: configuration)
             cache["k"] = "v"
             #expect(try disk.entry(for: "k", in: "test")?.data == Data("v".utf8))
+        }
+    }
+
+    /// The callbacks the writer calls as it applies a batch.
+    enum WriterCallback: CaseIterable, Sendable {
+        /// ``Cache/Configuration/timings``, for the batch's local write.
+        case timings
+        /// ``Cache/Configuration/onError``, for the batch's failed local write.
+        case onError
+    }
+
+    @Test(
+        "A timings or onError callback may write to a write-through cache: the write never waits for the callback",
+        .timeLimit(.minutes(1)), arguments: WriterCallback.allCases)
+    func callbackWritesThrough(callback: WriterCallback) async throws {
+        try await DiskTest.withTemporaryDirectory { directory in
+            let disk = try DiskStore(directory: directory)
+            let gated = GatedStore(disk)
+            let callbackWrite = CallbackWrite()
+            var configuration: Cache<String, String>.Configuration = CacheTest.configuration()
+            configuration.localStores = .stores([gated])
+            configuration.writeMode = .writeThrough
+            switch callback {
+            case .timings:
+                configuration.timings = { timing in
+                    if timing.operation == .write { callbackWrite.run() }
+                }
+            case .onError:
+                gated.fail(with: HoardError(.storageFull, "disk full"))
+                configuration.onError = { _ in
+                    gated.fail(with: nil)
+                    callbackWrite.run()
+                }
+            }
+            let cache = try Cache<String, String>(configuration: configuration)
+            callbackWrite.attach(cache)
+            var written = callbackWrite.written.makeAsyncIterator()
+
+            // When a write's local store write calls the callback, which assigns "b"
+            // (awaited only once the callback has returned: a writer waiting for the
+            // callback would hold it forever)
+            let first = Task { try? await cache.set("1", for: "a") }
+
+            // Then the callback's assignment returns, with "b" on disk
+            try #require(await written.next() != nil, "the callback's write-through assignment never returned")
+            #expect(try disk.entry(for: "b", in: "test")?.data == Data("2".utf8))
+            await first.value
+            #expect(cache["a"] == "1")
         }
     }
 
@@ -260,5 +309,33 @@ struct CacheWriteBehindTests {
             await cache.flush()
             #expect(try disk.usage(in: "test").count == 5_000)
         }
+    }
+}
+
+/// What a callback of a cache does the first time it runs: assigns "b" through the
+/// cache's subscript, then says so on ``written``.
+final class CallbackWrite: Sendable {
+    private let cache = Mutex<Cache<String, String>?>(nil)
+    let written: AsyncStream<Void>
+    private let continuation: AsyncStream<Void>.Continuation
+
+    init() {
+        (written, continuation) = AsyncStream.makeStream()
+    }
+
+    func attach(_ cache: Cache<String, String>) {
+        self.cache.withLock { $0 = cache }
+    }
+
+    /// The callback's work; later calls do nothing. (Releases the cache, which
+    /// holds the callback.)
+    func run() {
+        let taken = cache.withLock { cache in
+            defer { cache = nil }
+            return cache
+        }
+        guard let cache = taken else { return }
+        cache["b"] = "2"
+        continuation.yield()
     }
 }

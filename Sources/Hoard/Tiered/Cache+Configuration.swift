@@ -72,6 +72,12 @@ extension Cache {
         /// Called for every failure that happens behind the caller's back (a
         /// write-behind write, a promotion, a damaged entry, a background refresh),
         /// after it is also published on ``Cache/events``. Defaults to `nil`.
+        ///
+        /// A failure of a store write (or an encoding) is handed over on a serial
+        /// queue of the cache's own, in order, never on the thread the cache's writes
+        /// wait for: the closure may write to the cache, in write-through mode too.
+        /// ``Cache/flush()`` returns once it has been called for the writes flushed.
+        /// Other failures reach it on the thread that met them.
         public var onError: (@Sendable (CacheFailure) -> Void)?
 
         /// Where failures behind the caller's back are logged, once each, at
@@ -84,8 +90,12 @@ extension Cache {
 
         /// Called with the duration of every fetch, store read and store write
         /// (one per batch and store), for metrics (the `HoardMetrics` product turns
-        /// them into swift-metrics timers). Called on the thread that did the work:
-        /// keep it short. `nil` (the default) times nothing and costs nothing.
+        /// them into swift-metrics timers). Fetches and store reads are timed on the
+        /// thread that did the work: keep it short. Store writes are handed over
+        /// afterwards, as ``onError`` gets their failures: on a serial queue of the
+        /// cache's own, which the cache's writes never wait for, before
+        /// ``Cache/flush()`` returns. `nil` (the default) times nothing and costs
+        /// nothing.
         public var timings: (@Sendable (CacheTiming) -> Void)?
 
         /// Creates a configuration whose values are stored with `codec`; every other

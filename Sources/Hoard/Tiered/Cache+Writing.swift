@@ -70,7 +70,8 @@ extension Cache {
         }
     }
 
-    /// Waits until every write queued so far has reached the stores.
+    /// Waits until every write queued so far has reached the stores, and the
+    /// configuration's `onError` and `timings` have been called for them.
     public func flush() async {
         await writer.flush()
     }

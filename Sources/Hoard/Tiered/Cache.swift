@@ -125,18 +125,17 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
 
         let observers = self.observers
         let counters = self.counters
-        let onError = configuration.onError
         let logger = configuration.logger
         let name = configuration.name
         let report: @Sendable (CacheFailure) -> Void = { failure in
             counters.count(failure)
             logger?.log(failure, cache: name)
             observers.publish(.failed(failure))
-            onError?(failure)
         }
         writer = _CacheWriter(
             namespace: configuration.name, localStores: localStores, remoteStores: remoteStores,
-            codec: codec, executor: _BlockingExecutor.shared, timings: configuration.timings, report: report)
+            codec: codec, executor: _BlockingExecutor.shared, timings: configuration.timings,
+            onError: configuration.onError, report: report)
         startListeningForInvalidations()
     }
 

@@ -21,6 +21,11 @@ import Synchronization
 ///   writes are awaited by a task on those same threads, and the next batch starts
 ///   when they are done. The writer holds what it needs (stores, codec), so queued
 ///   writes complete even after the cache is gone.
+/// - The cache's callbacks for the writer's work (`timings` of store writes,
+///   `onError` for their failures) run on a serial queue of their own
+///   (``callbacks``), never on ``queue`` or in the task that writes the remote
+///   stores: a callback may write to the cache, even in write-through mode, which
+///   waits for the writer.
 @usableFromInline
 final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
     /// One change, in the order it was made.
@@ -257,24 +262,40 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
     @usableFromInline let localStores: [any CacheStore]
     @usableFromInline let remoteStores: [any RemoteCacheStore]
     @usableFromInline let codec: ValueCodec<Value>?
+    /// Reports a failure of the writer's work: counted, logged and published at
+    /// once, handed to `onError` on ``callbacks``.
     @usableFromInline let report: @Sendable (CacheFailure) -> Void
     @usableFromInline let executor: _BlockingExecutor
+    /// The cache's `timings`, called on ``callbacks``.
     @usableFromInline let timings: (@Sendable (CacheTiming) -> Void)?
     /// The serial queue batches are applied on, one at a time.
     @usableFromInline let queue = DispatchQueue(label: "Hoard.Cache.writer", qos: .userInitiated)
+    /// The serial queue the cache's callbacks for the writer's work run on, in
+    /// order; ``flush()`` resumes on it, after the callbacks of what it waited for.
+    @usableFromInline let callbacks: DispatchQueue
     /// The most operations applied in one store transaction: large enough that the
     /// commit is a small part of a batch, small enough that readers of the store
     /// are not held off for long.
     @inlinable
     static var batchLimit: Int { 4_096 }
 
+    /// - Parameters:
+    ///   - timings: The cache's `timings`, for the store writes.
+    ///   - onError: The cache's `onError`, for the failures of the writer's work.
+    ///   - report: Counts, logs and publishes those failures (on the writer's own
+    ///     threads: it must not call the cache's callbacks).
     init(
         namespace: String, localStores: [any CacheStore], remoteStores: [any RemoteCacheStore],
         codec: ValueCodec<Value>?, executor: _BlockingExecutor,
         timings: (@Sendable (CacheTiming) -> Void)? = nil,
+        onError: (@Sendable (CacheFailure) -> Void)? = nil,
         report: @escaping @Sendable (CacheFailure) -> Void
     ) {
-        self.timings = timings
+        let callbacks = DispatchQueue(label: "Hoard.Cache.callbacks", qos: .userInitiated)
+        self.callbacks = callbacks
+        self.timings = timings.map { timings -> @Sendable (CacheTiming) -> Void in
+            { timing in callbacks.async { timings(timing) } }
+        }
         self.namespace = namespace
         self.localStores = localStores
         self.remoteStores = remoteStores
@@ -282,7 +303,10 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
         state = Mutex(State(hasRemoteStores: !remoteStores.isEmpty))
         self.codec = codec
         self.executor = executor
-        self.report = report
+        self.report = { failure in
+            report(failure)
+            if let onError { callbacks.async { onError(failure) } }
+        }
     }
 
     /// Whether the cache has any store (else every write is memory only).
@@ -436,7 +460,8 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
         return made
     }
 
-    /// Waits until every operation queued before this call has been applied.
+    /// Waits until every operation queued before this call has been applied, and
+    /// the callbacks of that work have returned.
     @inlinable
     func flush() async {
         await withCheckedContinuation { continuation in
@@ -446,7 +471,12 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
                 state.flushWaiters.append((target, continuation))
                 return false
             }
-            if done { continuation.resume() }
+            guard done else { return }
+            if hasStores {
+                callbacks.async { continuation.resume() }
+            } else {
+                continuation.resume()
+            }
         }
     }
 
@@ -524,7 +554,10 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
         for (position, operation) in zip(batch.indices, batch) where !operation.completesLocally {
             operation.completion?(failures[position - batch.startIndex])
         }
-        for waiter in waiters { waiter.resume() }
+        // After the batch's callbacks, already queued on `callbacks`.
+        if !waiters.isEmpty {
+            callbacks.async { for waiter in waiters { waiter.resume() } }
+        }
     }
 
     /// Encodes the batch's values and writes the local stores, in one transaction
