@@ -151,16 +151,59 @@ struct CacheWriteBehindTests {
             callbackWrite.attach(cache)
             var written = callbackWrite.written.makeAsyncIterator()
 
-            // When a write's local store write calls the callback, which assigns "b"
+            // When a write's local store write calls the callback, which assigns a value
             // (awaited only once the callback has returned: a writer waiting for the
             // callback would hold it forever)
             let first = Task { try? await cache.set("1", for: "a") }
 
-            // Then the callback's assignment returns, with "b" on disk
-            try #require(await written.next() != nil, "the callback's write-through assignment never returned")
-            #expect(try disk.entry(for: "b", in: "test")?.data == Data("2".utf8))
+            // Then the callback's assignment returns, with its value on disk
+            let key = try #require(await written.next(), "the callback's write-through assignment never returned")
+            #expect(try disk.entry(for: key, in: "test")?.data == Data("2".utf8))
             await first.value
             #expect(cache["a"] == "1")
+        }
+    }
+
+    @Test(
+        "A timings callback of a read's store read may write through while the remote stores write a batch: the writer never needs the read's thread",
+        .timeLimit(.minutes(1)))
+    func readCallbackWritesThroughDuringRemoteWrite() async throws {
+        try await DiskTest.withTemporaryDirectory { directory in
+            let disk = try DiskStore(directory: directory)
+            let remote = GatedRemoteStore()
+            let reads = 8
+            let callbackWrite = CallbackWrite(times: reads)
+            var configuration: Cache<String, String>.Configuration = CacheTest.configuration(disk: disk)
+            configuration.remoteStores = [remote]
+            configuration.writeMode = .writeThrough
+            configuration.timings = { timing in
+                if timing.operation == .read, case .local = timing.tier { callbackWrite.run() }
+            }
+            let cache = try Cache<String, String>(configuration: configuration)
+            callbackWrite.attach(cache)
+            var written = callbackWrite.written.makeAsyncIterator()
+
+            // Given a batch the remote store is still writing
+            remote.writeGate.close()
+            cache["a"] = "1"
+            await remote.writeGate.arrival()
+
+            // When reads, whose disk reads run on Hoard's own threads, call a timings
+            // callback that assigns in write-through mode (so each waits there for the
+            // writer, behind that batch) until every one of those threads waits
+            // (Hoard's shared executor has four), and then the remote store answers
+            let readers = (0..<reads).map { i in Task { try? await cache.value(for: "r\(i)") } }
+            _ = await CacheTest.eventually { callbackWrite.calls == 4 }
+            remote.writeGate.open()
+
+            // Then the writer finishes the batch and applies every assignment
+            for _ in 0..<reads {
+                let key = try #require(await written.next(), "a callback's write-through assignment never returned")
+                #expect(try disk.entry(for: key, in: "test")?.data == Data("2".utf8))
+            }
+            for reader in readers { _ = await reader.value }
+            await cache.flush()
+            #expect(try await remote.inner.entry(for: "a", in: "test")?.data == Data("1".utf8))
         }
     }
 
@@ -312,30 +355,38 @@ struct CacheWriteBehindTests {
     }
 }
 
-/// What a callback of a cache does the first time it runs: assigns "b" through the
-/// cache's subscript, then says so on ``written``.
+/// Writes to a cache from the cache's own callbacks: each of the first `times`
+/// calls of ``run()`` assigns "2" to a key of its own ("b0", "b1", …) through the
+/// cache's subscript, then yields the key on ``written``.
 final class CallbackWrite: Sendable {
-    private let cache = Mutex<Cache<String, String>?>(nil)
-    let written: AsyncStream<Void>
-    private let continuation: AsyncStream<Void>.Continuation
+    private let state: Mutex<(cache: Cache<String, String>?, calls: Int, times: Int)>
+    let written: AsyncStream<String>
+    private let continuation: AsyncStream<String>.Continuation
 
-    init() {
+    init(times: Int = 1) {
+        state = Mutex((nil, 0, times))
         (written, continuation) = AsyncStream.makeStream()
     }
 
     func attach(_ cache: Cache<String, String>) {
-        self.cache.withLock { $0 = cache }
+        state.withLock { $0.cache = cache }
     }
 
-    /// The callback's work; later calls do nothing. (Releases the cache, which
-    /// holds the callback.)
+    /// How many calls of ``run()`` have begun their assignment.
+    var calls: Int { state.withLock { min($0.calls, $0.times) } }
+
+    /// The callback's work; calls after the first `times` do nothing. (The last
+    /// releases the cache, which holds the callback.)
     func run() {
-        let taken = cache.withLock { cache in
-            defer { cache = nil }
-            return cache
+        let taken = state.withLock { state -> (Cache<String, String>, String)? in
+            guard state.calls < state.times, let cache = state.cache else { return nil }
+            let key = "b\(state.calls)"
+            state.calls += 1
+            if state.calls == state.times { state.cache = nil }
+            return (cache, key)
         }
-        guard let cache = taken else { return }
-        cache["b"] = "2"
-        continuation.yield()
+        guard let (cache, key) = taken else { return }
+        cache[key] = "2"
+        continuation.yield(key)
     }
 }

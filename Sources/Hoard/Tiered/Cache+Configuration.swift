@@ -173,7 +173,10 @@ extension Cache {
         /// calling thread until the writer has applied it locally, after every
         /// write queued before it (a batch whose remote stores are still
         /// answering included), so call it from a thread that may block, or use
-        /// the awaited ``Cache/set(_:for:expires:)`` from `async` code.
+        /// the awaited ``Cache/set(_:for:expires:)`` from `async` code. The
+        /// cache's own callbacks (``Configuration/onError``,
+        /// ``Configuration/timings``) may assign: the writer never waits for the
+        /// thread they run on.
         case writeThrough
     }
 }

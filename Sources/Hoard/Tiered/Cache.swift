@@ -134,7 +134,7 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
         }
         writer = _CacheWriter(
             namespace: configuration.name, localStores: localStores, remoteStores: remoteStores,
-            codec: codec, executor: _BlockingExecutor.shared, timings: configuration.timings,
+            codec: codec, timings: configuration.timings,
             onError: configuration.onError, report: report)
         startListeningForInvalidations()
     }

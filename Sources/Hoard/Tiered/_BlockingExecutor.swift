@@ -9,7 +9,8 @@ import Synchronization
 /// their own whenever they have work (libdispatch's overcommitting pool), so the
 /// work runs even while every cooperative thread is busy or blocked. As a
 /// `TaskExecutor`, the same queues run tasks that must not need the cooperative
-/// pool (the writer's remote-store writes).
+/// pool. A cache's writer has one of its own, one queue wide: the threads of the
+/// shared one run reads, whose callbacks may block them waiting for the writer.
 @usableFromInline
 final class _BlockingExecutor: TaskExecutor, Sendable {
     private let queues: [DispatchQueue]
@@ -25,10 +26,15 @@ final class _BlockingExecutor: TaskExecutor, Sendable {
     /// Runs `body` on one of the executor's threads and returns its result.
     @usableFromInline
     func run<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
-        let queue = queues[next.advance(modulo: queues.count)]
-        return await withUnsafeContinuation { continuation in
-            queue.async { continuation.resume(returning: body()) }
+        await withUnsafeContinuation { continuation in
+            self.async { continuation.resume(returning: body()) }
         }
+    }
+
+    /// Runs `body` on one of the executor's threads, without waiting for it.
+    @usableFromInline
+    func async(_ body: @escaping @Sendable () -> Void) {
+        queues[next.advance(modulo: queues.count)].async(execute: body)
     }
 
     @usableFromInline

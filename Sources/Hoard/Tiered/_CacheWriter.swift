@@ -16,11 +16,12 @@ import Synchronization
 ///   Queued clears are kept per tier the same way: until one is applied, reads
 ///   treat the stores it clears as empty, while a queued write of a key that the
 ///   stores left alone will hold stays readable.
-/// - Store work runs on Hoard's own threads (``_BlockingExecutor``), never on the
-///   cooperative pool, and nothing blocks a thread waiting for a task: remote
-///   writes are awaited by a task on those same threads, and the next batch starts
-///   when they are done. The writer holds what it needs (stores, codec), so queued
-///   writes complete even after the cache is gone.
+/// - Store work runs on the writer's own serial queue (a ``_BlockingExecutor``),
+///   never on the cooperative pool, and nothing blocks a thread waiting for a
+///   task: remote writes are awaited by a task on that same queue, and the next
+///   batch starts when they are done. The writer needs no other thread (not the
+///   shared executor's, which reads hold, nor a caller's), and holds what it needs
+///   (stores, codec), so queued writes complete even after the cache is gone.
 /// - The cache's callbacks for the writer's work (`timings` of store writes,
 ///   `onError` for their failures) run on a serial queue of their own
 ///   (``callbacks``), never on ``queue`` or in the task that writes the remote
@@ -265,11 +266,11 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
     /// Reports a failure of the writer's work: counted, logged and published at
     /// once, handed to `onError` on ``callbacks``.
     @usableFromInline let report: @Sendable (CacheFailure) -> Void
-    @usableFromInline let executor: _BlockingExecutor
     /// The cache's `timings`, called on ``callbacks``.
     @usableFromInline let timings: (@Sendable (CacheTiming) -> Void)?
-    /// The serial queue batches are applied on, one at a time.
-    @usableFromInline let queue = DispatchQueue(label: "Hoard.Cache.writer", qos: .userInitiated)
+    /// The serial queue batches are applied on, one at a time, and the executor of
+    /// the task that awaits a batch's remote writes.
+    @usableFromInline let queue = _BlockingExecutor(label: "Hoard.Cache.writer", width: 1)
     /// The serial queue the cache's callbacks for the writer's work run on, in
     /// order; ``flush()`` resumes on it, after the callbacks of what it waited for.
     @usableFromInline let callbacks: DispatchQueue
@@ -286,7 +287,7 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
     ///     threads: it must not call the cache's callbacks).
     init(
         namespace: String, localStores: [any CacheStore], remoteStores: [any RemoteCacheStore],
-        codec: ValueCodec<Value>?, executor: _BlockingExecutor,
+        codec: ValueCodec<Value>?,
         timings: (@Sendable (CacheTiming) -> Void)? = nil,
         onError: (@Sendable (CacheFailure) -> Void)? = nil,
         report: @escaping @Sendable (CacheFailure) -> Void
@@ -302,7 +303,6 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
         hasStores = !localStores.isEmpty || !remoteStores.isEmpty
         state = Mutex(State(hasRemoteStores: !remoteStores.isEmpty))
         self.codec = codec
-        self.executor = executor
         self.report = { failure in
             report(failure)
             if let onError { callbacks.async { onError(failure) } }
@@ -516,7 +516,7 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
             }
             // The next batch must not overtake this one: it starts from the task
             // once the remote stores have answered.
-            Task(executorPreference: executor) {
+            Task(executorPreference: queue) {
                 let failures = await self.writeRemotely(batch, encoded: encoded, failures: localFailures)
                 self.complete(batch, failures: failures)
                 self.queue.async { self.drain(rest) }
