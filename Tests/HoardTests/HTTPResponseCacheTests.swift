@@ -239,6 +239,31 @@ struct HTTPResponseCacheTests {
         #expect(origin.requests.count == 2)
     }
 
+    @Test("Stale reads that race start one background revalidation, whose failure is counted once")
+    func staleReadsShareOneRevalidation() async throws {
+        // Given stale responses whose revalidation is held, then fails
+        let clock = ManualClock(start: Date(timeIntervalSince1970: 1_700_000_000))
+        let transport = HeldRevalidationTransport(clock: clock)
+        let http = try Self.cache(clock, transport: transport)
+        let urls = try (0..<50).map { try #require(URL(string: "http://origin.test/\($0)")) }
+        for url in urls { _ = try await http.response(for: url) }
+        clock.advance(by: 5)
+
+        // When each is read twice, back to back, while its revalidation is held
+        for url in urls {
+            #expect(try await http.response(for: url).isFromCache)
+            #expect(try await http.response(for: url).isFromCache)
+        }
+        #expect(await CacheTest.eventually { transport.revalidations.calls == urls.count })
+        transport.revalidations.open()
+
+        // Then each was revalidated once, and its failure counted once
+        #expect(await CacheTest.eventually { http.statistics.backgroundFailures >= urls.count })
+        #expect(http.statistics.backgroundFailures == urls.count)
+        #expect(http.statistics.coalescedWaits == 0)
+        #expect(transport.revalidations.calls == urls.count)
+    }
+
     @Test("must-revalidate forbids serving stale, even when the client accepts it")
     func mustRevalidate() async throws {
         let clock = ManualClock(start: Date(timeIntervalSince1970: 1_700_000_000))
@@ -339,5 +364,29 @@ struct HTTPResponseCacheTests {
         #expect(_HTTPDate.parse("Sun Nov  6 08:49:37 1994") == Date(timeIntervalSince1970: 784_111_777))
         #expect(_HTTPDate.parse("0") == nil)
         #expect(_HTTPDate.format(Date(timeIntervalSince1970: 784_111_777)) == "Sun, 06 Nov 1994 08:49:37 GMT")
+    }
+}
+
+/// A transport that answers the first request for a URL with a response fresh for
+/// a second and then servable stale for a minute, and holds every later request
+/// at ``revalidations`` until it is opened, then fails it.
+final class HeldRevalidationTransport: HTTPCacheTransport {
+    struct Unreachable: Error {}
+
+    let revalidations = FetchProbe(open: false)
+    private let clock: ManualClock
+    private let answered = Mutex<Set<URL>>([])
+
+    init(clock: ManualClock) { self.clock = clock }
+
+    func send(method: String, url: URL, headers: [String: String]) async throws -> HTTPTransportResponse {
+        guard answered.withLock({ $0.insert(url).inserted }) else {
+            await revalidations.enter()
+            throw Unreachable()
+        }
+        return HTTPTransportResponse(
+            statusCode: 200,
+            headers: ["Cache-Control": "max-age=1, stale-while-revalidate=60", "Date": _HTTPDate.format(clock.now())],
+            body: Data("first".utf8))
     }
 }

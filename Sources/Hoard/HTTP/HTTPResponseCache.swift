@@ -272,24 +272,29 @@ public final class HTTPResponseCache: Sendable {
         return received
     }
 
-    /// Starts one background revalidation of `candidate` (none when one is running).
+    /// Starts one background revalidation of `candidate` (none when a request for
+    /// it is running); counts and logs its failure once.
+    ///
+    /// The revalidation is a flight of its own, started and registered in one
+    /// step, so that of stale reads that race, one revalidates; requests that
+    /// must go to the origin meanwhile join it.
     private func revalidateInBackground(
         _ candidate: HTTPCachedResponse, control: HTTPCacheControl, _ request: _HTTPRequest
     ) {
-        guard !flights.isRunning(request.flightKey) else { return }
-        Task {
+        _ = flights.start(request.flightKey) {
             do {
-                _ = try await flights.run(request.flightKey, joined: { self.count { $0.coalescedWaits += 1 } }) {
-                    try await self.revalidate(candidate, control: control, request, mayServeStale: false)
-                }
+                return try await self.revalidate(candidate, control: control, request, mayServeStale: false)
             } catch {
-                count { $0.backgroundFailures += 1 }
-                configuration.logger?.warning(
+                // Counted and logged by the revalidation itself: requests that
+                // joined it receive the error as well.
+                self.count { $0.backgroundFailures += 1 }
+                self.configuration.logger?.warning(
                     "background revalidation failed",
                     metadata: [
-                        "hoard.store": "\(configuration.storage.name)", "hoard.key": "\(request.key)",
+                        "hoard.store": "\(self.configuration.storage.name)", "hoard.key": "\(request.key)",
                         "hoard.operation": "revalidate", "hoard.error": "\(error)",
                     ])
+                throw error
             }
         }
     }

@@ -58,11 +58,6 @@ final class _SingleFlight<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         return true
     }
 
-    /// Whether an operation is running for `key`.
-    func isRunning(_ key: Key) -> Bool {
-        flights.withLock { $0[key] != nil }
-    }
-
     /// Runs `operation` in a task of its own for `flight`, registered under `key`:
     /// forgets the key, then hands the result to the flight's waiters.
     private func launch(
