@@ -92,9 +92,10 @@ extension DiskStore {
         /// renamed into place, and the `blobs/` directory (once per `set` or batch)
         /// after, before the entry that names the file is committed; and whether
         /// creating the store flushes its directory. A flush that fails fails the
-        /// write (nothing is committed) or the opening. On a file system that
-        /// refuses to flush a directory (some network and FUSE file systems),
-        /// turn this off. Defaults to `true`.
+        /// write (nothing is committed) or the opening; a file system that cannot
+        /// flush directories at all (`fsync` answers `EINVAL`, as some network and
+        /// FUSE file systems do) is taken to have nothing to flush, as SQLite
+        /// takes it. Defaults to `true`.
         ///
         /// A killed process never leaves a damaged entry either way: the kernel
         /// still writes what the process wrote. This setting is about power loss

@@ -109,14 +109,20 @@ enum _FileSystem {
     /// storage: once it returns, a power loss cannot lose them. A file's own `fsync`
     /// does not do this on every file system.
     ///
+    /// A file system that cannot flush a directory at all (`fsync` fails with
+    /// `EINVAL`, as on some FUSE and network file systems) has nothing to flush: as
+    /// SQLite does, that is not an error, or every write of a large value would fail
+    /// there.
+    ///
     /// - Throws: ``HoardError/Code/permissionDenied``, ``HoardError/Code/storageFull``
     ///   or ``HoardError/Code/ioFailed`` when the directory cannot be opened or
-    ///   flushed; the entries may then not be on stable storage.
+    ///   flushing it fails; the entries may then not be on stable storage.
     static func syncDirectory(_ path: String) throws(HoardError) {
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { throw error("could not open a directory to flush it to disk", path: path) }
         defer { close(fd) }
         while fsync(fd) != 0 {
+            if errno == EINVAL { return }
             if errno != EINTR { throw error("could not flush a directory to disk", path: path) }
         }
     }
