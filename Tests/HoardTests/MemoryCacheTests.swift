@@ -259,6 +259,34 @@ struct MemoryCacheTests {
         for i in 9_990..<10_000 { #expect(cache[i] == i) }
     }
 
+    @Test("The default shard count is 16 only for a cache limited by count alone to 65,536 entries or more")
+    func defaultShards() throws {
+        typealias Configuration = MemoryCache<Int, Data>.Configuration
+        #expect(Configuration().shards == 1)
+        #expect(Configuration(countLimit: 65_535).shards == 1)
+        #expect(Configuration(countLimit: 65_536).shards == 16)
+        #expect(Configuration(countLimit: 1_000_000, policy: .tinyLFU).shards == 16)
+        #expect(Configuration(countLimit: 1_000_000, costLimit: 1 << 30).shards == 1)
+        #expect(Configuration(countLimit: 1_000_000, shards: 1).shards == 1)
+        #expect(Configuration(countLimit: 10, shards: 4).shards == 4)
+        // The default follows limits set after the configuration was made.
+        var configuration = Configuration()
+        configuration.countLimit = 100_000
+        #expect(configuration.shards == 16)
+        configuration.shards = 2
+        configuration.countLimit = 10
+        #expect(configuration.shards == 2)
+    }
+
+    @Test("A large cache on the default shards keeps its count limit and its newest entries")
+    func defaultShardedLimits() throws {
+        let cache = try MemoryCache<Int, Int>(configuration: .init(countLimit: 65_536, lowWaterMark: 1.0))
+        for i in 0..<80_000 { cache[i] = i }
+        #expect(cache.count <= 65_536)
+        #expect(cache.count > 60_000)
+        for i in 79_900..<80_000 { #expect(cache[i] == i) }
+    }
+
     @Test("Keys whose hashes collide are stored, found and removed like any others", arguments: [1, 4])
     func collidingHashes(shards: Int) throws {
         // Given a key type with only eight distinct hashes, so that lookups probe

@@ -13,6 +13,9 @@ import Hoard
 /// - `MemoryCache lru shards:1`, `MemoryCache lru shards:8`,
 ///   `MemoryCache tinyLFU shards:1` (1 thread only): countLimit 100,000,
 ///   lowWaterMark 1.0, listening to the system's memory-pressure signal (the default).
+/// - `MemoryCache default` (get-hit and mix, 1 and 2 threads): `.init(countLimit:
+///   100,000)` and nothing else, so the default policy (LRU) and the default shard
+///   count (16 for this limit), lowWaterMark 0.75 (nothing is evicted here).
 /// - `MemoryCache lru shards:1 no pressure` (get-hit, 1 thread): the same with
 ///   `memoryPressure: nil`, to show that listening costs a read nothing.
 /// - `MemoryCache lru shards:1 coarse clock`, `MemoryCache tinyLFU shards:1 coarse
@@ -33,6 +36,9 @@ let benchmarks: @Sendable () -> Void = {
     }
     register("MemoryCache lru shards:8", oneThread: oneThread, twoThreads: twoThreads) {
         try memoryCache(policy: .lru, shards: 8)
+    }
+    register("MemoryCache default", oneThread: [.getHit, .mix], twoThreads: twoThreads) {
+        try MemoryCache<Int, Int>(configuration: .init(countLimit: KeySpace.keyCount))
     }
     register("MemoryCache lru shards:1 no pressure", oneThread: [.getHit], twoThreads: []) {
         try memoryCache(policy: .lru, shards: 1, listensToPressure: false)

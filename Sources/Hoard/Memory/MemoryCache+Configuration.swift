@@ -33,8 +33,10 @@ extension MemoryCache {
         public var defaultExpiry: Expiry
 
         /// Independently locked parts the cache is split into, by key hash; rounded up
-        /// to a power of two. Defaults to 1: one lock, and eviction order exact across
-        /// the whole cache.
+        /// to a power of two. Unless set, ``defaultShards(countLimit:costLimit:)``
+        /// of the limits (read when the cache is created): 1 for most caches, 16 for
+        /// a large cache limited by count alone. Set 1 for an eviction order exact
+        /// across the whole cache.
         ///
         /// With more than one shard, threads that touch different shards never wait
         /// for each other; each shard holds `countLimit / shards` entries and
@@ -45,9 +47,32 @@ extension MemoryCache {
         /// Give a cache that several threads read at once 16 or more shards: in the
         /// package's benchmark (two threads, Zipf-distributed hits on 100,000 keys)
         /// one shard served half to two thirds of the aggregate throughput of a
-        /// dictionary behind one lock, and 16 to 64 shards about one and a half times
-        /// it. On one thread the shard count made no consistent difference.
-        public var shards: Int
+        /// dictionary behind one lock, and 8 to 64 shards about one and a third to
+        /// one and a half times it. On one thread the shard count made no consistent
+        /// difference.
+        public var shards: Int {
+            get { chosenShards ?? Self.defaultShards(countLimit: countLimit, costLimit: costLimit) }
+            set { chosenShards = newValue }
+        }
+
+        /// The shard count set explicitly, or `nil` for the default.
+        private var chosenShards: Int?
+
+        /// The shard count of a configuration that does not set one: 16 when the
+        /// cache has a count limit of at least 65,536 entries (4,096 a shard) and no
+        /// cost limit, 1 otherwise.
+        ///
+        /// One shard keeps the eviction order exact, which a small cache's users can
+        /// observe and its hit ratio can feel; a large cache's hash spreads its keys
+        /// evenly over 16 shards, each exact, so that its order differs from the
+        /// global one only among entries about to be evicted, while two threads
+        /// reading it no longer wait for one lock. A cost limit keeps one shard: a
+        /// shard holds `costLimit / shards`, and the default must not refuse a value
+        /// the limit allows.
+        public static func defaultShards(countLimit: Int?, costLimit: Int?) -> Int {
+            guard costLimit == nil, let countLimit, countLimit >= 65_536 else { return 1 }
+            return 16
+        }
 
         /// How the cache gives memory back when the system signals memory pressure,
         /// or `nil` to ignore it. Defaults to ``MemoryPressureResponse/init(warningFraction:criticalFraction:source:)``
@@ -65,14 +90,15 @@ extension MemoryCache {
         /// exceeds the cost limit is not stored either way.
         public var cost: (@Sendable (Value) -> Int)?
 
-        /// Creates a configuration; every parameter defaults as its property says.
+        /// Creates a configuration; every parameter defaults as its property says
+        /// (`shards: nil` is the default shard count).
         public init(
             countLimit: Int? = nil,
             costLimit: Int? = nil,
             lowWaterMark: Double = 0.75,
             policy: EvictionPolicy = .lru,
             defaultExpiry: Expiry = .never,
-            shards: Int = 1,
+            shards: Int? = nil,
             cost: (@Sendable (Value) -> Int)? = nil,
             memoryPressure: MemoryPressureResponse? = MemoryPressureResponse()
         ) {
@@ -81,7 +107,7 @@ extension MemoryCache {
             self.lowWaterMark = lowWaterMark
             self.policy = policy
             self.defaultExpiry = defaultExpiry
-            self.shards = shards
+            chosenShards = shards
             self.cost = cost
             self.memoryPressure = memoryPressure
         }

@@ -29,8 +29,10 @@ public enum EvictionReason: String, Sendable, Hashable, CustomStringConvertible 
 
 /// Which entries a cache gives up first when it must make room.
 public enum EvictionPolicy: Sendable, Hashable {
-    /// Exact least-recently-used: the entry read or written longest ago goes first.
-    /// Predictable, and best when recent use predicts the next use.
+    /// Exact least-recently-used: the entry read or written longest ago goes first
+    /// (in its shard: see ``MemoryCache/Configuration/shards``, one for all but
+    /// large caches limited by count alone). Predictable, and best when recent use
+    /// predicts the next use.
     case lru
     /// W-TinyLFU (as in Caffeine): a 1% LRU admission window in front of a
     /// segmented-LRU main space, with a 4-bit count-min sketch deciding whether an
