@@ -163,8 +163,8 @@ enum _StoreDirectory {
     /// wider mode). With `syncsDirectory`, the directory's new entries are flushed
     /// to stable storage before it returns. Call with the lock exclusive.
     ///
-    /// - Throws: When a file cannot be created, written or moved, or the directory
-    ///   cannot be flushed.
+    /// - Throws: When a file cannot be created, written, flushed or moved, or the
+    ///   directory cannot be flushed.
     static func create(_ path: String, now: Date, syncsDirectory: Bool) throws(HoardError) {
         guard chmod(path, 0o700) == 0 else {
             throw _FileSystem.error("could not make the store directory private (mode 0700)", path: path)
@@ -179,11 +179,10 @@ enum _StoreDirectory {
         close(fd)
         do throws(HoardError) {
             try _DiskIndex.createDatabase(at: building, now: now)
-            let done = open(building, O_RDONLY | O_CLOEXEC)
-            if done >= 0 {
-                _ = fsync(done)
-                close(done)
-            }
+            // The index must be on stable storage before its name says it is
+            // complete (SQLite's checkpoint on close syncs it too; this does not
+            // depend on that, and a failure now fails the creation).
+            try _FileSystem.syncFile(building)
             guard rename(building, path + "/" + indexName) == 0 else {
                 throw _FileSystem.error("could not move the store's index into place", path: building)
             }

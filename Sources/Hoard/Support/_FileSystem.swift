@@ -118,12 +118,29 @@ enum _FileSystem {
     ///   or ``HoardError/Code/ioFailed`` when the directory cannot be opened or
     ///   flushing it fails; the entries may then not be on stable storage.
     static func syncDirectory(_ path: String) throws(HoardError) {
-        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { throw error("could not open a directory to flush it to disk", path: path) }
+        try sync(path, flags: O_DIRECTORY, what: "a directory", unsupportedIsNothing: true)
+    }
+
+    /// Flushes a file's contents to stable storage.
+    ///
+    /// - Throws: ``HoardError/Code/permissionDenied``, ``HoardError/Code/storageFull``
+    ///   or ``HoardError/Code/ioFailed`` when the file cannot be opened or flushing
+    ///   it fails.
+    static func syncFile(_ path: String) throws(HoardError) {
+        try sync(path, flags: 0, what: "a file", unsupportedIsNothing: false)
+    }
+
+    /// Opens `path` read-only with `flags`, `fsync`s it (again when interrupted)
+    /// and closes it.
+    private static func sync(
+        _ path: String, flags: Int32, what: String, unsupportedIsNothing: Bool
+    ) throws(HoardError) {
+        let fd = open(path, O_RDONLY | flags | O_CLOEXEC)
+        guard fd >= 0 else { throw error("could not open \(what) to flush it to disk", path: path) }
         defer { close(fd) }
         while fsync(fd) != 0 {
-            if errno == EINVAL { return }
-            if errno != EINTR { throw error("could not flush a directory to disk", path: path) }
+            if errno == EINVAL && unsupportedIsNothing { return }
+            if errno != EINTR { throw error("could not flush \(what) to disk", path: path) }
         }
     }
 
