@@ -124,6 +124,38 @@ struct CacheWriteBehindTests {
         case onError
     }
 
+    /// The cost closure is user code. It used to run where the writer stores
+    /// memory, under the writer's lock, so a closure that wrote to the cache took
+    /// that lock again (the child process trapped or hung); it now runs before.
+    @Test("The memory cost closure runs outside the writer's lock: it may write to the cache it sizes, in either mode")
+    func costClosureWritesToTheCache() async {
+        await #expect(processExitsWith: .success) {
+            final class Shared: Sendable {
+                let cache = Mutex<Cache<String, Int>?>(nil)
+            }
+            for mode in [Cache<String, Int>.WriteMode.writeBehind, .writeThrough] {
+                let shared = Shared()
+                let directory = FileManager.default.temporaryDirectory
+                    .appendingPathComponent("hoard-cost-\(getpid())-\(mode == .writeBehind ? 0 : 1)")
+                defer { try? FileManager.default.removeItem(at: directory) }
+                var configuration = Cache<String, Int>.Configuration(name: "cost")
+                configuration.writeMode = mode
+                configuration.localStores = .stores([try DiskStore(directory: directory)])
+                configuration.memory = .init(
+                    costLimit: 1_000,
+                    cost: { value in
+                        if value == 1, let cache = shared.cache.withLock({ $0 }) { cache["side"] = 2 }
+                        return 1
+                    })
+                let cache = try Cache<String, Int>(configuration: configuration)
+                shared.cache.withLock { $0 = cache }
+                cache["key"] = 1
+                await cache.flush()
+                precondition(cache["key"] == 1 && cache["side"] == 2)
+            }
+        }
+    }
+
     @Test(
         "A timings or onError callback may write to a write-through cache: the write never waits for the callback",
         .timeLimit(.minutes(1)), arguments: WriterCallback.allCases)

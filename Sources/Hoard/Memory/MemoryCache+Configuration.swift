@@ -83,10 +83,9 @@ extension MemoryCache {
 
         /// The cost of a value. Defaults to `nil`: the value's ``CacheValue/cacheCost``
         /// when `Value` conforms to ``CacheValue`` (the byte count for `Data` and
-        /// `String`), and 0 otherwise. Called outside the cache's locks; as the
-        /// memory tier of a ``Cache`` it may be called while that cache orders a
-        /// write or a promotion under its writer's lock, so there it must not call
-        /// the `Cache` itself.
+        /// `String`), and 0 otherwise. Called outside the cache's locks (as the
+        /// memory tier of a ``Cache``, outside that cache's locks too), so it may
+        /// use the cache.
         ///
         /// A negative cost counts as 0, and a cost above 2^32 − 1 (4 GiB of bytes) as
         /// 2^32 − 1, so that no total of costs can overflow; a value whose cost

@@ -220,7 +220,22 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     @inlinable
     @discardableResult
     public func set(_ entry: CacheEntry<Value>, for key: Key) -> Bool {
-        let cost = max(0, costOf?(entry.value) ?? 0)
+        set(entry, for: key, cost: cost(of: entry.value))
+    }
+
+    /// The cost the configuration gives `value` (its `cost` closure, user code, or
+    /// the default), at least 0.
+    @inlinable
+    func cost(of value: Value) -> Int {
+        max(0, costOf?(value) ?? 0)
+    }
+
+    /// `set(_:for:)` of an entry, with the value's cost already computed
+    /// by `cost(of:)`, for a caller that must not run the cost closure where it
+    /// stores (a ``Cache`` orders its memory writes under its writer's lock).
+    @inlinable
+    @discardableResult
+    func set(_ entry: CacheEntry<Value>, for key: Key, cost: Int) -> Bool {
         let hash = _HashIndex.hash(of: key)
         return shards.withLock(shard(for: hash)) { shard in
             shard.set(

@@ -182,7 +182,9 @@ extension Cache {
             if let seconds = configuration.negativeCaching {
                 let expiresAt = clock.now().addingTimeInterval(seconds)
                 let entry = CacheEntry(value: _CacheSlot<Value>.missing, storedAt: clock.now(), expiresAt: expiresAt)
-                _ = writer.promote(key, ticket: ticket, memory: { memory.set(entry, for: key) }, stores: nil)
+                let cost = memory.cost(of: entry.value)
+                _ = writer.promote(
+                    key, ticket: ticket, memory: { memory.set(entry, for: key, cost: cost) }, stores: nil)
             }
             return nil
         }

@@ -156,9 +156,10 @@ extension Cache {
             else { return .miss(masked: true) }
             counters.pendingHits.add(1, ordering: .relaxed)
             let entry = CacheEntry(value: _CacheSlot.value(value), storedAt: storedAt, expiresAt: expiresAt)
+            let cost = memory.cost(of: entry.value)
             // Noted like any key memory takes in, so another instance's
             // invalidation of it finds it.
-            if writer.promote(key, ticket: ticket, memory: { memory.set(entry, for: key) }, stores: nil) {
+            if writer.promote(key, ticket: ticket, memory: { memory.set(entry, for: key, cost: cost) }, stores: nil) {
                 remember(key)
             }
             return hit(value, storedAt: storedAt, expiresAt: expiresAt, now: now)
@@ -243,7 +244,9 @@ extension Cache {
             ? nil
             : .promote(
                 key, stored.data, storedAt: stored.storedAt, expiresAt: stored.expiresAt, localStoresBefore: index)
-        let made = writer.promote(key, ticket: ticket, memory: { memory.set(entry, for: key) }, stores: stores)
+        let cost = memory.cost(of: entry.value)
+        let made = writer.promote(
+            key, ticket: ticket, memory: { memory.set(entry, for: key, cost: cost) }, stores: stores)
         guard made else {
             noteDroppedPromotion(key)
             return

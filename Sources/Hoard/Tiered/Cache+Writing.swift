@@ -18,8 +18,9 @@ extension Cache {
     @inlinable
     public func set(_ value: Value, for key: Key, expires: Expiry? = nil) async throws {
         let dates = dates(for: expires)
+        let cost = memory.cost(of: .value(value))
         try await writer.apply(setting(value, for: key, dates: dates)) {
-            setMemory(value, for: key, dates: dates)
+            setMemory(value, for: key, dates: dates, cost: cost)
         }
     }
 
@@ -32,8 +33,9 @@ extension Cache {
         let physical = entry.expiresAt.map { $0.addingTimeInterval(grace) }
         let dates = _WriteDates(
             storedAt: entry.storedAt, memoryExpiry: physical, localExpiry: physical, remoteExpiry: physical)
+        let cost = memory.cost(of: .value(entry.value))
         try await writer.apply(setting(entry.value, for: key, dates: dates)) {
-            setMemory(entry.value, for: key, dates: dates)
+            setMemory(entry.value, for: key, dates: dates, cost: cost)
         }
     }
 
@@ -111,12 +113,13 @@ extension Cache {
         if let value {
             let dates = self.dates(for: expires)
             let kind = setting(value, for: key, dates: dates)
+            let cost = memory.cost(of: .value(value))
             if blocking {
                 // A store's failure is reported (events, onError, statistics) by
                 // the writer; the subscript has no way to throw it.
-                try? writer.applyBlocking(kind) { setMemory(value, for: key, dates: dates) }
+                try? writer.applyBlocking(kind) { setMemory(value, for: key, dates: dates, cost: cost) }
             } else {
-                writer.write(kind) { setMemory(value, for: key, dates: dates) }
+                writer.write(kind) { setMemory(value, for: key, dates: dates, cost: cost) }
             }
         } else if blocking {
             try? writer.applyBlocking(.remove(key, remote: true)) { removeFromMemory(key) }
@@ -129,8 +132,9 @@ extension Cache {
     ///
     /// - Returns: Whether the value was written.
     func write(_ value: Value, for key: Key, dates: _WriteDates, ifUnchangedSince ticket: UInt64) -> Bool {
-        writer.write(setting(value, for: key, dates: dates), ifUnchangedSince: ticket) {
-            setMemory(value, for: key, dates: dates)
+        let cost = memory.cost(of: .value(value))
+        return writer.write(setting(value, for: key, dates: dates), ifUnchangedSince: ticket) {
+            setMemory(value, for: key, dates: dates, cost: cost)
         }
     }
 
@@ -140,11 +144,14 @@ extension Cache {
         .set(key, value, dates)
     }
 
-    /// The memory side of a write (run by the writer, in order): the value, the
+    /// The memory side of a write (run by the writer, in order, under its lock):
+    /// the value at `cost` (computed before, as the cost closure is user code), the
     /// key's string for invalidations, and the event.
     @inlinable
-    func setMemory(_ value: Value, for key: Key, dates: _WriteDates) {
-        memory.set(CacheEntry(value: .value(value), storedAt: dates.storedAt, expiresAt: dates.memoryExpiry), for: key)
+    func setMemory(_ value: Value, for key: Key, dates: _WriteDates, cost: Int) {
+        memory.set(
+            CacheEntry(value: .value(value), storedAt: dates.storedAt, expiresAt: dates.memoryExpiry), for: key,
+            cost: cost)
         remember(key)
         publish(.set(key), key: key, value: value)
     }
