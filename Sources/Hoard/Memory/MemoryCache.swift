@@ -311,9 +311,8 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     /// costs do not add up to its share exactly) leaves the difference to the next.
     /// The targets of all the shards never add up to more than `count` and `cost`.
     private func purge(count: Int, cost: Int) {
-        let held = (0..<shards.count).map { i in shards.withLock(i) { (count: $0.count, cost: $0.totalCost) } }
-        let countShares = count == .max ? nil : Self.shares(of: count, among: held.map(\.count))
-        let costShares = cost == .max ? nil : Self.shares(of: cost, among: held.map(\.cost))
+        let countShares = count == .max ? nil : shares(of: count) { $0.count }
+        let costShares = cost == .max ? nil : shares(of: cost) { $0.totalCost }
         var target = (count: Int.max, cost: Int.max)
         var spare = (count: 0, cost: 0)
         evictEachShard(reason: .purge) { i, _, _ in
@@ -322,6 +321,13 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         } kept: { count, cost in
             spare = (countShares == nil ? 0 : target.count - count, costShares == nil ? 0 : target.cost - cost)
         }
+    }
+
+    /// `total` split among the shards by what each holds now (`held`, read under
+    /// its lock); one shard's share is `total` itself, without reading it.
+    private func shares(of total: Int, held: (borrowing _MemoryShard<Key, Value>) -> Int) -> [Int] {
+        guard shards.count > 1 else { return [total] }
+        return Self.shares(of: total, among: (0..<shards.count).map { i in shards.withLock(i) { held($0) } })
     }
 
     /// `total` split into one share per shard, where the shards hold `held`: as

@@ -83,12 +83,10 @@ struct _GhostHistory {
         let following = position + 1 == capacity ? 0 : position + 1
         if side == .window { next.window = following } else { next.main = following }
         rings[slot] = hash
-        if let j = find(hash) {
-            tableSlots[j] = Int32(slot)
-            return
-        }
+        // One walk of the probe run: it ends at the hash (remembered again) or at the
+        // first empty slot, where a new hash goes.
         var j = home(hash)
-        while tableSlots[j] >= 0 { j = (j + 1) & tableMask }
+        while tableSlots[j] >= 0 && tableHashes[j] != hash { j = (j + 1) & tableMask }
         tableHashes[j] = hash
         tableSlots[j] = Int32(slot)
     }

@@ -38,7 +38,7 @@ struct _TinyLFUPolicy {
     /// 80% of what the window leaves to the main space.
     @usableFromInline var protectedCapacity: Int
     /// The smallest and largest window: one entry, and half the capacity.
-    @usableFromInline let windowRange: ClosedRange<Int>
+    @inlinable var windowRange: ClosedRange<Int> { 1...max(1, capacity / 2) }
     /// Recently departed keys, which move the window; off in cost-weighted caches.
     @usableFromInline var history: _GhostHistory
     /// Entries moved from the window to the head of probation since the last
@@ -57,7 +57,6 @@ struct _TinyLFUPolicy {
     init(capacity: Int, sketchCapacity: Int, weighsByCost: Bool, adapts: Bool = true) {
         self.capacity = capacity
         self.weighsByCost = weighsByCost
-        windowRange = 1...max(1, capacity / 2)
         windowCapacity = max(1, capacity / 100)
         protectedCapacity = max(0, Int(Double(capacity - windowCapacity) * 0.8))
         sketch = _FrequencySketch(capacity: sketchCapacity)
