@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import Synchronization
 import Testing
 
@@ -122,6 +123,8 @@ struct CacheWriteBehindTests {
         case timings
         /// ``Cache/Configuration/onError``, for the batch's failed local write.
         case onError
+        /// The log handler of ``Cache/Configuration/logger``, for the same failure.
+        case logHandler
     }
 
     /// The cost closure is user code. It used to run where the writer stores
@@ -157,7 +160,7 @@ struct CacheWriteBehindTests {
     }
 
     @Test(
-        "A timings or onError callback may write to a write-through cache: the write never waits for the callback",
+        "A timings, onError or log handler callback may write to a write-through cache: the write never waits for it",
         .timeLimit(.minutes(1)), arguments: WriterCallback.allCases)
     func callbackWritesThrough(callback: WriterCallback) async throws {
         try await DiskTest.withTemporaryDirectory { directory in
@@ -177,6 +180,14 @@ struct CacheWriteBehindTests {
                 configuration.onError = { _ in
                     gated.fail(with: nil)
                     callbackWrite.run()
+                }
+            case .logHandler:
+                gated.fail(with: HoardError(.storageFull, "disk full"))
+                configuration.logger = Logger(label: "test") { _ in
+                    CallbackLogHandler {
+                        gated.fail(with: nil)
+                        callbackWrite.run()
+                    }
                 }
             }
             let cache = try Cache<String, String>(configuration: configuration)
@@ -420,5 +431,25 @@ final class CallbackWrite: Sendable {
         guard let (cache, key) = taken else { return }
         cache[key] = "2"
         continuation.yield(key)
+    }
+}
+
+/// A log handler that runs `onLog` for every record it is given.
+struct CallbackLogHandler: LogHandler {
+    let onLog: @Sendable () -> Void
+    var logLevel: Logger.Level = .trace
+    var metadata: Logger.Metadata = [:]
+
+    init(onLog: @escaping @Sendable () -> Void) {
+        self.onLog = onLog
+    }
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        onLog()
     }
 }

@@ -86,6 +86,10 @@ extension Cache {
         /// `hoard.operation`, `hoard.key` and `hoard.error` metadata. Nothing on
         /// the read or write path itself is logged at `info` or above. `nil` (the
         /// default) logs nothing.
+        ///
+        /// A failure of a store write (or an encoding) is logged where ``onError``
+        /// gets it, just before: on the cache's serial callback queue, so a log
+        /// handler may write to the cache, in write-through mode too.
         public var logger: Logger?
 
         /// Called with the duration of every fetch, store read and store write

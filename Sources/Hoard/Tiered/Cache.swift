@@ -129,13 +129,22 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
         let name = configuration.name
         let report: @Sendable (CacheFailure) -> Void = { failure in
             counters.count(failure)
-            logger?.log(failure, cache: name)
             observers.publish(.failed(failure))
+        }
+        // The log handler is the user's code too: it runs with `onError`, on the
+        // writer's callback queue, where it may write to this cache.
+        let onError = configuration.onError
+        var logAndHandle: (@Sendable (CacheFailure) -> Void)?
+        if logger != nil || onError != nil {
+            logAndHandle = { failure in
+                logger?.log(failure, cache: name)
+                onError?(failure)
+            }
         }
         writer = _CacheWriter(
             namespace: configuration.name, localStores: localStores, remoteStores: remoteStores,
             codec: codec, timings: configuration.timings,
-            onError: configuration.onError, report: report)
+            onError: logAndHandle, report: report)
         startListeningForInvalidations()
     }
 

@@ -23,7 +23,7 @@ import Synchronization
 ///   shared executor's, which reads hold, nor a caller's), and holds what it needs
 ///   (stores, codec), so queued writes complete even after the cache is gone.
 /// - The cache's callbacks for the writer's work (`timings` of store writes,
-///   `onError` for their failures) run on a serial queue of their own
+///   its log handler and `onError` for their failures) run on a serial queue of their own
 ///   (``callbacks``), never on ``queue`` or in the task that writes the remote
 ///   stores: a callback may write to the cache, even in write-through mode, which
 ///   waits for the writer.
@@ -263,8 +263,8 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
     @usableFromInline let localStores: [any CacheStore]
     @usableFromInline let remoteStores: [any RemoteCacheStore]
     @usableFromInline let codec: ValueCodec<Value>?
-    /// Reports a failure of the writer's work: counted, logged and published at
-    /// once, handed to `onError` on ``callbacks``.
+    /// Reports a failure of the writer's work: counted and published at once,
+    /// logged and handed to `onError` on ``callbacks``.
     @usableFromInline let report: @Sendable (CacheFailure) -> Void
     /// The cache's `timings`, called on ``callbacks``.
     @usableFromInline let timings: (@Sendable (CacheTiming) -> Void)?
@@ -282,9 +282,10 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
 
     /// - Parameters:
     ///   - timings: The cache's `timings`, for the store writes.
-    ///   - onError: The cache's `onError`, for the failures of the writer's work.
-    ///   - report: Counts, logs and publishes those failures (on the writer's own
-    ///     threads: it must not call the cache's callbacks).
+    ///   - onError: The cache's logger and `onError`, for the failures of the
+    ///     writer's work.
+    ///   - report: Counts and publishes those failures (on the writer's own threads:
+    ///     it must not call the cache's callbacks or its log handler).
     init(
         namespace: String, localStores: [any CacheStore], remoteStores: [any RemoteCacheStore],
         codec: ValueCodec<Value>?,
