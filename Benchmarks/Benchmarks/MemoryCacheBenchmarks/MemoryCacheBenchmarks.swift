@@ -23,6 +23,10 @@ import Hoard
 ///   the precise clock read costs a write.
 /// - `baseline LockedDictionary`: `Mutex<[Int: Int]>`, no eviction.
 /// - `baseline NSCache`: `NSCache<NSNumber, NSNumber>`, unbounded.
+/// - `floor TimestampedDictionary`, `floor TimestampedDictionary coarse clock` (set,
+///   1 thread): `LockedDictionary` whose entries also keep their write time, read
+///   from `SystemClock` or `CoarseSystemClock` before the lock: the floor of any
+///   cache that, like `MemoryCache`, stores when each value was written.
 ///
 /// Workloads: `get-hit` (reads), `set` (overwrites), `mix` (90% reads, 10%
 /// overwrites) on 1 thread; `get-hit` and `mix` on 2 threads, each replaying half
@@ -57,6 +61,12 @@ let benchmarks: @Sendable () -> Void = {
     }
     register("baseline NSCache", oneThread: oneThread, twoThreads: twoThreads) {
         NSCacheSubject()
+    }
+    register("floor TimestampedDictionary", oneThread: [.set], twoThreads: []) {
+        TimestampedDictionary(capacity: KeySpace.keyCount, clock: SystemClock())
+    }
+    register("floor TimestampedDictionary coarse clock", oneThread: [.set], twoThreads: []) {
+        TimestampedDictionary(capacity: KeySpace.keyCount, clock: CoarseSystemClock())
     }
 }
 

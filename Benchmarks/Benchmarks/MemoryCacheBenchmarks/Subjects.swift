@@ -53,3 +53,27 @@ final class NSCacheSubject: CacheSubject, @unchecked Sendable {
         cache.setObject(NSNumber(value: value), forKey: NSNumber(value: key))
     }
 }
+
+/// Floor of a write that keeps its time: `LockedDictionary` whose entries also hold
+/// the time they were written, read from a ``CacheClock`` before the lock, as a
+/// `MemoryCache` does for every set (its `maxAge:` and `newerThan:` reads and its
+/// lifetimes need it). Against `LockedDictionary`, it shows what the clock read
+/// alone costs a write; against `MemoryCache`, what the cache adds beyond it.
+final class TimestampedDictionary: CacheSubject {
+    private let storage = Mutex<[Int: (value: Int, storedAt: Double)]>([:])
+    private let clock: any CacheClock
+
+    init(capacity: Int, clock: any CacheClock) {
+        self.clock = clock
+        storage.withLock { $0.reserveCapacity(capacity) }
+    }
+
+    func get(_ key: Int) -> Int? {
+        storage.withLock { $0[key]?.value }
+    }
+
+    func put(_ value: Int, for key: Int) {
+        let storedAt = clock.now().timeIntervalSinceReferenceDate
+        storage.withLock { $0[key] = (value, storedAt) }
+    }
+}

@@ -42,7 +42,12 @@ extension MemoryCache {
         /// for each other; each shard holds `countLimit / shards` entries and
         /// `costLimit / shards` cost, and eviction order is exact within each shard
         /// (close to, but not exactly, the global order). A value whose cost exceeds
-        /// `costLimit / shards` is not stored.
+        /// `costLimit / shards` is not stored. Keys never spread exactly evenly, so a
+        /// sharded cache starts evicting in its fullest shard, down to that shard's
+        /// low-water mark, before it holds `countLimit` entries in all: given
+        /// 100,000 distinct keys, the default 100,000-entry cache (16 shards, low-water
+        /// mark 0.75) kept about 87,500 in the package's benchmark. Over time each
+        /// shard cycles between its low-water mark and its limit, as one shard does.
         ///
         /// Give a cache that several threads read at once 16 or more shards: in the
         /// package's benchmark (two threads, Zipf-distributed hits on 100,000 keys)
