@@ -155,6 +155,7 @@ struct CacheObservationTests {
         var configuration: Cache<String, Int>.Configuration = CacheTest.configuration()
         configuration.remoteStores = [remote]
         let first = try Cache<String, Int>(configuration: configuration)
+        configuration.remoteStores = [remote.anotherInstance()]
         let second = try Cache<String, Int>(configuration: configuration)
         try await first.set(1, for: "k")
         #expect(try await second.value(for: "k") == 1)
@@ -171,9 +172,9 @@ struct CacheObservationTests {
         let remote = InMemoryRemoteStore()
         var numbers: Cache<Int, Int>.Configuration = CacheTest.configuration("numbers")
         numbers.remoteStores = [remote]
-        let (writer, reader) = (
-            try Cache<Int, Int>(configuration: numbers), try Cache<Int, Int>(configuration: numbers)
-        )
+        let writer = try Cache<Int, Int>(configuration: numbers)
+        numbers.remoteStores = [remote.anotherInstance()]
+        let reader = try Cache<Int, Int>(configuration: numbers)
         try await writer.set(1, for: 42)
         #expect(try await reader.value(for: 42) == 1)
         #expect(reader.keyStrings.withLock { $0.keys.isEmpty }, "nothing to note for a key type that rebuilds its keys")
@@ -184,9 +185,8 @@ struct CacheObservationTests {
 
         // A custom key is found through the cache's notes, pruned to what memory holds
         // (a memory tier of 4 keys prunes beyond 8 notes).
-        // The values are put in the store before either cache listens (an
-        // in-memory store sends a cache its own writes back too), and the second
-        // cache takes them in by reading.
+        // The values are put in the store through a third instance before either
+        // cache listens, and the second cache takes them in by reading.
         let shared = InMemoryRemoteStore()
         for id in 0..<40 {
             try await shared.set(
@@ -194,10 +194,10 @@ struct CacheObservationTests {
                 expiresAt: nil)
         }
         var custom: Cache<AvatarKey, Int>.Configuration = CacheTest.configuration("avatars", memoryLimit: 4)
-        custom.remoteStores = [shared]
-        let (avatars, others) = (
-            try Cache<AvatarKey, Int>(configuration: custom), try Cache<AvatarKey, Int>(configuration: custom)
-        )
+        custom.remoteStores = [shared.anotherInstance()]
+        let avatars = try Cache<AvatarKey, Int>(configuration: custom)
+        custom.remoteStores = [shared.anotherInstance()]
+        let others = try Cache<AvatarKey, Int>(configuration: custom)
         for id in 0..<40 { #expect(try await others.value(for: AvatarKey(id: id)) == id) }
         #expect(others.keyStrings.withLock { $0.keys.count } <= 8, "pruned to what memory holds")
         let kept = (0..<40).map { AvatarKey(id: $0) }.filter { others[$0] != nil }

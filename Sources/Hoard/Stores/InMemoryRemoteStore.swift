@@ -2,48 +2,99 @@ import Foundation
 import Synchronization
 
 /// A ``RemoteCacheStore`` that keeps its entries in memory, for tests and
-/// prototypes: several caches given the same instance behave as if they shared a
-/// server.
+/// prototypes.
 ///
-/// It can be told to fail (``failsWith``) to test how a cache copes with an
-/// unavailable remote tier, and counts the calls it receives.
+/// Each object is one instance of an in-memory server, as one process's
+/// `RedisStore` is one instance of a Redis server: ``invalidations(in:)`` reports
+/// the changes other instances make, never this one's own, so a cache over it keeps
+/// the values it writes. ``anotherInstance()`` connects a second instance to the
+/// same server, to simulate two processes that share it:
+///
+/// ```swift
+/// let server = InMemoryRemoteStore()
+/// var configuration = Cache<String, Int>.Configuration(name: "scores")
+/// configuration.remoteStores = [server]
+/// let first = try Cache<String, Int>(configuration: configuration)
+/// configuration.remoteStores = [server.anotherInstance()]
+/// let second = try Cache<String, Int>(configuration: configuration)
+/// // A change through `first` drops the key from `second`'s memory.
+/// ```
+///
+/// An instance can be told to fail (``failsWith``), as a connection to an
+/// unreachable server would, to test how a cache copes with an unavailable remote
+/// tier; and it counts the calls it receives.
 public final class InMemoryRemoteStore: RemoteCacheStore {
-    private struct State {
-        var entries: [String: [String: StoredEntry]] = [:]
+    /// What the instances of one server share: the entries and who listens.
+    private final class Server: Sendable {
+        struct State {
+            var entries: [String: [String: StoredEntry]] = [:]
+            var subscribers:
+                [Int: (namespace: String, instance: Int, continuation: AsyncStream<RemoteInvalidation>.Continuation)] =
+                    [:]
+            var nextID = 0
+            var instances = 0
+        }
+        let state = Mutex(State())
+        let clock: any CacheClock
+
+        init(clock: any CacheClock) {
+            self.clock = clock
+        }
+    }
+
+    /// This instance's own: its injected failure and its call counts.
+    private struct Calls {
         var failure: (any Error)?
         var reads = 0
         var writes = 0
-        var subscribers: [Int: (namespace: String, continuation: AsyncStream<RemoteInvalidation>.Continuation)] = [:]
-        var nextID = 0
     }
 
-    private let state = Mutex(State())
-    private let clock: any CacheClock
+    private let server: Server
+    /// This instance's number on its server (never reused), which its writes carry.
+    private let instance: Int
+    private let calls = Mutex(Calls())
 
-    /// Creates an empty store.
+    /// Creates an empty server and returns its first instance.
     ///
-    /// - Parameter clock: Decides when entries have expired. Defaults to ``SystemClock``.
-    public init(clock: any CacheClock = SystemClock()) {
-        self.clock = clock
+    /// - Parameter clock: Decides when entries have expired, for every instance of
+    ///   the server. Defaults to ``SystemClock``.
+    public convenience init(clock: any CacheClock = SystemClock()) {
+        self.init(server: Server(clock: clock))
     }
 
-    /// When set, every call throws this error, as an unreachable server would.
+    private init(server: Server) {
+        self.server = server
+        instance = server.state.withLock { state in
+            defer { state.instances += 1 }
+            return state.instances
+        }
+    }
+
+    /// A new instance of the same server: it reads and writes the same entries, and
+    /// each instance's ``invalidations(in:)`` reports the other's changes. Its
+    /// ``failsWith`` and call counts start afresh.
+    public func anotherInstance() -> InMemoryRemoteStore {
+        InMemoryRemoteStore(server: server)
+    }
+
+    /// When set, every call to this instance throws this error, as a connection to an
+    /// unreachable server would. Other instances of the server are not affected.
     public var failsWith: (any Error)? {
-        get { state.withLock { $0.failure } }
-        set { state.withLock { $0.failure = newValue } }
+        get { calls.withLock { $0.failure } }
+        set { calls.withLock { $0.failure = newValue } }
     }
 
-    /// How many read calls (`entry`, `entries`) the store has answered.
-    public var readCount: Int { state.withLock { $0.reads } }
+    /// How many read calls (`entry`, `entries`) this instance has answered.
+    public var readCount: Int { calls.withLock { $0.reads } }
 
-    /// How many write calls (`set`, `removeValue`, `removeAll`) the store has answered.
-    public var writeCount: Int { state.withLock { $0.writes } }
+    /// How many write calls (`set`, `removeValue`, `removeAll`) this instance has
+    /// answered.
+    public var writeCount: Int { calls.withLock { $0.writes } }
 
     public func entry(for key: String, in namespace: String) async throws -> StoredEntry? {
-        let now = clock.now()
-        return try state.withLock { state in
-            if let failure = state.failure { throw failure }
-            state.reads += 1
+        try answerRead()
+        let now = server.clock.now()
+        return server.state.withLock { state in
             guard let entry = state.entries[namespace]?[key] else { return nil }
             if let expiresAt = entry.expiresAt, expiresAt <= now { return nil }
             return entry
@@ -51,10 +102,9 @@ public final class InMemoryRemoteStore: RemoteCacheStore {
     }
 
     public func entries(for keys: [String], in namespace: String) async throws -> [String: StoredEntry] {
-        let now = clock.now()
-        return try state.withLock { state in
-            if let failure = state.failure { throw failure }
-            state.reads += 1
+        try answerRead()
+        let now = server.clock.now()
+        return server.state.withLock { state in
             var found: [String: StoredEntry] = [:]
             for key in keys {
                 if let entry = state.entries[namespace]?[key], entry.expiresAt.map({ $0 > now }) ?? true {
@@ -67,7 +117,7 @@ public final class InMemoryRemoteStore: RemoteCacheStore {
 
     public func set(_ data: Data, for key: String, in namespace: String, storedAt: Date, expiresAt: Date?) async throws
     {
-        let now = clock.now()
+        let now = server.clock.now()
         try mutate(namespace: namespace, invalidation: .key(key)) { entries in
             if let expiresAt, expiresAt <= now {
                 entries[key] = nil
@@ -85,31 +135,43 @@ public final class InMemoryRemoteStore: RemoteCacheStore {
         try mutate(namespace: namespace, invalidation: .all) { $0 = [:] }
     }
 
-    /// Every invalidation of `namespace`. An in-memory store has no other instances,
-    /// so a cache sees the changes made through this same object: pass one store
-    /// to two caches to simulate two instances sharing a server.
+    /// Every change other instances of the server make in `namespace`, never this
+    /// instance's own.
     public func invalidations(in namespace: String) -> AsyncStream<RemoteInvalidation> {
         let (stream, continuation) = AsyncStream<RemoteInvalidation>.makeStream()
-        let id = state.withLock { state in
+        let instance = instance
+        let id = server.state.withLock { state in
             let id = state.nextID
             state.nextID += 1
-            state.subscribers[id] = (namespace, continuation)
+            state.subscribers[id] = (namespace, instance, continuation)
             return id
         }
-        continuation.onTermination = { [weak self] _ in
-            _ = self?.state.withLock { $0.subscribers.removeValue(forKey: id) }
+        continuation.onTermination = { [server] _ in
+            _ = server.state.withLock { $0.subscribers.removeValue(forKey: id) }
         }
         return stream
+    }
+
+    /// Throws the injected failure, or counts a read.
+    private func answerRead() throws {
+        try calls.withLock { calls in
+            if let failure = calls.failure { throw failure }
+            calls.reads += 1
+        }
     }
 
     private func mutate(
         namespace: String, invalidation: RemoteInvalidation, _ change: (inout [String: StoredEntry]) -> Void
     ) throws {
-        let subscribers = try state.withLock { state in
-            if let failure = state.failure { throw failure }
-            state.writes += 1
+        try calls.withLock { calls in
+            if let failure = calls.failure { throw failure }
+            calls.writes += 1
+        }
+        let instance = instance
+        let subscribers = server.state.withLock { state in
             change(&state.entries[namespace, default: [:]])
-            return state.subscribers.values.filter { $0.namespace == namespace }.map(\.continuation)
+            return state.subscribers.values.filter { $0.namespace == namespace && $0.instance != instance }
+                .map(\.continuation)
         }
         // Outside the lock: a stream whose consuming task is being cancelled runs its
         // onTermination (which takes the lock) under that task's status lock, and a
