@@ -13,6 +13,7 @@ import Synchronization
 /// ```swift
 /// let server = InMemoryRemoteStore()
 /// var configuration = Cache<String, Int>.Configuration(name: "scores")
+/// configuration.localStores = .none  // memory over the server, no disk
 /// configuration.remoteStores = [server]
 /// let first = try Cache<String, Int>(configuration: configuration)
 /// configuration.remoteStores = [server.anotherInstance()]
