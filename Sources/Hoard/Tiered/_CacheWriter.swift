@@ -22,9 +22,9 @@ import Synchronization
 ///   batch starts when they are done. The writer needs no other thread (not the
 ///   shared executor's, which reads hold, nor a caller's), and holds what it needs
 ///   (stores, codec), so queued writes complete even after the cache is gone.
-/// - The cache's callbacks for the writer's work (`timings` of store writes,
-///   its log handler and `onError` for their failures) run on a serial queue of their own
-///   (``callbacks``), never on ``queue`` or in the task that writes the remote
+/// - The cache's callbacks for the writer's work (`timings` of store writes, its
+///   log handler and `onError` for their failures) run on a serial queue of their
+///   own (``callbacks``), never on ``queue`` or in the task that writes the remote
 ///   stores: a callback may write to the cache, even in write-through mode, which
 ///   waits for the writer.
 @usableFromInline
