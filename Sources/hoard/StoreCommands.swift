@@ -172,12 +172,15 @@ struct StatsCommand: ParsableCommand {
         let total = try store.totalUsage()
         let namespaces = try store.namespaces()
         let directory = store.directory.standardizedFileURL
+        // The store's directory may be a link to it (`~/.cache/app -> /mnt/big/app`),
+        // which the store follows: its files are listed where they are.
+        let measured = directory.resolvingSymlinksInPath()
         var onDisk: Int? = 0
         var files: Int? = 0
         do {
-            for name in try FileManager.default.subpathsOfDirectory(atPath: directory.path) {
+            for name in try FileManager.default.subpathsOfDirectory(atPath: measured.path) {
                 let attributes = try FileManager.default.attributesOfItem(
-                    atPath: directory.appendingPathComponent(name).path)
+                    atPath: measured.appendingPathComponent(name).path)
                 if attributes[.type] as? FileAttributeType == .typeRegular {
                     onDisk? += (attributes[.size] as? Int) ?? 0
                     if name.hasPrefix("blobs/") { files? += 1 }

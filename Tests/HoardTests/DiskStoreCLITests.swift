@@ -213,6 +213,31 @@ extension DiskStoreSuites {
             }
         }
 
+        @Test("stats through a symbolic link to the store measures the store's files on disk")
+        func statsThroughLink() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                // Given a store with a spilled value, and a link to its directory
+                let real = url.appendingPathComponent("real", isDirectory: true)
+                do {
+                    let store = try DiskStore(directory: real, configuration: .init(spillThreshold: 1_000))
+                    try store.set(DiskTest.bytes(2_000), for: "big")
+                }
+                let link = url.appendingPathComponent("link")
+                try FileManager.default.createSymbolicLink(at: link, withDestinationURL: real)
+
+                // When it is measured through the link and directly
+                let direct = try Self.object(try Self.hoard("stats", real.path, "--json").output)
+                let linked = try Self.hoard("stats", link.path, "--json")
+
+                // Then both count the same files
+                #expect(linked.status == 0, "\(linked.errors)")
+                let totals = try Self.object(linked.output)
+                #expect(totals["valueFiles"] as? Int == 1)
+                #expect((totals["bytesOnDisk"] as? Int ?? 0) > 2_000)
+                #expect(totals["bytesOnDisk"] as? Int == direct["bytesOnDisk"] as? Int)
+            }
+        }
+
         @Test("A store can be named instead of given by path; the tool says which directory it used")
         func storeByName() throws {
             try DiskTest.withTemporaryDirectory { url in
