@@ -490,9 +490,10 @@ struct VerifyCommand: ParsableCommand {
         abstract: "Check every entry, value file and the index; list what is damaged. Exits 1 when something is.",
         discussion: """
             With --json, one object: {"store": directory, "entriesChecked": Int, \
-            "repaired": Bool, "healthy": Bool, "damage": [{"reason": String, \
-            "namespace": String or null, "key": String or null, "detail": String}]}. \
-            The exit status is the same as without it.
+            "repaired": Bool (whether --repair was given), "healthy": Bool, \
+            "damage": [{"reason": String, "namespace": String or null, \
+            "key": String or null, "detail": String, "repaired": Bool}]}. \
+            The exit status is the same as without it: 1 while any damage is not repaired.
             """)
 
     @OptionGroup var location: StoreLocation
@@ -509,14 +510,16 @@ struct VerifyCommand: ParsableCommand {
             var namespace: String?
             var key: String?
             var detail: String
+            var repaired: Bool
 
             func encode(to encoder: any Encoder) throws {
-                enum Keys: String, CodingKey { case reason, namespace, key, detail }
+                enum Keys: String, CodingKey { case reason, namespace, key, detail, repaired }
                 var container = encoder.container(keyedBy: Keys.self)
                 try container.encode(reason, forKey: .reason)
                 try container.encode(namespace, forKey: .namespace)  // null for store-wide damage
                 try container.encode(key, forKey: .key)
                 try container.encode(detail, forKey: .detail)
+                try container.encode(repaired, forKey: .repaired)
             }
         }
         var store: String
@@ -538,7 +541,8 @@ struct VerifyCommand: ParsableCommand {
                     repaired: report.repaired, healthy: report.isHealthy,
                     damage: report.damage.map {
                         Output.Damage(
-                            reason: $0.reason.rawValue, namespace: $0.namespace, key: $0.key, detail: $0.detail)
+                            reason: $0.reason.rawValue, namespace: $0.namespace, key: $0.key, detail: $0.detail,
+                            repaired: $0.isRepaired)
                     }))
         } else {
             for damage in report.damage {
@@ -551,10 +555,6 @@ struct VerifyCommand: ParsableCommand {
             }
             print(report)
         }
-        let unrepaired = report.damage.contains { damage in
-            !repair || damage.reason == .damagedIndex || damage.reason == .unreadableFile
-                || (damage.reason == .orphanedFile && !damage.detail.hasSuffix("deleted"))
-        }
-        if unrepaired { throw ExitCode(1) }
+        if !report.unrepaired.isEmpty { throw ExitCode(1) }
     }
 }

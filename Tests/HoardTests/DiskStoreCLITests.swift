@@ -90,6 +90,37 @@ extension DiskStoreSuites {
             }
         }
 
+        @Test("verify --repair says which damage it repaired and which is left, and exits 1 while any is left")
+        func verifyRepairLeavesYoungOrphan() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                do {
+                    let store = try DiskStore(directory: url, configuration: .init(spillThreshold: 10))
+                    try store.set(
+                        DiskTest.bytes(100), for: "lost photo", in: "images", storedAt: Date(), expiresAt: nil)
+                }
+                for name in DiskTest.blobFiles(url) {
+                    try FileManager.default.removeItem(at: url.appendingPathComponent("blobs/\(name)"))
+                }
+                // A value file no entry names, written just now: it may belong to a
+                // write in flight, so a repair keeps it.
+                try Data([1, 2, 3]).write(to: url.appendingPathComponent("blobs/0123456789abcdef-0123456789abcdef"))
+
+                let text = try Self.hoard("verify", url.path, "--repair")
+                #expect(text.status == 1, "the young orphan is left")
+                #expect(text.output.hasSuffix("1 entries checked, 2 problems (1 repaired, 1 left)\n"), "\(text.output)")
+
+                let json = try Self.hoard("verify", url.path, "--repair", "--json")
+                #expect(json.status == 1)
+                let object = try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [String: Any]
+                #expect(object?["repaired"] as? Bool == true)
+                #expect(object?["healthy"] as? Bool == false)
+                let damage = object?["damage"] as? [[String: Any]] ?? []
+                let repairedByReason = Dictionary(
+                    damage.map { ($0["reason"] as? String ?? "", $0["repaired"] as? Bool) }, uniquingKeysWith: { $1 })
+                #expect(repairedByReason == ["orphanedFile": false], "the missing file's entry went in the first run")
+            }
+        }
+
         @Test("hoard demo: a second run finds what the first stored in the default location")
         func demoRemembers() throws {
             try DiskTest.withTemporaryDirectory { url in

@@ -208,6 +208,7 @@ extension DiskStoreSuites {
                         "orphanedFile -",
                     ])
                 #expect(report.damage.filter { $0.reason == .orphanedFile }.count == 2)
+                #expect(report.unrepaired == report.damage, "nothing is repaired by a check alone")
                 #expect(progress.last?.completed == 5)
                 // And nothing was changed
                 #expect(try store.entries().count == 5)
@@ -216,6 +217,10 @@ extension DiskStoreSuites {
                 // When it is repaired
                 let repaired = try store.verify(repairing: true)
                 #expect(repaired.damage.count == report.damage.count)
+                // Every problem is repaired but the young temporary file, which is kept
+                #expect(repaired.unrepaired.map(\.reason) == [.orphanedFile])
+                #expect(repaired.unrepaired.first?.detail.contains("00000000000000cc-00000000000000dd.tmp") == true)
+                #expect(repaired.description.hasSuffix("6 problems (5 repaired, 1 left)"))
                 #expect(try store.entries().map(\.key).sorted() == ["fine", "fine-file"])
                 #expect(!FileManager.default.fileExists(atPath: oldOrphan.path))
                 #expect(FileManager.default.fileExists(atPath: newOrphan.path), "a young file may be a write in flight")

@@ -164,10 +164,13 @@ extension DiskStore {
             lastID = last.id
             for row in rows {
                 report.entriesChecked += 1
-                guard let damage = try check(row) else { continue }
-                report.damage.append(damage)
+                guard var damage = try check(row) else { continue }
                 // A file that cannot be read is not known to be damaged: never removed.
-                if repairing, damage.reason != .unreadableFile { try repair(row, damage: damage) }
+                if repairing, damage.reason != .unreadableFile {
+                    try repair(row, damage: damage)
+                    damage.isRepaired = true
+                }
+                report.damage.append(damage)
             }
             progress?(Progress(completed: report.entriesChecked, total: max(total, report.entriesChecked)))
             if rows.count < chunk { break }
@@ -182,17 +185,18 @@ extension DiskStore {
             indexDamage("the namespace totals cannot be read", error)
             return report
         }
-        for (namespace, recorded, actual) in wrongTotals {
-            report.damage.append(
-                StoreDamage(
-                    namespace: namespace, key: nil, reason: .wrongTotals,
-                    detail: "the namespace's totals say \(recorded), its entries add up to \(actual)"))
-        }
         if repairing, !wrongTotals.isEmpty {
             try state.withLock { (state) throws(HoardError) in
                 let index = try state.open()
                 try index.transaction { () throws(HoardError) in try index.recomputeTotals() }
             }
+        }
+        for (namespace, recorded, actual) in wrongTotals {
+            report.damage.append(
+                StoreDamage(
+                    namespace: namespace, key: nil, reason: .wrongTotals,
+                    detail: "the namespace's totals say \(recorded), its entries add up to \(actual)",
+                    isRepaired: repairing))
         }
 
         let accessTimes: (missing: Int, orphaned: Int, malformed: Int)
@@ -203,19 +207,19 @@ extension DiskStore {
             return report
         }
         if accessTimes != (0, 0, 0) {
-            report.damage.append(
-                StoreDamage(
-                    namespace: nil, key: nil, reason: .wrongAccessTimes,
-                    detail:
-                        "the access order has \(accessTimes.missing) entries without an access time (never evicted), "
-                        + "\(accessTimes.orphaned) access times without an entry, and \(accessTimes.malformed) that are not numbers"
-                ))
             if repairing {
                 try state.withLock { (state) throws(HoardError) in
                     let index = try state.open()
                     try index.transaction { () throws(HoardError) in try index.repairAccessTimes() }
                 }
             }
+            report.damage.append(
+                StoreDamage(
+                    namespace: nil, key: nil, reason: .wrongAccessTimes,
+                    detail:
+                        "the access order has \(accessTimes.missing) entries without an access time (never evicted), "
+                        + "\(accessTimes.orphaned) access times without an entry, and \(accessTimes.malformed) that are not numbers",
+                    isRepaired: repairing))
         }
 
         report.damage += try orphans(deletingOlderThan: repairing ? 600 : nil)
@@ -305,11 +309,13 @@ extension DiskStore {
                 temporary
                 ? "blobs/\(name) is a temporary file of an interrupted write"
                 : "blobs/\(name) is a value file no entry refers to"
+            var deleted = false
             if let age {
                 if old {
                     do {
                         try blobs.remove(name)
                         detail += "; deleted"
+                        deleted = true
                     } catch {
                         detail += "; it could not be deleted (\(error.message))"
                         failures.append(
@@ -319,7 +325,8 @@ extension DiskStore {
                     detail += "; kept, as it is less than \(Int(age)) seconds old and may belong to a write in flight"
                 }
             }
-            damage.append(StoreDamage(namespace: nil, key: nil, reason: .orphanedFile, detail: detail))
+            damage.append(
+                StoreDamage(namespace: nil, key: nil, reason: .orphanedFile, detail: detail, isRepaired: deleted))
         }
         observers.publish(failures)
         return damage

@@ -57,13 +57,20 @@ public struct StoreDamage: Sendable, Hashable, CustomStringConvertible {
     public var reason: Reason
     /// A sentence saying what exactly is wrong.
     public var detail: String
+    /// Whether ``CacheStore/verify(repairing:)`` repaired it: the damaged entry is
+    /// gone, the orphaned file deleted, the totals or access times rewritten. Always
+    /// `false` when nothing was asked to repair, and for damage that is never
+    /// repaired (``Reason/damagedIndex``, ``Reason/unreadableFile``, an orphaned file
+    /// too young to delete or that could not be deleted).
+    public var isRepaired: Bool
 
     /// Creates a damage report.
-    public init(namespace: String?, key: String?, reason: Reason, detail: String) {
+    public init(namespace: String?, key: String?, reason: Reason, detail: String, isRepaired: Bool = false) {
         self.namespace = namespace
         self.key = key
         self.reason = reason
         self.detail = detail
+        self.isRepaired = isRepaired
     }
 
     public var description: String {
