@@ -8,8 +8,9 @@ struct SettingsCommand: ParsableCommand {
         commandName: "settings",
         abstract: "Read the values of a SettingsStore namespace.",
         discussion: """
-            Reading is what a SettingsStore does: a value that is not Hoard's encoded bytes \
-            is a miss and is removed, as any read of it would.
+            Reading is what a SettingsStore does: a value that is not the bytes a SettingsStore \
+            writes (a number or a string another program stored) is listed as unreadable, \
+            read as a miss, and kept, as any read keeps it.
             """,
         subcommands: [Keys.self, Get.self]
     )

@@ -183,7 +183,8 @@ struct StatsCommand: ParsableCommand {
                     atPath: measured.appendingPathComponent(name).path)
                 if attributes[.type] as? FileAttributeType == .typeRegular {
                     onDisk? += (attributes[.size] as? Int) ?? 0
-                    if name.hasPrefix("blobs/") { files? += 1 }
+                    // A temporary file of an interrupted write takes space but holds no value.
+                    if name.hasPrefix("blobs/") && !name.hasSuffix(".tmp") { files? += 1 }
                 }
             }
         } catch {

@@ -269,6 +269,23 @@ extension DiskStoreSuites {
             }
         }
 
+        @Test("stats counts value files, not the temporary files an interrupted write left, which still take space")
+        func statsLeavesOutTemporaryFiles() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                do {
+                    let store = try DiskStore(directory: url, configuration: .init(spillThreshold: 1_000))
+                    try store.set(DiskTest.bytes(2_000), for: "big")
+                }
+                let before = try Self.object(try Self.hoard("stats", url.path, "--json").output)
+                let temporary = url.appendingPathComponent("blobs/0123456789abcdef-0123456789abcdef.tmp")
+                try Data(count: 500).write(to: temporary)
+
+                let after = try Self.object(try Self.hoard("stats", url.path, "--json").output)
+                #expect(after["valueFiles"] as? Int == 1)
+                #expect(after["bytesOnDisk"] as? Int == (before["bytesOnDisk"] as? Int).map { $0 + 500 })
+            }
+        }
+
         @Test("A store can be named instead of given by path; the tool says which directory it used")
         func storeByName() throws {
             try DiskTest.withTemporaryDirectory { url in
