@@ -35,8 +35,8 @@ public final class CacheMetrics: Sendable {
     private let counters: _Counters
     private let entries: Gauge
     private let cost: Gauge
-    /// The values the counters were last moved to.
-    private let last = Mutex(CacheStatistics())
+    /// What the counters were last moved to.
+    private let moved: Mutex<_Counters.Moved>
 
     /// Creates the metrics of `cache`, registered with `factory` (by default the
     /// process's bootstrapped `MetricsSystem`).
@@ -45,6 +45,7 @@ public final class CacheMetrics: Sendable {
         memory = { (cache.memoryCount, cache.memoryCost) }
         let name = cache.configuration.name
         counters = _Counters(cache: name, factory: factory)
+        moved = Mutex(counters.start)
         entries = Gauge(
             label: "hoard_cache_entries", dimensions: [("cache", name), ("tier", "memory")], factory: factory)
         cost = Gauge(label: "hoard_cache_cost", dimensions: [("cache", name), ("tier", "memory")], factory: factory)
@@ -55,11 +56,7 @@ public final class CacheMetrics: Sendable {
     public func update() {
         let now = statistics()
         let memory = memory()
-        let before = last.withLock { last in
-            defer { last = now }
-            return last
-        }
-        counters.move(from: before, to: now)
+        moved.withLock { moved in moved = counters.move(from: moved, to: now) }
         entries.record(memory.count)
         cost.record(memory.cost)
     }
@@ -82,12 +79,6 @@ public final class CacheMetrics: Sendable {
     ) -> @Sendable (CacheTiming) -> Void {
         let timers = _Timers(cache: cache, factory: factory)
         return { timing in timers.timer(for: timing).recordNanoseconds(timing.duration.nanoseconds) }
-    }
-
-    /// How far a counter moves from `old` to `new`; after a reset of the cache's
-    /// statistics (`new` below `old`), by `new`.
-    static func delta(_ old: Int, _ new: Int) -> Int64 {
-        Int64(new >= old ? new - old : new)
     }
 }
 

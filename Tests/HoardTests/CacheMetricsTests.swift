@@ -3,6 +3,7 @@ import Foundation
 import Hoard
 import HoardMetrics
 import MetricsTestKit
+import Synchronization
 import Testing
 
 @Suite("Cache metrics through swift-metrics", .timeLimit(.minutes(3)))
@@ -79,5 +80,121 @@ struct CacheMetricsTests {
                     == 0)
         }
     }
+
+    @Test("A read answered by a queued write, in flight during an update, never makes a counter jump")
+    func readInFlightDuringUpdate() async throws {
+        try await DiskTest.withTemporaryDirectory { directory in
+            let metrics = TestMetrics()
+            let gated = GatedStore(try DiskStore(directory: directory))
+            let clock = HoldingClock()
+            var configuration: Cache<String, String>.Configuration = CacheTest.configuration("metered", memoryLimit: 1)
+            configuration.localStores = .stores([gated])
+            let cache = try Cache<String, String>(configuration: configuration, clock: clock)
+            let reporter = CacheMetrics(cache, factory: metrics)
+            func total(_ label: String, _ tier: String) -> Int64 {
+                metrics.counterTotal(label: label, dimensions: [("cache", "metered"), ("tier", tier)])
+            }
+
+            for key in 0..<10 { #expect(cache["absent \(key)"] == nil) }  // ten memory misses
+            // "a" stays queued for the store while "b" evicts it from memory.
+            gated.close()
+            cache["a"] = "queued"
+            cache["b"] = "evicts a from memory"
+            reporter.update()
+
+            // A read of "a" misses memory, then holds in the clock before the queued
+            // write answers it: an update meanwhile counts it as a memory miss, the
+            // next one (the read done) as a memory hit.
+            clock.arm()
+            let done = DispatchSemaphore(value: 0)
+            let read = Mutex<String?>(nil)
+            let reader = Thread {
+                clock.holdsThisThread()
+                let value = cache["a"]
+                read.withLock { $0 = value }
+                clock.finished()
+                done.signal()
+            }
+            reader.start()
+            await clock.waitUntilHeld()
+            try #require(clock.hasHeld)
+            reporter.update()
+            clock.release()
+            await withCheckedContinuation { continuation in
+                DispatchQueue.global().async {
+                    done.wait()
+                    continuation.resume()
+                }
+            }
+            #expect(read.withLock { $0 } == "queued")
+            reporter.update()
+            gated.release()
+            await cache.flush()
+
+            // The memory misses went from 11 to 10 as the read became a hit: a
+            // counter cannot go back, and must not move again by all 10. One more
+            // miss brings the counter and the statistic together.
+            #expect(cache["absent"] == nil)
+            reporter.update()
+            let statistics = cache.statistics
+            #expect(statistics.memory.misses == 11)
+            #expect(total("hoard_cache_misses", "memory") == Int64(statistics.memory.misses))
+            #expect(total("hoard_cache_hits", "memory") == Int64(statistics.memory.hits))
+
+            // A reset of the statistics still moves the counters by what follows it.
+            cache.resetStatistics()
+            #expect(cache["absent"] == nil)
+            reporter.update()
+            #expect(total("hoard_cache_misses", "memory") == 12)
+            #expect(total("hoard_cache_misses", "all") == 12)
+        }
+    }
+}
+
+/// A clock that, once armed, holds the first `now()` of the thread that called
+/// ``holdsThisThread()`` until released.
+final class HoldingClock: CacheClock {
+    private static let marker = "HoldingClock.holds"
+    private let state = Mutex((armed: false, held: false))
+    private let held = DispatchSemaphore(value: 0)
+    private let resumed = DispatchSemaphore(value: 0)
+
+    func now() -> Date {
+        if Thread.current.threadDictionary[Self.marker] != nil,
+            state.withLock({ state in
+                defer { state.armed = false }
+                if state.armed { state.held = true }
+                return state.armed
+            })
+        {
+            held.signal()
+            resumed.wait()
+        }
+        return Date(timeIntervalSinceReferenceDate: 0)
+    }
+
+    func arm() { state.withLock { $0.armed = true } }
+
+    /// Marks the calling thread as the one to hold.
+    func holdsThisThread() { Thread.current.threadDictionary[Self.marker] = true }
+
+    /// Whether a `now()` was held.
+    var hasHeld: Bool { state.withLock { $0.held } }
+
+    /// Called by the marked thread when done, so that a wait for a hold that never
+    /// came returns.
+    func finished() { held.signal() }
+
+    /// Returns once the marked thread is held (or finished without being held).
+    func waitUntilHeld() async {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                self.held.wait()
+                continuation.resume()
+            }
+        }
+    }
+
+    func release() { resumed.signal() }
 }
 #endif
