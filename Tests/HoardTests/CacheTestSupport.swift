@@ -298,3 +298,50 @@ final class HookedStore: ForwardingStore {
         try inner.write(batch)
     }
 }
+
+/// A clock that, once armed, holds the first `now()` of the thread that called
+/// ``holdsThisThread()`` until released.
+final class HoldingClock: CacheClock {
+    private static let marker = "HoldingClock.holds"
+    private let state = Mutex((armed: false, held: false))
+    private let held = DispatchSemaphore(value: 0)
+    private let resumed = DispatchSemaphore(value: 0)
+
+    func now() -> Date {
+        if Thread.current.threadDictionary[Self.marker] != nil,
+            state.withLock({ state in
+                defer { state.armed = false }
+                if state.armed { state.held = true }
+                return state.armed
+            })
+        {
+            held.signal()
+            resumed.wait()
+        }
+        return Date(timeIntervalSinceReferenceDate: 0)
+    }
+
+    func arm() { state.withLock { $0.armed = true } }
+
+    /// Marks the calling thread as the one to hold.
+    func holdsThisThread() { Thread.current.threadDictionary[Self.marker] = true }
+
+    /// Whether a `now()` was held.
+    var hasHeld: Bool { state.withLock { $0.held } }
+
+    /// Called by the marked thread when done, so that a wait for a hold that never
+    /// came returns.
+    func finished() { held.signal() }
+
+    /// Returns once the marked thread is held (or finished without being held).
+    func waitUntilHeld() async {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                self.held.wait()
+                continuation.resume()
+            }
+        }
+    }
+
+    func release() { resumed.signal() }
+}

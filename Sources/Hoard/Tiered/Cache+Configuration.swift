@@ -27,6 +27,17 @@ extension Cache {
         /// reads try them. Defaults to ``LocalStores/defaultDisk``.
         public var localStores: LocalStores
 
+        /// The byte limit of the default disk store (``LocalStores/defaultDisk``):
+        /// past it, a write evicts least-recently-accessed entries, as
+        /// ``DiskStore/Configuration/byteLimit`` says. Defaults to
+        /// ``defaultDiskByteLimit`` (150 MB, the size of Nuke's data cache); `nil`
+        /// lets the store grow without bound. Must be at least 1. Stores given with
+        /// ``LocalStores/stores(_:)`` keep their own limits.
+        public var diskByteLimit: Int?
+
+        /// The default of ``diskByteLimit``: 150,000,000 bytes.
+        public static var defaultDiskByteLimit: Int { 150_000_000 }
+
         /// Stores shared over the network, tried after the local stores. Defaults to none.
         public var remoteStores: [any RemoteCacheStore]
 
@@ -36,16 +47,40 @@ extension Cache {
 
         /// The lifetime of entries in the local stores when it should differ from
         /// ``defaultExpiry``; `nil` (the default) uses the entry's own lifetime.
-        /// A shorter lifetime here never outlives the entry's own.
+        /// A shorter lifetime here never outlives the entry's own. It bounds every
+        /// copy in the local stores, counted from when the copy is made: a value
+        /// written or fetched here, promoted from a remote store, or written as an
+        /// entry (`set(_ entry:for:)`). With remote
+        /// stores, this is how long a local copy can outlive an invalidation this
+        /// instance missed.
         public var localExpiry: Expiry?
 
         /// The lifetime of entries in the remote stores when it should differ from
-        /// ``defaultExpiry``; `nil` (the default) uses the entry's own lifetime.
+        /// ``defaultExpiry``; `nil` (the default) uses the entry's own lifetime. It
+        /// bounds every copy written there, counted from the write.
         public var remoteExpiry: Expiry?
 
         /// How `cache[key] = value` reaches the stores. Defaults to
         /// ``WriteMode/writeBehind``.
         public var writeMode: WriteMode
+
+        /// The most bytes of values waiting for the stores in write-behind mode.
+        /// Defaults to ``defaultWriteQueueByteLimit`` (64 MiB); `nil` for no bound.
+        /// Must be at least 1.
+        ///
+        /// Past it, `cache[key] = value` blocks its thread until the writer has
+        /// applied enough (a producer faster than the stores goes at their pace;
+        /// nothing is dropped), and a value found in a slower tier is promoted into
+        /// memory only. A value's size is its ``CacheValue/cacheCost`` (the byte
+        /// count of `Data` and `String`); values of other types count as the mean
+        /// encoded size of the values written so far. A single value larger than
+        /// the budget is queued when the queue is empty. The async writes
+        /// (``Cache/set(_:for:expires:)``) return once applied, so they never
+        /// wait for room.
+        public var writeQueueByteLimit: Int?
+
+        /// The default of ``writeQueueByteLimit``: 64 MiB.
+        public static var defaultWriteQueueByteLimit: Int { 64 << 20 }
 
         /// Seconds past its expiry during which a value is still served, at once,
         /// while one background fetch refreshes it. `nil` (the default) serves no
@@ -122,11 +157,13 @@ extension Cache {
             self.name = name
             memory = .init(countLimit: 10_000)
             localStores = .defaultDisk
+            diskByteLimit = Self.defaultDiskByteLimit
             remoteStores = []
             defaultExpiry = .never
             localExpiry = nil
             remoteExpiry = nil
             writeMode = .writeBehind
+            writeQueueByteLimit = Self.defaultWriteQueueByteLimit
             staleWhileRevalidate = nil
             negativeCaching = nil
             expiryJitter = 0
@@ -138,6 +175,13 @@ extension Cache {
 
         func validate() throws(HoardError) {
             try _LocalNames.validateComponent(name, what: "a cache name")
+            if let writeQueueByteLimit, writeQueueByteLimit < 1 {
+                throw HoardError(
+                    .invalidConfiguration, "writeQueueByteLimit must be at least 1, not \(writeQueueByteLimit)")
+            }
+            if let diskByteLimit, diskByteLimit < 1 {
+                throw HoardError(.invalidConfiguration, "diskByteLimit must be at least 1, not \(diskByteLimit)")
+            }
             if memory.costLimit != nil, memory.cost == nil, _defaultCost(of: Value.self) == nil {
                 throw HoardError(
                     .invalidConfiguration,
@@ -158,7 +202,8 @@ extension Cache {
 
     /// The local stores of a cache.
     public enum LocalStores: Sendable {
-        /// One ``DiskStore`` in the default location, named after the cache.
+        /// One ``DiskStore`` in the default location, named after the cache, limited
+        /// to ``Configuration/diskByteLimit``.
         case defaultDisk
         /// No local store: memory (and remote stores, if any) only.
         case none

@@ -81,6 +81,13 @@ extension Cache {
         }
         let (ticket, pending) = writer.beginRead(key)
         defer { writer.endRead(ticket) }
+        // A memory-only write that saw no read in flight wrote memory without a
+        // sequence number: it is either there now, or made after this ticket.
+        // (`contains` counts nothing, so a miss is counted once.)
+        if !writer.hasStores, memory.contains(key), let found = lookUpMemory(key, maxAge: maxAge, newerThan: newerThan)
+        {
+            return answer(found, key: key, fetch: fetch)
+        }
         let local: _LocalLookup<Value>
         if localStores.isEmpty || pending?.hidesLocalStores == true {
             local = lookUpLocally(key, maxAge: maxAge, newerThan: newerThan, pending: pending, ticket: ticket)

@@ -65,6 +65,11 @@ extension Cache {
     /// The number of entries in the memory tier.
     public var memoryCount: Int { memory.count }
 
+    /// The bytes of values written to memory and still waiting for the stores, as
+    /// counted against ``Configuration/writeQueueByteLimit`` (values of a size known
+    /// only once encoded count as the mean encoded size so far).
+    public var queuedWriteBytes: Int { writer.queuedBytes }
+
     /// The total cost of the entries in the memory tier (0 when values have no cost).
     public var memoryCost: Int { memory.totalCost }
 

@@ -232,7 +232,8 @@ extension Cache {
 
     /// Copies a value found in a slower tier into memory, and into the local stores
     /// that come before `index` (every local store for a remote hit), through the
-    /// writer: dropped when the key changed since `ticket`.
+    /// writer: dropped when the key changed since `ticket`. The local copies expire
+    /// no later than ``Configuration/localExpiry`` allows from now.
     @inlinable
     func promote(
         _ value: Value, _ stored: StoredEntry, for key: Key, from tier: CacheTier, ticket: UInt64,
@@ -243,7 +244,9 @@ extension Cache {
             index == 0
             ? nil
             : .promote(
-                key, stored.data, storedAt: stored.storedAt, expiresAt: stored.expiresAt, localStoresBefore: index)
+                key, stored.data, storedAt: stored.storedAt,
+                expiresAt: capped(stored.expiresAt, by: configuration.localExpiry, now: clock.now()),
+                localStoresBefore: index)
         let cost = memory.cost(of: entry.value)
         let made = writer.promote(
             key, ticket: ticket, memory: { memory.set(entry, for: key, cost: cost) }, stores: stores)

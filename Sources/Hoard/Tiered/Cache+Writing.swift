@@ -26,13 +26,18 @@ extension Cache {
 
     /// Writes an entry as it is, keeping its stored date and expiry (for example one
     /// read with ``entry(for:maxAge:newerThan:)`` from another cache), and returns
-    /// when every store has it.
+    /// when every store has it. The copies in the local and remote stores expire no
+    /// later than ``Configuration/localExpiry`` and ``Configuration/remoteExpiry``
+    /// allow from now.
     ///
     /// - Throws: The first error a store threw. Memory keeps the value either way.
     public func set(_ entry: CacheEntry<Value>, for key: Key) async throws {
         let physical = entry.expiresAt.map { $0.addingTimeInterval(grace) }
+        let now = clock.now()
         let dates = _WriteDates(
-            storedAt: entry.storedAt, memoryExpiry: physical, localExpiry: physical, remoteExpiry: physical)
+            storedAt: entry.storedAt, memoryExpiry: physical,
+            localExpiry: capped(physical, by: configuration.localExpiry, now: now),
+            remoteExpiry: capped(physical, by: configuration.remoteExpiry, now: now))
         let cost = memory.cost(of: .value(entry.value))
         try await writer.apply(setting(entry.value, for: key, dates: dates)) {
             setMemory(entry.value, for: key, dates: dates, cost: cost)
@@ -81,7 +86,9 @@ extension Cache {
     // MARK: Helpers
 
     /// The subscript setter: memory at once, stores behind (in write-through mode,
-    /// the local stores before returning). Store failures are reported.
+    /// the local stores before returning). Store failures are reported. While the
+    /// values queued for the stores are over
+    /// ``Configuration/writeQueueByteLimit``, it waits for the writer first.
     ///
     /// A cache without stores, with no read in flight, writes memory directly from
     /// code specialised in the caller's module: the common case costs about what
@@ -90,10 +97,18 @@ extension Cache {
     func assign(_ value: Value?, for key: Key, expires: Expiry?) {
         if !writer.hasStores, let value, writer.isQuiet {
             let now = clock.now()
-            memory.set(
-                CacheEntry(value: .value(value), storedAt: now, expiresAt: memoryExpiry(expires, storedAt: now)),
-                for: key)
+            let entry = CacheEntry(
+                value: _CacheSlot.value(value), storedAt: now, expiresAt: memoryExpiry(expires, storedAt: now))
+            memory.set(entry, for: key)
             if observers.ifActive != nil { publishSet(key, value) }
+            if !writer.isQuiet {
+                // A read began meanwhile and may have missed this value: give the
+                // write its place in the order, so that the read's fetched value is
+                // dropped, and write memory again over whatever that read put back.
+                let dates = _WriteDates(
+                    storedAt: now, memoryExpiry: entry.expiresAt, localExpiry: nil, remoteExpiry: nil)
+                writer.write(setting(value, for: key, dates: dates)) { memory.set(entry, for: key) }
+            }
             return
         }
         assignInOrder(value, for: key, expires: expires)
@@ -119,7 +134,7 @@ extension Cache {
                 // the writer; the subscript has no way to throw it.
                 try? writer.applyBlocking(kind) { setMemory(value, for: key, dates: dates, cost: cost) }
             } else {
-                writer.write(kind) { setMemory(value, for: key, dates: dates, cost: cost) }
+                writer.write(kind, waitsForRoom: true) { setMemory(value, for: key, dates: dates, cost: cost) }
             }
         } else if blocking {
             try? writer.applyBlocking(.remove(key, remote: true)) { removeFromMemory(key) }

@@ -117,7 +117,12 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
         switch configuration.localStores {
         case .none: localStores = []
         case .stores(let stores): localStores = stores
-        case .defaultDisk: localStores = [try DiskStore(named: configuration.name, clock: clock)]
+        case .defaultDisk:
+            localStores = [
+                try DiskStore(
+                    named: configuration.name, configuration: .init(byteLimit: configuration.diskByteLimit),
+                    clock: clock)
+            ]
         }
         remoteStores = configuration.remoteStores
         keyStrings = Mutex((keys: [:], pruneAt: (configuration.memory.countLimit ?? 100_000) * 2))
@@ -143,7 +148,8 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
         }
         writer = _CacheWriter(
             namespace: configuration.name, localStores: localStores, remoteStores: remoteStores,
-            codec: codec, timings: configuration.timings,
+            codec: codec, queueByteLimit: configuration.writeQueueByteLimit, size: _defaultCost(of: Value.self),
+            timings: configuration.timings,
             onError: logAndHandle, report: report)
         startListeningForInvalidations()
     }
@@ -213,6 +219,19 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
             memoryExpiry: own.map { $0.addingTimeInterval(grace) },
             localExpiry: capped(configuration.localExpiry).map { $0.addingTimeInterval(grace) },
             remoteExpiry: capped(configuration.remoteExpiry).map { $0.addingTimeInterval(grace) })
+    }
+
+    /// `expiresAt` (a physical expiry, grace included) shortened to what `tier`
+    /// (``Configuration/localExpiry`` or ``Configuration/remoteExpiry``) allows for
+    /// a copy made at `now`: a value copied into a tier of stores (a promotion, an
+    /// entry written as it is) lives there no longer than a value written there.
+    @inlinable
+    func capped(_ expiresAt: Date?, by tier: Expiry?, now: Date) -> Date? {
+        guard let tier, let cap = jittered(tier).date(storedAt: now)?.addingTimeInterval(grace) else {
+            return expiresAt
+        }
+        guard let expiresAt else { return cap }
+        return min(expiresAt, cap)
     }
 
     /// The memory tier's expiry of a value written at `now` with `expiry` (`nil`:

@@ -53,16 +53,20 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
         /// when `completesLocally`), with the first error.
         @usableFromInline var completion: (@Sendable ((any Error)?) -> Void)?
         @usableFromInline var completesLocally: Bool
+        /// The bytes this operation counts against the queue's budget until it is
+        /// applied (``State/queuedBytes``).
+        @usableFromInline var bytes: Int
 
         @inlinable
         init(
             sequence: UInt64, kind: Kind, completion: (@Sendable ((any Error)?) -> Void)?,
-            completesLocally: Bool = false
+            completesLocally: Bool = false, bytes: Int = 0
         ) {
             self.sequence = sequence
             self.kind = kind
             self.completion = completion
             self.completesLocally = completesLocally
+            self.bytes = bytes
         }
     }
 
@@ -128,14 +132,25 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
         @usableFromInline var completed: UInt64 = 0
         @usableFromInline var running = false
         @usableFromInline var flushWaiters: [(UInt64, CheckedContinuation<Void, Never>)] = []
+        /// The bytes of the values queued for the stores and not yet applied (values
+        /// of unknown size counted at ``meanEncodedBytes``).
+        @usableFromInline var queuedBytes = 0
+        /// The threads waiting for ``queuedBytes`` to fall under the budget.
+        @usableFromInline var roomWaiters: [DispatchSemaphore] = []
+        /// The mean encoded size of the values written so far (a moving average):
+        /// what a queued value of unknown size counts as.
+        @usableFromInline var meanEncodedBytes = 1_024
         /// The tickets of the reads in flight, with how many reads hold each.
         @usableFromInline var reads: [UInt64: Int] = [:]
         /// The last sequence that changed each key, kept only while reads are in
         /// flight (and pruned to what the oldest of them needs).
         @usableFromInline var changed: [Key: UInt64] = [:]
+        /// The last sequence that changed each key known only by its string (another
+        /// instance's invalidation of a key this one cannot name), kept like
+        /// ``changed``.
+        @usableFromInline var changedStrings: [String: UInt64] = [:]
         @usableFromInline var pruneAt = 1_024
-        /// The last sequence that changed every key at once (a clear, or an
-        /// invalidation of a key this instance cannot name).
+        /// The last sequence that changed every key at once (a clear).
         @usableFromInline var barrier: UInt64 = 0
 
         @inlinable
@@ -166,7 +181,10 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
                 noteChange(of: key, at: sequence)
             case .removeLocally(let keyString):
                 if queued { removedLocally[keyString] = sequence }
-                barrier = sequence
+                if !reads.isEmpty {
+                    changedStrings[keyString] = sequence
+                    pruneChanges()
+                }
             case .removeAll(let local, let remote):
                 barrier = sequence
                 guard queued else { break }
@@ -230,6 +248,9 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
         func hasChanged(_ key: Key, since ticket: UInt64) -> Bool {
             if barrier >= ticket { return true }
             if let changed = changed[key], changed >= ticket { return true }
+            if !changedStrings.isEmpty, let changed = changedStrings[key.cacheKeyString], changed >= ticket {
+                return true
+            }
             return false
         }
 
@@ -248,10 +269,17 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
         mutating func noteChange(of key: Key, at sequence: UInt64) {
             guard !reads.isEmpty else { return }
             changed[key] = sequence
-            guard changed.count > pruneAt, let oldest = reads.keys.min() else { return }
-            // Changes made before the oldest read in flight can drop no promotion.
+            pruneChanges()
+        }
+
+        /// Forgets the changes made before the oldest read in flight (they can drop
+        /// no promotion) once there are many.
+        @inlinable
+        mutating func pruneChanges() {
+            guard changed.count + changedStrings.count > pruneAt, let oldest = reads.keys.min() else { return }
             changed = changed.filter { $0.value >= oldest }
-            pruneAt = max(1_024, changed.count * 2)
+            changedStrings = changedStrings.filter { $0.value >= oldest }
+            pruneAt = max(1_024, (changed.count + changedStrings.count) * 2)
         }
     }
 
@@ -289,6 +317,8 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
     init(
         namespace: String, localStores: [any CacheStore], remoteStores: [any RemoteCacheStore],
         codec: ValueCodec<Value>?,
+        queueByteLimit: Int? = nil,
+        size: (@Sendable (Value) -> Int)? = nil,
         timings: (@Sendable (CacheTiming) -> Void)? = nil,
         onError: (@Sendable (CacheFailure) -> Void)? = nil,
         report: @escaping @Sendable (CacheFailure) -> Void
@@ -304,6 +334,8 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
         hasStores = !localStores.isEmpty || !remoteStores.isEmpty
         state = Mutex(State(hasRemoteStores: !remoteStores.isEmpty))
         self.codec = codec
+        self.queueByteLimit = queueByteLimit
+        self.size = size
         self.report = { failure in
             report(failure)
             if let onError { callbacks.async { onError(failure) } }
@@ -312,11 +344,39 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
 
     /// Whether the cache has any store (else every write is memory only).
     @usableFromInline let hasStores: Bool
+    /// The most bytes of values queued for the stores before a write that waits for
+    /// room (`cache[key] = value`) waits, and a promotion skips the stores; `nil`
+    /// for no budget.
+    @usableFromInline let queueByteLimit: Int?
+    /// The size of a value before it is encoded, when it is known (``CacheValue``'s
+    /// cost); otherwise a queued value counts as ``State/meanEncodedBytes``.
+    @usableFromInline let size: (@Sendable (Value) -> Int)?
+
+    /// The bytes of values queued for the stores and not yet applied.
+    var queuedBytes: Int { state.withLock { $0.queuedBytes } }
+
+    /// What `kind` counts against the queue's budget: `nil` when it is a value of
+    /// unknown size.
+    @inlinable
+    func queuedSize(of kind: Operation.Kind) -> Int? {
+        switch kind {
+        case .set(_, let value, _): size?(value)
+        case .promote(_, let data, _, _, _): data.count
+        case .remove, .removeLocally, .removeAll: 0
+        }
+    }
 
     /// Whether no read holds a ticket, so a memory-only write needs no sequence
     /// number (no promotion or fetch in flight could be overtaken by it).
+    ///
+    /// A write that skips the lock on this answer must ask again after writing
+    /// memory: a read that took its ticket in between may have missed the value
+    /// (it looks at memory again after taking its ticket, so a read that took it
+    /// after the second answer sees the value). The load is sequentially
+    /// consistent, as the readers' increment is, so that it is not reordered
+    /// before the memory write.
     @inlinable
-    var isQuiet: Bool { readsInFlight.load(ordering: .acquiring) == 0 }
+    var isQuiet: Bool { readsInFlight.load(ordering: .sequentiallyConsistent) == 0 }
 
     // MARK: Writing
 
@@ -325,24 +385,29 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
     /// queues it for the stores. `completion`, when given, is called once every
     /// store has applied it (at once when there are no stores).
     ///
-    /// - Parameter ticket: When given, the write is made only if the key has not
-    ///   changed since this read ticket (a fetched value).
+    /// - Parameters:
+    ///   - ticket: When given, the write is made only if the key has not changed
+    ///     since this read ticket (a fetched value).
+    ///   - waitsForRoom: Whether the calling thread waits, before the write is made,
+    ///     while the values queued for the stores are over ``queueByteLimit`` (the
+    ///     subscript setter: a producer faster than the stores is slowed to their
+    ///     pace instead of growing the queue). Other writes are bounded by their
+    ///     callers, which wait for them.
     /// - Returns: Whether the write was made.
     @inlinable
     @discardableResult
     func write(
         _ kind: Operation.Kind,
         ifUnchangedSince ticket: UInt64? = nil,
+        waitsForRoom: Bool = false,
         memory: () -> Void,
         completesLocally: Bool = false,
         completion: (@Sendable ((any Error)?) -> Void)? = nil
     ) -> Bool {
         guard hasStores else {
-            if ticket == nil, readsInFlight.load(ordering: .acquiring) == 0 {
-                memory()
-                completion?(nil)
-                return true
-            }
+            // Always under the lock, with a sequence number: a read that begins
+            // while this write runs either sees it in memory or has its fetched
+            // value dropped (`Cache.assign` has the one unlocked path).
             let made = state.withLock { state -> Bool in
                 if let ticket, state.hasChanged(kind, since: ticket) { return false }
                 let sequence = state.nextSequence
@@ -354,17 +419,39 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
             completion?(nil)
             return made
         }
-        let (made, start) = state.withLock { state -> (Bool, Bool) in
-            if let ticket, state.hasChanged(kind, since: ticket) { return (false, false) }
-            let sequence = state.nextSequence
-            state.nextSequence += 1
-            state.record(kind, sequence: sequence, queued: true)
-            memory()
-            state.queue.append(
-                Operation(sequence: sequence, kind: kind, completion: completion, completesLocally: completesLocally))
-            if state.running { return (true, false) }
-            state.running = true
-            return (true, true)
+        let known = queuedSize(of: kind)
+        var made = false
+        var start = false
+        while true {
+            let room = state.withLock { state -> DispatchSemaphore? in
+                if let ticket, state.hasChanged(kind, since: ticket) { return nil }
+                let bytes = known ?? state.meanEncodedBytes
+                if waitsForRoom, let limit = queueByteLimit, state.queuedBytes > 0,
+                    state.queuedBytes + bytes > limit
+                {
+                    let room = DispatchSemaphore(value: 0)
+                    state.roomWaiters.append(room)
+                    return room
+                }
+                let sequence = state.nextSequence
+                state.nextSequence += 1
+                state.record(kind, sequence: sequence, queued: true)
+                memory()
+                state.queuedBytes += bytes
+                state.queue.append(
+                    Operation(
+                        sequence: sequence, kind: kind, completion: completion, completesLocally: completesLocally,
+                        bytes: bytes))
+                made = true
+                if !state.running {
+                    state.running = true
+                    start = true
+                }
+                return nil
+            }
+            guard let room else { break }
+            // Over the budget: wait until the writer has applied enough.
+            room.wait()
         }
         if !made { completion?(nil) }
         if start {
@@ -431,7 +518,10 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
                 state.reads[ticket] = count - 1
             } else {
                 state.reads[ticket] = nil
-                if state.reads.isEmpty { state.changed.removeAll(keepingCapacity: true) }
+                if state.reads.isEmpty {
+                    state.changed.removeAll(keepingCapacity: true)
+                    state.changedStrings.removeAll()
+                }
             }
         }
         readsInFlight.subtract(1, ordering: .sequentiallyConsistent)
@@ -444,13 +534,20 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
     ///   because a newer write, removal, clear or invalidation came first.
     @inlinable
     func promote(_ key: Key, ticket: UInt64, memory: () -> Void, stores: Operation.Kind?) -> Bool {
+        let bytes = stores.flatMap(queuedSize(of:)) ?? 0
         let (made, start) = state.withLock { state -> (Bool, Bool) in
             if state.hasChanged(key, since: ticket) { return (false, false) }
             memory()
             guard let stores, hasStores else { return (true, false) }
+            // Over the budget, the faster stores do without the copy: a promotion
+            // never waits.
+            if let limit = queueByteLimit, state.queuedBytes > 0, state.queuedBytes + bytes > limit {
+                return (true, false)
+            }
             let sequence = state.nextSequence
             state.nextSequence += 1
-            state.queue.append(Operation(sequence: sequence, kind: stores, completion: nil))
+            state.queuedBytes += bytes
+            state.queue.append(Operation(sequence: sequence, kind: stores, completion: nil, bytes: bytes))
             if state.running { return (true, false) }
             state.running = true
             return (true, true)
@@ -530,8 +627,13 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
     @inlinable
     func complete(_ batch: ArraySlice<Operation>, failures: [(any Error)?]) {
         guard let last = batch.last else { return }
-        let waiters = state.withLock { state in
+        let (waiters, rooms) = state.withLock { state in
             state.completed = last.sequence
+            var rooms: [DispatchSemaphore] = []
+            for operation in batch { state.queuedBytes -= operation.bytes }
+            if !state.roomWaiters.isEmpty, state.queuedBytes < queueByteLimit ?? .max {
+                swap(&rooms, &state.roomWaiters)
+            }
             for operation in batch {
                 switch operation.kind {
                 case .set(let key, _, _), .remove(let key, _):
@@ -550,8 +652,9 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
                 ready = state.flushWaiters.filter { $0.0 <= last.sequence }.map(\.1)
                 state.flushWaiters.removeAll { $0.0 <= last.sequence }
             }
-            return ready
+            return (ready, rooms)
         }
+        for room in rooms { room.signal() }
         for (position, operation) in zip(batch.indices, batch) where !operation.completesLocally {
             operation.completion?(failures[position - batch.startIndex])
         }
@@ -562,7 +665,8 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
     }
 
     /// Encodes the batch's values and writes the local stores, in one transaction
-    /// each.
+    /// each when every change is accepted (``_StoreBatch`` says what happens when
+    /// one is refused).
     ///
     /// - Returns: The first error per operation and the encoded values, by position
     ///   in the batch.
@@ -570,6 +674,14 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
     func encodeAndWriteLocally(_ batch: ArraySlice<Operation>) -> ([(any Error)?], [Data?]) {
         var failures = [(any Error)?](repeating: nil, count: batch.count)
         var encoded = [Data?](repeating: nil, count: batch.count)
+        var encodedBytes = 0
+        var encodedCount = 0
+        defer {
+            if encodedCount > 0 {
+                let mean = encodedBytes / encodedCount
+                state.withLock { $0.meanEncodedBytes = ($0.meanEncodedBytes * 3 + mean) / 4 }
+            }
+        }
         for position in 0..<batch.count {
             guard case .set(let key, let value, _) = batch[batch.startIndex + position].kind else { continue }
             guard let codec else {
@@ -577,7 +689,10 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
                 continue
             }
             do {
-                encoded[position] = try codec.encode(value)
+                let data = try codec.encode(value)
+                encoded[position] = data
+                encodedBytes += data.count
+                encodedCount += 1
             } catch {
                 failures[position] = error
                 report(CacheFailure(key: key.cacheKeyString, tier: .memory, operation: .encode, error: error))
@@ -585,21 +700,23 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
         }
         for (index, store) in localStores.enumerated() {
             let (writes, positions) = storeWrites(batch, encoded: encoded, tier: .local(index))
-            guard !writes.isEmpty else { continue }
-            do {
-                try _timed(timings, .write, .local(index)) { try store.write(writes) }
-            } catch {
-                for position in positions where failures[position] == nil { failures[position] = error }
-                report(
-                    CacheFailure(
-                        key: writes.count == 1 ? Self.key(of: writes[0]) : nil, tier: .local(index),
-                        operation: Self.isRemoval(writes) ? .remove : .write, error: error))
+            var share = _StoreBatch(count: writes.count)
+            while let range = share.next {
+                do {
+                    try _timed(timings, .write, .local(index)) { try store.write(Array(writes[range])) }
+                    share.finish(range, error: nil)
+                } catch {
+                    share.finish(range, error: error)
+                }
             }
+            noteFailures(of: share, writes: writes, positions: positions, tier: .local(index), into: &failures)
         }
         return (failures, encoded)
     }
 
-    /// Hands the batch to every remote store in one ``RemoteCacheStore/write(_:)``.
+    /// Hands the batch to every remote store in one ``RemoteCacheStore/write(_:)``
+    /// when every change is accepted (``_StoreBatch`` says what happens when one is
+    /// refused).
     @inlinable
     func writeRemotely(
         _ batch: ArraySlice<Operation>, encoded: [Data?], failures: [(any Error)?]
@@ -607,18 +724,35 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
         var failures = failures
         for (index, store) in remoteStores.enumerated() {
             let (writes, positions) = storeWrites(batch, encoded: encoded, tier: .remote(index))
-            guard !writes.isEmpty else { continue }
-            do {
-                try await _timed(timings, .write, .remote(index)) { try await store.write(writes) }
-            } catch {
-                for position in positions where failures[position] == nil { failures[position] = error }
-                report(
-                    CacheFailure(
-                        key: writes.count == 1 ? Self.key(of: writes[0]) : nil, tier: .remote(index),
-                        operation: Self.isRemoval(writes) ? .remove : .write, error: error))
+            var share = _StoreBatch(count: writes.count)
+            while let range = share.next {
+                do {
+                    try await _timed(timings, .write, .remote(index)) { try await store.write(Array(writes[range])) }
+                    share.finish(range, error: nil)
+                } catch {
+                    share.finish(range, error: error)
+                }
             }
+            noteFailures(of: share, writes: writes, positions: positions, tier: .remote(index), into: &failures)
         }
         return failures
+    }
+
+    /// Reports each change of a store's share that failed, with its key, and keeps
+    /// the first error of each operation for its completion.
+    @inlinable
+    func noteFailures(
+        of share: _StoreBatch, writes: [CacheStoreWrite], positions: [Int], tier: CacheTier,
+        into failures: inout [(any Error)?]
+    ) {
+        for (position, error) in share.failures {
+            if failures[positions[position]] == nil { failures[positions[position]] = error }
+            let write = writes[position]
+            report(
+                CacheFailure(
+                    key: Self.key(of: write), tier: tier, operation: Self.isRemoval(write) ? .remove : .write,
+                    error: error))
+        }
     }
 
     /// The writes one store applies for a batch, and the batch position each came
@@ -640,7 +774,14 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
         for position in 0..<batch.count {
             switch batch[batch.startIndex + position].kind {
             case .set(let key, _, let dates):
-                guard let data = encoded[position] else { continue }
+                guard let data = encoded[position] else {
+                    // The value could not be encoded: no store may keep serving the
+                    // value it replaces, so the key is removed from every store
+                    // (and the remote stores announce it to other instances).
+                    writes.append(.removeValue(for: key.cacheKeyString, in: namespace))
+                    positions.append(position)
+                    continue
+                }
                 writes.append(
                     .set(
                         data, for: key.cacheKeyString, in: namespace, storedAt: dates.storedAt,
@@ -672,9 +813,9 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
         }
     }
 
-    /// Whether a failed batch only removed entries (reported as a removal).
+    /// Whether a failed change removed entries (reported as a removal).
     @inlinable
-    static func isRemoval(_ writes: [CacheStoreWrite]) -> Bool {
-        writes.allSatisfy { if case .set = $0 { false } else { true } }
+    static func isRemoval(_ write: CacheStoreWrite) -> Bool {
+        if case .set = write { false } else { true }
     }
 }

@@ -1,0 +1,241 @@
+import Foundation
+import Hoard
+import Synchronization
+import Testing
+
+/// A write, a removal or a clear that returned never comes back undone: not after
+/// another change of its batch was refused, not after a value failed to encode, not
+/// when a fetch or a promotion races it.
+@Suite("Cache: acknowledged changes are never undone", .timeLimit(.minutes(3)))
+struct CacheAcknowledgedWriteTests {
+    /// A key that cannot be rebuilt from its string, as URL-like and custom keys.
+    struct OpaqueKey: CacheKey {
+        var id: Int
+        var cacheKeyString: String { "opaque-\(id)" }
+    }
+
+    /// Collects the failures a cache reports.
+    final class FailureLog: Sendable {
+        private let failures = Mutex<[CacheFailure]>([])
+        func record(_ failure: CacheFailure) { failures.withLock { $0.append(failure) } }
+        var all: [CacheFailure] { failures.withLock { $0 } }
+    }
+
+    @Test("A change the store refuses fails alone: the rest of its batch is applied, in order")
+    func refusedChangeFailsAlone() async throws {
+        try await DiskTest.withTemporaryDirectory { directory in
+            let disk = try DiskStore(directory: directory, configuration: .init(byteLimit: 64 << 10))
+            let gated = GatedStore(disk)
+            let failures = FailureLog()
+            var configuration = Cache<String, Data>.Configuration(name: "poison")
+            configuration.localStores = .stores([gated])
+            configuration.onError = { failures.record($0) }
+            let cache = try Cache<String, Data>(configuration: configuration)
+            try await cache.set(Data("old-x".utf8), for: "x")
+            try await cache.set(Data("old-y".utf8), for: "y")
+
+            // Held at the store, so that the changes below reach it in one batch.
+            gated.close()
+            cache["w"] = Data("w".utf8)
+            cache["x"] = nil
+            cache["y"] = Data("new-y".utf8)
+            cache["big"] = Data(count: 100 << 10)
+            cache["z"] = Data("z".utf8)
+            gated.release()
+            await cache.flush()
+
+            #expect(try disk.entry(for: "x", in: "poison") == nil, "the removal reached the store")
+            #expect(try disk.entry(for: "y", in: "poison")?.data == Data("new-y".utf8))
+            #expect(try disk.entry(for: "z", in: "poison")?.data == Data("z".utf8))
+            #expect(try disk.entry(for: "w", in: "poison")?.data == Data("w".utf8))
+            #expect(try disk.entry(for: "big", in: "poison") == nil)
+            // Once memory lets go, the removed and replaced values stay gone.
+            let fresh = try Cache<String, Data>(configuration: configuration)
+            #expect(fresh.cachedValue(for: "x") == nil)
+            #expect(fresh.cachedValue(for: "y") == Data("new-y".utf8))
+
+            let reported = failures.all
+            #expect(reported.map(\.key) == ["big"], "only the refused change is reported, by its key")
+            #expect((reported.first?.error as? HoardError)?.code == .valueTooLarge)
+        }
+    }
+
+    @Test("A refused write is thrown to its caller; the other writes of its batch succeed")
+    func refusedWriteThrowsAlone() async throws {
+        try await DiskTest.withTemporaryDirectory { directory in
+            let disk = try DiskStore(directory: directory, configuration: .init(byteLimit: 1 << 10))
+            let gated = GatedStore(disk)
+            var configuration = Cache<String, Data>.Configuration(name: "poison")
+            configuration.localStores = .stores([gated])
+            let cache = try Cache<String, Data>(configuration: configuration)
+
+            gated.close()
+            cache["w"] = Data("w".utf8)
+            let big = Task { try await cache.set(Data(count: 4 << 10), for: "big") }
+            let small = Task { try await cache.set(Data("small".utf8), for: "small") }
+            #expect(
+                await CacheTest.eventually {
+                    cache.cachedValue(for: "small") != nil && cache.cachedValue(for: "big") != nil
+                })
+            gated.release()
+            await #expect(throws: HoardError.self) { try await big.value }
+            try await small.value
+            #expect(try disk.entry(for: "small", in: "poison")?.data == Data("small".utf8))
+        }
+    }
+
+    @Test("A value that fails to encode removes the older value from every store")
+    func unencodableValueRemovesOlder() async throws {
+        try await DiskTest.withTemporaryDirectory { directory in
+            let disk = try DiskStore(directory: directory)
+            let server = InMemoryRemoteStore()
+            let failures = FailureLog()
+            var configuration: Cache<String, Double>.Configuration = CacheTest.configuration(disk: disk)
+            configuration.remoteStores = [server]
+            configuration.onError = { failures.record($0) }
+            let cache = try Cache<String, Double>(configuration: configuration)
+            cache["k"] = 1.0
+            await cache.flush()
+            #expect(try disk.entry(for: "k", in: "test") != nil)
+
+            // Another instance sees the removal announced.
+            let other = server.anotherInstance()
+            var invalidations = other.invalidations(in: "test").makeAsyncIterator()
+            cache["k"] = .nan  // JSON cannot encode NaN
+            await cache.flush()
+
+            #expect(try disk.entry(for: "k", in: "test") == nil)
+            #expect(try await server.entry(for: "k", in: "test") == nil)
+            #expect(await invalidations.next() == .key("k"))
+            #expect(failures.all.contains { $0.key == "k" && $0.operation == .encode })
+            let fresh = try Cache<String, Double>(configuration: configuration)
+            #expect(fresh.cachedValue(for: "k") == nil, "the older value is gone once memory lets go")
+            await #expect(throws: (any Error).self) { try await cache.set(.infinity, for: "k") }
+        }
+    }
+
+    @Test("A value promoted from a remote store lives no longer than localExpiry on disk")
+    func promotionKeepsLocalExpiry() async throws {
+        try await DiskTest.withTemporaryDirectory { directory in
+            let clock = ManualClock()
+            let disk = try DiskStore(directory: directory, clock: clock)
+            let server = InMemoryRemoteStore(clock: clock)
+            try await server.set(
+                Data("1".utf8), for: "k", in: "test", storedAt: clock.now(),
+                expiresAt: clock.now().addingTimeInterval(86_400))
+            try await server.set(Data("2".utf8), for: "forever", in: "test", storedAt: clock.now(), expiresAt: nil)
+            var configuration: Cache<String, String>.Configuration = CacheTest.configuration(disk: disk)
+            configuration.remoteStores = [server]
+            configuration.defaultExpiry = .hours(24)
+            configuration.localExpiry = .seconds(60)
+            let cache = try Cache<String, String>(configuration: configuration, clock: clock)
+
+            #expect(try await cache.value(for: "k") == "1")
+            #expect(try await cache.value(for: "forever") == "2")
+            await cache.flush()
+            let limit = clock.now().addingTimeInterval(60)
+            #expect(try disk.entry(for: "k", in: "test")?.expiresAt == limit)
+            #expect(try disk.entry(for: "forever", in: "test")?.expiresAt == limit)
+
+            // An entry written as it is keeps to the tiers' lifetimes too.
+            try await cache.set(
+                CacheEntry(value: "3", storedAt: clock.now(), expiresAt: clock.now().addingTimeInterval(86_400)),
+                for: "entry")
+            #expect(try disk.entry(for: "entry", in: "test")?.expiresAt == limit)
+        }
+    }
+
+    @Test("Memory only: a fetch that began while a set was writing memory does not overwrite it")
+    func memoryOnlyFetchAgainstSet() async throws {
+        let clock = HoldingClock()
+        let probe = FetchProbe(open: false)
+        let cache = try Cache<String, Int>(configuration: CacheTest.configuration(), clock: clock) { _ in
+            await probe.enter()
+            return 1
+        }
+        // The set checks that no read is in flight, then stops at the clock, before
+        // it writes memory; the read begins there and misses.
+        clock.arm()
+        let setDone = DispatchSemaphore(value: 0)
+        let thread = Thread {
+            clock.holdsThisThread()
+            cache["k"] = 2
+            clock.finished()
+            setDone.signal()
+        }
+        thread.start()
+        await clock.waitUntilHeld()
+        #expect(clock.hasHeld)
+        let read = Task { try await cache.value(for: "k") }
+        #expect(await CacheTest.eventually { probe.calls == 1 })
+        clock.release()
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                setDone.wait()
+                continuation.resume()
+            }
+        }
+        probe.open()
+        #expect(try await read.value == 1, "the read began before the set wrote memory")
+        #expect(cache["k"] == 2, "the fetched value does not land over the set")
+        #expect(cache.statistics.droppedPromotions == 1)
+    }
+
+    @Test("An invalidation of a key this instance cannot name drops no promotion of another key")
+    func unnamedInvalidationKeepsOtherPromotions() async throws {
+        try await DiskTest.withTemporaryDirectory { directory in
+            let disk = try DiskStore(directory: directory)
+            try disk.set(Data("1".utf8), for: "opaque-1", in: "test", storedAt: Date(), expiresAt: nil)
+            try disk.set(Data("2".utf8), for: "opaque-2", in: "test", storedAt: Date(), expiresAt: nil)
+            let gated = ReadGatedStore(disk)
+            let server = InMemoryRemoteStore()
+            var configuration: Cache<OpaqueKey, String>.Configuration = CacheTest.configuration()
+            configuration.localStores = .stores([gated])
+            configuration.remoteStores = [server]
+            let cache = try Cache<OpaqueKey, String>(configuration: configuration)
+
+            gated.gate.close()
+            let read = Task { try await cache.value(for: OpaqueKey(id: 1)) }
+            await gated.gate.arrival()
+            // Another instance changes key 2, which this one never held: it can only
+            // drop it from its local stores by its string.
+            try await server.anotherInstance().set(
+                Data("3".utf8), for: "opaque-2", in: "test", storedAt: Date(), expiresAt: nil)
+            #expect(await CacheTest.eventually { (try? disk.contains("opaque-2", in: "test")) == false })
+            gated.gate.open()
+            #expect(try await read.value == "1")
+            await cache.flush()
+
+            #expect(cache.statistics.droppedPromotions == 0)
+            #expect(cache.memoryCount == 1, "key 1 was promoted into memory")
+        }
+    }
+
+    @Test("An invalidation of a key this instance cannot name drops a promotion of that key")
+    func unnamedInvalidationDropsItsOwnPromotion() async throws {
+        try await DiskTest.withTemporaryDirectory { directory in
+            let disk = try DiskStore(directory: directory)
+            try disk.set(Data("1".utf8), for: "opaque-1", in: "test", storedAt: Date(), expiresAt: nil)
+            let gated = ReadGatedStore(disk)
+            let server = InMemoryRemoteStore()
+            var configuration: Cache<OpaqueKey, String>.Configuration = CacheTest.configuration()
+            configuration.localStores = .stores([gated])
+            configuration.remoteStores = [server]
+            let cache = try Cache<OpaqueKey, String>(configuration: configuration)
+
+            gated.gate.close()
+            let read = Task { try await cache.value(for: OpaqueKey(id: 1)) }
+            await gated.gate.arrival()
+            try await server.anotherInstance().set(
+                Data("3".utf8), for: "opaque-1", in: "test", storedAt: Date(), expiresAt: nil)
+            #expect(await CacheTest.eventually { (try? disk.contains("opaque-1", in: "test")) == false })
+            gated.gate.open()
+            _ = try await read.value
+            await cache.flush()
+
+            #expect(cache.statistics.droppedPromotions == 1)
+            #expect(cache.memoryCount == 0)
+            #expect(try disk.entry(for: "opaque-1", in: "test") == nil)
+        }
+    }
+}
