@@ -239,3 +239,90 @@ struct CacheAcknowledgedWriteTests {
         }
     }
 }
+
+/// One key identity in every tier.
+@Suite("Cache: Unicode-equal keys are one key in every tier")
+struct CacheKeyNormalizationTests {
+    static let composed = "caf\u{E9}"  // "café", precomposed (NFC)
+    static let decomposed = "cafe\u{301}"  // "café", e + combining acute (NFD)
+
+    /// A remote store that records the bytes of the keys and namespaces it is
+    /// given (a Swift dictionary would not tell NFC from NFD; Redis does).
+    final class ByteRecordingStore: RemoteCacheStore {
+        let inner = InMemoryRemoteStore()
+        private let received = Mutex<[[UInt8]]>([])
+        var keys: [[UInt8]] { received.withLock { $0 } }
+        private func note(_ key: String, _ namespace: String) {
+            received.withLock { $0.append(Array(namespace.utf8) + [0] + Array(key.utf8)) }
+        }
+
+        func entry(for key: String, in namespace: String) async throws -> StoredEntry? {
+            note(key, namespace)
+            return try await inner.entry(for: key, in: namespace)
+        }
+        func entries(for keys: [String], in namespace: String) async throws -> [String: StoredEntry] {
+            for key in keys { note(key, namespace) }
+            return try await inner.entries(for: keys, in: namespace)
+        }
+        func set(_ data: Data, for key: String, in namespace: String, storedAt: Date, expiresAt: Date?) async throws {
+            note(key, namespace)
+            try await inner.set(data, for: key, in: namespace, storedAt: storedAt, expiresAt: expiresAt)
+        }
+        func removeValue(for key: String, in namespace: String) async throws {
+            note(key, namespace)
+            try await inner.removeValue(for: key, in: namespace)
+        }
+        func removeAll(in namespace: String) async throws { try await inner.removeAll(in: namespace) }
+        func write(_ batch: [CacheStoreWrite]) async throws {
+            for change in batch {
+                switch change {
+                case .set(_, let key, let namespace, _, _), .removeValue(let key, let namespace): note(key, namespace)
+                case .removeAll: break
+                }
+            }
+            try await inner.write(batch)
+        }
+        func invalidations(in namespace: String) -> AsyncStream<RemoteInvalidation> {
+            inner.invalidations(in: namespace)
+        }
+    }
+
+    @Test("Stores receive every key and namespace in NFC, whichever form the caller used")
+    func storesReceiveComposedKeys() async throws {
+        #expect(Self.composed == Self.decomposed, "Swift considers the two equal")
+        try await DiskTest.withTemporaryDirectory { directory in
+            let remote = ByteRecordingStore()
+            var configuration: Cache<String, String>.Configuration = CacheTest.configuration(
+                "r\u{E9}sume\u{301}s", disk: try DiskStore(directory: directory))
+            configuration.remoteStores = [remote]
+            let cache = try Cache<String, String>(configuration: configuration)
+            try await cache.set("1", for: Self.decomposed)
+            cache[Self.composed] = "2"
+            try await cache.removeValue(for: Self.decomposed)
+            _ = try await Cache<String, String>(configuration: configuration).value(for: Self.decomposed)
+
+            let expected = Array("r\u{E9}sum\u{E9}s".utf8) + [0] + Array(Self.composed.utf8)
+            #expect(remote.keys.count >= 4)
+            #expect(remote.keys.allSatisfy { $0 == expected }, "\(remote.keys)")
+        }
+    }
+
+    @Test("Another instance's change of the composed key invalidates the decomposed key this one holds")
+    func invalidationAcrossForms() async throws {
+        let server = InMemoryRemoteStore()
+        var configuration = Cache<String, String>.Configuration(name: "words")
+        configuration.localStores = .none
+        configuration.remoteStores = [server]
+        let cache = try Cache<String, String>(configuration: configuration)
+        try await cache.set("1", for: Self.decomposed)
+
+        var events = cache.events.makeAsyncIterator()
+        try await server.anotherInstance().set(
+            Data("2".utf8), for: Self.composed, in: "words", storedAt: Date(), expiresAt: nil)
+        while let event = await events.next() {
+            if case .invalidated = event { break }
+        }
+        #expect(cache.memoryCount == 0)
+        #expect(try await cache.value(for: Self.decomposed) == "2")
+    }
+}

@@ -6,6 +6,14 @@ import Foundation
 /// store ``cacheKeyString``, so it must be the same in every process and every
 /// version of the program, and two keys that are not equal must never share it.
 ///
+/// Every store of a ``Cache`` receives the key string (and the cache's name, its
+/// namespace) in Unicode canonical composition, NFC: strings that Swift considers
+/// equal, such as `"é"` written precomposed or as `e` and a combining accent, are
+/// one key in memory, on disk, in Redis and in PostgreSQL, and an invalidation of
+/// one reaches the other. ``DiskStore`` applies the same normalisation to the
+/// strings it is given directly; a remote store used directly stores the bytes it
+/// is given.
+///
 /// `String`, `URL`, `UUID`, `Int` and the sized integer types conform. A custom type
 /// conforms by giving its string form:
 ///
@@ -118,4 +126,11 @@ extension UInt32: CacheKey {
 
     /// The number the decimal digits spell; `nil` for anything else.
     public init?(cacheKeyString: String) { self.init(cacheKeyString, radix: 10) }
+}
+
+extension CacheKey {
+    /// The key's string as a ``Cache`` hands it to its stores: ``cacheKeyString``
+    /// in NFC. ASCII strings, the common case, are used as they are.
+    @inlinable
+    var _storeKeyString: String { _normalized(cacheKeyString) }
 }

@@ -569,7 +569,7 @@ public final class DiskStore: CacheStore {
 /// `string` in Unicode canonical composition (NFC), so that strings Swift
 /// considers equal are one key on disk. ASCII, by far the most common case, is
 /// returned as it is without allocating.
-@inline(__always)
+@inlinable @inline(__always)
 func _normalized(_ string: String) -> String {
     var ascii = true
     for byte in string.utf8 where byte >= 0x80 {

@@ -131,7 +131,7 @@ extension Cache {
         _ key: Key, maxAge: TimeInterval?, newerThan: Date?, ticket: UInt64
     ) async -> _LocalLookup<Value>? {
         guard !remoteStores.isEmpty else { return nil }
-        let keyString = key.cacheKeyString
+        let keyString = key._storeKeyString
         for (index, store) in remoteStores.enumerated() {
             let stored: StoredEntry?
             do {

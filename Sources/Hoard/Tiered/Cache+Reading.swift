@@ -164,7 +164,7 @@ extension Cache {
             }
             return hit(value, storedAt: storedAt, expiresAt: expiresAt, now: now)
         }
-        let keyString = key.cacheKeyString
+        let keyString = key._storeKeyString
         for (index, store) in localStores.enumerated() {
             let stored: StoredEntry?
             do {

@@ -56,8 +56,10 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
     /// stale-while-revalidate).
     @usableFromInline let grace: TimeInterval
 
+    /// The namespace of this cache's entries in every store: its name, in NFC (as
+    /// its keys are: see ``CacheKey``).
     @inlinable
-    var namespace: String { configuration.name }
+    var namespace: String { _normalized(configuration.name) }
 
     /// Creates a cache.
     ///
@@ -147,7 +149,7 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
             }
         }
         writer = _CacheWriter(
-            namespace: configuration.name, localStores: localStores, remoteStores: remoteStores,
+            namespace: _normalized(configuration.name), localStores: localStores, remoteStores: remoteStores,
             codec: codec, queueByteLimit: configuration.writeQueueByteLimit, size: _defaultCost(of: Value.self),
             timings: configuration.timings,
             onError: logAndHandle, report: report)

@@ -778,21 +778,21 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
                     // The value could not be encoded: no store may keep serving the
                     // value it replaces, so the key is removed from every store
                     // (and the remote stores announce it to other instances).
-                    writes.append(.removeValue(for: key.cacheKeyString, in: namespace))
+                    writes.append(.removeValue(for: key._storeKeyString, in: namespace))
                     positions.append(position)
                     continue
                 }
                 writes.append(
                     .set(
-                        data, for: key.cacheKeyString, in: namespace, storedAt: dates.storedAt,
+                        data, for: key._storeKeyString, in: namespace, storedAt: dates.storedAt,
                         expiresAt: remote ? dates.remoteExpiry : dates.localExpiry))
             case .promote(let key, let data, let storedAt, let expiresAt, let before):
                 guard !remote, localIndex < before else { continue }
                 writes.append(
-                    .set(data, for: key.cacheKeyString, in: namespace, storedAt: storedAt, expiresAt: expiresAt))
+                    .set(data, for: key._storeKeyString, in: namespace, storedAt: storedAt, expiresAt: expiresAt))
             case .remove(let key, let fromRemote):
                 guard !remote || fromRemote else { continue }
-                writes.append(.removeValue(for: key.cacheKeyString, in: namespace))
+                writes.append(.removeValue(for: key._storeKeyString, in: namespace))
             case .removeLocally(let keyString):
                 guard !remote else { continue }
                 writes.append(.removeValue(for: keyString, in: namespace))
