@@ -47,7 +47,7 @@ final class SettingsWriterProcess {
         let type = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
         guard socketpair(AF_UNIX, type, 0, &fds) == 0 else { throw DiskTest.ChildError("socketpair: errno \(errno)") }
         #else
-        guard Foundation.pipe(&fds) == 0 else { throw DiskTest.ChildError("pipe: errno \(errno)") }
+        guard Darwin.pipe(&fds) == 0 else { throw DiskTest.ChildError("pipe: errno \(errno)") }
         for fd in fds where fcntl(fd, F_SETFD, FD_CLOEXEC) != 0 {
             throw DiskTest.ChildError("fcntl(F_SETFD): errno \(errno)")
         }

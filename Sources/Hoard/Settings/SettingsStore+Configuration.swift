@@ -52,8 +52,9 @@ extension SettingsStore {
         /// ``onEvent`` and ``SettingsStore/events``. Defaults to `nil`: no logging.
         public var logger: Logger?
 
-        /// Called with every event the store reports (damaged values removed, failed
-        /// clean-ups), on the thread that caused it, never while a lock is held.
+        /// Called with every event the store reports (values it cannot read, damaged
+        /// suite files kept aside, failures of its own work), on the thread that
+        /// caused it, never while a lock is held.
         /// Defaults to `nil`.
         public var onEvent: (@Sendable (SettingsStoreEvent) -> Void)?
 
