@@ -64,6 +64,23 @@ extension DiskStoreSuites {
             }
         }
 
+        @Test("Opening and reading a namespace changes no file: no lock file is created, nothing is moved")
+        func readingCreatesNoFile() throws {
+            try SettingsTest.withDomain { domain in
+                // Given a namespace another program wrote
+                try SettingsTest.plant(Data("v".utf8), key: "k", namespace: "read", domain)
+                let before = SettingsTest.suiteFiles(domain)
+
+                // When it is opened and read
+                let settings = try SettingsTest.store("read", domain, codec: ValueCodec<String>.cacheValue)
+                #expect(settings.value(for: "k") == "v")
+                #expect(settings.keys == ["k"])
+
+                // Then the folder holds the same files
+                #expect(SettingsTest.suiteFiles(domain) == before)
+            }
+        }
+
         @Test(
             "A suite file damaged while the namespace is open is kept aside; the next write keeps this process's values"
         )

@@ -321,7 +321,7 @@ extension DiskStoreSuites {
                     ("int", 42, "an integer"), ("string", "text", "a string"),
                     ("date", Date(timeIntervalSinceReferenceDate: 0), "a date"),
                     ("array", [1, 2], "an array of 2 elements"), ("real", 1.5, "a floating-point number"),
-                    ("dict", ["a": 1], "a dictionary of 1 entry"),
+                    ("dict", ["a": 1], "a dictionary of 1 entry"), ("flag", true, "a boolean"),
                 ]
                 for (key, value, _) in planted { try SettingsTest.plant(value, key: key, namespace: "kinds", domain) }
                 let recorder = SettingsEventRecorder()

@@ -42,7 +42,8 @@ struct _SettingsSuite: Sendable {
     }
 
     /// Reads the suite. A damaged file is kept aside (see the type's notes) and
-    /// reads as empty.
+    /// reads as empty. Reading an intact or missing file takes no lock and
+    /// creates no file.
     ///
     /// - Throws: ``HoardError/Code/ioFailed`` (or the code of the `errno`) when the
     ///   file exists but cannot be read, or the damaged file could not be kept aside;
@@ -52,6 +53,10 @@ struct _SettingsSuite: Sendable {
         let suite = UserDefaults(suiteName: name) ?? .standard
         return Loaded(values: suite.persistentDomain(forName: name) ?? [:])
         #else
+        // Files are replaced by renames, so a read without the lock sees a whole
+        // file: reading creates no lock file. Damage is confirmed under the lock
+        // (a writer may have just replaced the file) before the file is moved.
+        if case .values(let values) = try read() { return Loaded(values: values) }
         return try withLock { () throws(HoardError) -> Loaded in
             switch try read() {
             case .values(let values):
@@ -161,7 +166,8 @@ struct _SettingsSuite: Sendable {
         case damaged(String)
     }
 
-    /// Reads the suite's file; a missing file is an empty suite. Call under the lock.
+    /// Reads the suite's file; a missing file is an empty suite. Before a change,
+    /// call under the lock.
     private func read() throws(HoardError) -> Contents {
         let path = path
         let fd: Int32
