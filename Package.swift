@@ -235,6 +235,13 @@ let package = Package(
             dependencies: ["Hoard"],
             path: "Tests/Support/HoardCrashWriter",
         ),
+        // Not a product: the child process of the two-process settings tests: several
+        // write one SettingsStore namespace at once.
+        .executableTarget(
+            name: "HoardSettingsWriter",
+            dependencies: ["Hoard"],
+            path: "Tests/Support/HoardSettingsWriter"
+        ),
         // Not a product: the child process that parks Swift's cooperative pool and
         // checks that a Cache's disk reads and writes complete without it.
         .executableTarget(
@@ -276,7 +283,8 @@ let package = Package(
         .testTarget(
             name: "HoardTests",
             dependencies: [
-                "Hoard", "HoardCrashWriter", "HoardPoolProbe", "HoardLoggingTestSupport", "HoardServiceLifecycle",
+                "Hoard", "HoardCrashWriter", "HoardPoolProbe", "HoardSettingsWriter", "HoardLoggingTestSupport",
+                "HoardServiceLifecycle",
                 "HoardMetrics", "HoardAsyncHTTPClient", "hoard",
                 .product(name: "MetricsTestKit", package: "swift-metrics", condition: .when(traits: ["Metrics"])),
                 .product(name: "Logging", package: "swift-log"),

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Hoard
+import Synchronization
 
 /// `hoard settings`: read SettingsStore namespaces without knowing their value types.
 struct SettingsCommand: ParsableCommand {
@@ -10,7 +11,9 @@ struct SettingsCommand: ParsableCommand {
         discussion: """
             Reading is what a SettingsStore does: a value that is not the bytes a SettingsStore \
             writes (a number or a string another program stored) is listed as unreadable, \
-            read as a miss, and kept, as any read keeps it.
+            read as a miss, and kept, as any read keeps it. A suite file that is not a property \
+            list is renamed aside, byte for byte, and a new one started; every command names \
+            the kept copies of the namespace's suite on standard error.
             """,
         subcommands: [Keys.self, Get.self]
     )
@@ -21,7 +24,8 @@ struct SettingsCommand: ParsableCommand {
             abstract: "List a namespace's keys with their encoded sizes.",
             discussion: """
                 With --json, one object per key and line (JSON lines): {"key": String, \
-                "size": Int or null}; size is null when the value is unreadable.
+                "size": Int or null}; size is null when the value is unreadable. Damaged suite \
+                files kept aside are named on standard error.
                 """)
 
         @Argument(help: "The settings namespace.")
@@ -43,7 +47,8 @@ struct SettingsCommand: ParsableCommand {
         }
 
         func run() throws {
-            let settings = try SettingsCommand.open(namespace)
+            let (settings, events) = try SettingsCommand.open(namespace)
+            defer { SettingsCommand.noteKeptAside(settings, events) }
             for key in settings.keys {
                 let size = settings.value(for: key)?.count
                 if json {
@@ -69,10 +74,14 @@ struct SettingsCommand: ParsableCommand {
         var key: String
 
         func run() throws {
-            guard let data = try SettingsCommand.open(namespace).value(for: key) else {
+            let (settings, events) = try SettingsCommand.open(namespace)
+            defer { SettingsCommand.noteKeptAside(settings, events) }
+            guard let data = settings.value(for: key) else {
+                let place = "key \(StoreFormat.quoted(key)) in settings namespace \(StoreFormat.quoted(namespace))"
+                guard settings.contains(key) else { throw StoreCommandError("no value for \(place)") }
+                let reasons = events.undecodable.filter { $0.key == key }.map(\.detail)
                 throw StoreCommandError(
-                    "no value for key \(StoreFormat.quoted(key)) in settings namespace \(StoreFormat.quoted(namespace))"
-                )
+                    "\(place) is unreadable: \(reasons.first ?? "it is not the encoded bytes a SettingsStore writes")")
             }
             if let text = String(data: data, encoding: .utf8),
                 !text.unicodeScalars.contains(where: {
@@ -86,12 +95,47 @@ struct SettingsCommand: ParsableCommand {
         }
     }
 
-    /// The namespace's raw bytes; an invalid name is a clear error.
-    static func open(_ namespace: String) throws -> SettingsStore<Data> {
+    /// What a command's store reported while it ran.
+    final class Events: Sendable {
+        private let events = Mutex<[SettingsStoreEvent]>([])
+
+        func record(_ event: SettingsStoreEvent) { events.withLock { $0.append(event) } }
+
+        /// The values reads could not use, with the reason.
+        var undecodable: [StoreDamage] {
+            events.withLock { $0 }.compactMap { if case .undecodable(let damage) = $0 { damage } else { nil } }
+        }
+
+        /// The damaged suite files kept aside during this run, with what was wrong.
+        var keptAside: [SettingsSuiteDamage] {
+            events.withLock { $0 }.compactMap { if case .suiteKeptAside(let damage) = $0 { damage } else { nil } }
+        }
+    }
+
+    /// The namespace's raw bytes, and what the store reports while the command
+    /// runs; an invalid name is a clear error.
+    static func open(_ namespace: String) throws -> (SettingsStore<Data>, Events) {
+        let events = Events()
         do {
-            return try SettingsStore<Data>(namespace: namespace, codec: .cacheValue)
+            let settings = try SettingsStore<Data>(
+                namespace: namespace, codec: .cacheValue, configuration: .init(onEvent: events.record))
+            return (settings, events)
         } catch {
             throw StoreCommandError("cannot open settings namespace \(StoreFormat.quoted(namespace)): \(error)")
         }
+    }
+
+    /// Names on standard error every kept-aside copy of the namespace's damaged
+    /// suite files, and says what was wrong with those found during this run.
+    static func noteKeptAside(_ settings: SettingsStore<Data>, _ events: Events) {
+        for damage in events.keptAside {
+            FileHandle.standardError.write(Data("\(damage)\n".utf8))
+        }
+        let files = settings.keptAsideFiles
+        guard !files.isEmpty else { return }
+        let namespace = StoreFormat.quoted(settings.namespace)
+        var note = "settings namespace \(namespace): damaged suite files kept aside (their values are not read):\n"
+        for file in files { note += "  \(file)\n" }
+        FileHandle.standardError.write(Data(note.utf8))
     }
 }

@@ -313,6 +313,36 @@ extension DiskStoreSuites {
             }
         }
 
+        @Test("A value of another type is reported as what it is (an integer, a string, …), never as Optional<Any>")
+        func otherTypeIsNamed() throws {
+            try SettingsTest.withDomain { domain in
+                // Given a suite where other code stored values of every property-list kind
+                let planted: [(key: String, value: Any, described: String)] = [
+                    ("int", 42, "an integer"), ("string", "text", "a string"),
+                    ("date", Date(timeIntervalSinceReferenceDate: 0), "a date"),
+                    ("array", [1, 2], "an array of 2 elements"), ("real", 1.5, "a floating-point number"),
+                    ("dict", ["a": 1], "a dictionary of 1 entry"), ("flag", true, "a boolean"),
+                ]
+                for (key, value, _) in planted { try SettingsTest.plant(value, key: key, namespace: "kinds", domain) }
+                let recorder = SettingsEventRecorder()
+                let settings = try SettingsTest.store(
+                    "kinds", domain, codec: ValueCodec<Data>.cacheValue, configuration: .init(onEvent: recorder.handler)
+                )
+
+                // When each is read
+                for (key, _, _) in planted { #expect(settings.value(for: key) == nil) }
+
+                // Then each report says what the suite holds
+                let details = recorder.undecodable.map(\.detail)
+                #expect(details.count == planted.count)
+                for ((key, _, described), detail) in zip(planted, details) {
+                    #expect(
+                        detail.hasPrefix("the suite holds \(described), not the encoded bytes"), "\(key): \(detail)")
+                    #expect(!detail.contains("Optional"), "\(key): \(detail)")
+                }
+            }
+        }
+
         @Test(
             "Two stores of different types in one namespace: a read of the other's value is a miss, and the value stays"
         )
@@ -339,34 +369,6 @@ extension DiskStoreSuites {
                 #expect(strings.keys == ["me", "other"])
             }
         }
-
-        #if os(Linux)
-        @Test("A suite file that is not a property list reads as empty; writing works again")
-        func damagedSuiteFile() throws {
-            try SettingsTest.withDomain { domain in
-                // Given a listed namespace whose suite file (where corelibs Foundation keeps it) is garbage
-                let registry = try #require(UserDefaults(suiteName: domain.name))
-                registry.set(true, forKey: "garbage")
-                #expect(registry.synchronize())
-                let folder = SettingsTest.preferencesFolder
-                try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-                let file = folder.appendingPathComponent(domain.suiteName(for: "garbage") + ".plist")
-                try Data("<plist>garbage, \u{0} not a property list".utf8).write(to: file)
-
-                // When it is opened and read: a miss, no trap
-                let settings = try SettingsTest.store("garbage", domain, codec: ValueCodec<String>.cacheValue)
-                #expect(settings.value(for: "k") == nil)
-                #expect(settings.keys.isEmpty)
-
-                // Then writing replaces the file with a good one
-                try settings.set("fresh", for: "new")
-                #expect(settings.value(for: "new") == "fresh")
-                #expect(
-                    try PropertyListSerialization.propertyList(from: Data(contentsOf: file), format: nil)
-                        is [String: Any])
-            }
-        }
-        #endif
 
         @Test("updates(for:) yields the current value, then every change from any instance")
         func updates() async throws {

@@ -50,6 +50,24 @@ enum SettingsTest {
         return names.filter { $0.hasPrefix(domain.name) }.sorted()
     }
 
+    /// The suite file of `namespace` where corelibs Foundation keeps it.
+    static func suiteFile(_ namespace: String, _ domain: _SettingsDomain) -> URL {
+        preferencesFolder.appendingPathComponent(domain.suiteName(for: namespace) + ".plist")
+    }
+
+    /// Removes the kept-aside copies of damaged suite files of `namespace`, which
+    /// no removal of the domain deletes.
+    static func removeKeptAside(_ namespace: String, _ domain: _SettingsDomain) {
+        let prefix = domain.suiteName(for: namespace) + ".plist.damaged-"
+        for name in suiteFiles(domain) where name.hasPrefix(prefix) {
+            do {
+                try FileManager.default.removeItem(at: preferencesFolder.appendingPathComponent(name))
+            } catch {
+                Issue.record("could not remove the kept-aside file \(name): \(error)")
+            }
+        }
+    }
+
     /// A store of `namespace` in `domain`.
     static func store<Value: Sendable>(
         _ namespace: String, _ domain: _SettingsDomain, codec: ValueCodec<Value>,
@@ -79,8 +97,18 @@ final class SettingsEventRecorder: Sendable {
         { [self] event in events.withLock { $0.append(event) } }
     }
 
+    /// Every event so far, oldest first.
+    var all: [SettingsStoreEvent] { events.withLock { $0 } }
+
     /// The values reads could not use so far (kept in place).
     var undecodable: [StoreDamage] {
-        events.withLock { $0 }.compactMap { if case .undecodable(let damage) = $0 { damage } else { nil } }
+        all.compactMap { if case .undecodable(let damage) = $0 { damage } else { nil } }
+    }
+}
+
+extension SettingsEventRecorder {
+    /// The damaged suite files kept aside so far.
+    var keptAside: [SettingsSuiteDamage] {
+        all.compactMap { if case .suiteKeptAside(let damage) = $0 { damage } else { nil } }
     }
 }

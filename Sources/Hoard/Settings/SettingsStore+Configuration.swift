@@ -1,3 +1,5 @@
+import Logging
+
 extension SettingsStore {
     /// The limits of a ``SettingsStore`` and where it reports.
     ///
@@ -45,8 +47,14 @@ extension SettingsStore {
         /// is kept in the app's container, not the group's.
         public var suiteDomain: String
 
-        /// Called with every event the store reports (damaged values removed, failed
-        /// clean-ups), on the thread that caused it, never while a lock is held.
+        /// Where the store logs what it runs into (a damaged suite file kept aside
+        /// at `error`, failures at `warning`, undecodable values at `notice`), besides
+        /// ``onEvent`` and ``SettingsStore/events``. Defaults to `nil`: no logging.
+        public var logger: Logger?
+
+        /// Called with every event the store reports (values it cannot read, damaged
+        /// suite files kept aside, failures of its own work), on the thread that
+        /// caused it, never while a lock is held.
         /// Defaults to `nil`.
         public var onEvent: (@Sendable (SettingsStoreEvent) -> Void)?
 
@@ -55,12 +63,14 @@ extension SettingsStore {
             itemLimit: Int = 1_024,
             valueByteLimit: Int = 1_024,
             suiteDomain: String = "hoard.settings",
-            onEvent: (@Sendable (SettingsStoreEvent) -> Void)? = nil
+            onEvent: (@Sendable (SettingsStoreEvent) -> Void)? = nil,
+            logger: Logger? = nil
         ) {
             self.itemLimit = itemLimit
             self.valueByteLimit = valueByteLimit
             self.suiteDomain = suiteDomain
             self.onEvent = onEvent
+            self.logger = logger
         }
 
         /// The domain ``suiteDomain`` names.

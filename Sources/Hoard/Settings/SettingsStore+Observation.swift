@@ -45,8 +45,8 @@ extension SettingsStore {
         return stream
     }
 
-    /// A stream of every event from now on: damaged values removed, failed
-    /// clean-ups.
+    /// A stream of every event from now on: values reads cannot use, damaged suite
+    /// files kept aside, failures of the store's own work.
     ///
     /// Each access returns a new, independent stream. It buffers without bound; it
     /// ends when the consuming task is cancelled or the store is deallocated.

@@ -22,6 +22,16 @@ import Foundation
 ///   ``HoardError/Code/settingsValueTooLarge``) and stores nothing.
 /// - **Persistence.** A write that returned has been written to the suite's file:
 ///   it survives the process ending, however it ends.
+/// - **Several processes.** Writes to one namespace from several processes all
+///   survive: on Linux each write locks the suite's file against the others
+///   (an advisory lock file beside it), reads what the file holds then, merges its
+///   change in and replaces the file atomically; on Apple platforms `cfprefsd`
+///   merges them.
+/// - **A damaged suite file is kept.** On Linux, a suite file that is not a
+///   property list (truncated, garbage) is never read as empty and written over:
+///   it is renamed aside, byte for byte, to a name no file had (see
+///   ``keptAsideFiles``), reported as ``SettingsStoreEvent/suiteKeptAside(_:)``
+///   (and logged, with ``Configuration/logger``), and a new file is started.
 /// - **Reads never destroy data.** A value of another type in the suite, or bytes
 ///   the codec cannot decode (another store's values in a shared namespace, an older
 ///   version of the type), is a miss reported as
@@ -91,7 +101,9 @@ public final class SettingsStore<Value: Sendable>: Sendable {
         self.configuration = configuration
         self.codec = codec
         registry = _SettingsRegistry.shared(domain)
-        attachment = registry.attach(observers, to: namespace)
+        let (attachment, unreported) = registry.attach(observers, to: namespace)
+        self.attachment = attachment
+        for event in unreported { report(event) }
     }
 
     deinit {
@@ -139,13 +151,13 @@ public final class SettingsStore<Value: Sendable>: Sendable {
                         )))
                 return nil
             }
-        case .other(let typeName):
+        case .other(let description):
             report(
                 .undecodable(
                     StoreDamage(
                         namespace: namespace, key: key, reason: .unexpectedType,
                         detail:
-                            "the suite holds a \(typeName), not the encoded bytes a SettingsStore writes; the value was kept"
+                            "the suite holds \(description), not the encoded bytes a SettingsStore writes; the value was kept"
                     )))
             return nil
         }
@@ -189,7 +201,7 @@ public final class SettingsStore<Value: Sendable>: Sendable {
                 "the encoded value is \(data.count) bytes and the value size limit (valueByteLimit) is \(configuration.valueByteLimit) bytes; nothing was stored",
                 key: key)
         }
-        try registry.set(data, for: key, in: namespace, itemLimit: configuration.itemLimit)
+        try registry.set(data, for: key, in: namespace, itemLimit: configuration.itemLimit, report: report)
     }
 
     /// Removes the value for `key` and writes the suite to disk.
@@ -198,7 +210,7 @@ public final class SettingsStore<Value: Sendable>: Sendable {
     /// - Throws: ``HoardError/Code/ioFailed`` when the suite could not be written.
     @discardableResult
     public func removeValue(for key: some CacheKey) throws(HoardError) -> Bool {
-        try registry.remove(_normalized(key.cacheKeyString), in: namespace)
+        try registry.remove(_normalized(key.cacheKeyString), in: namespace, report: report)
     }
 
     /// Removes every value of the namespace and deletes its suite. Other namespaces
@@ -208,12 +220,21 @@ public final class SettingsStore<Value: Sendable>: Sendable {
     /// - Throws: ``HoardError/Code/ioFailed`` when the registry could not be written.
     @discardableResult
     public func removeAll() throws(HoardError) -> Int {
-        try registry.removeAll(in: namespace)
+        try registry.removeAll(in: namespace, report: report)
+    }
+
+    /// The paths of the damaged suite files of this namespace that were kept aside
+    /// (see ``SettingsSuiteDamage``), oldest first: each holds the bytes the damaged
+    /// file had. Hoard never deletes them. Always empty on Apple platforms, where
+    /// `cfprefsd` owns the suite files.
+    public var keptAsideFiles: [String] {
+        registry.keptAsideFiles(of: namespace)
     }
 
     // MARK: Events
 
     func report(_ event: SettingsStoreEvent) {
+        if let logger = configuration.logger { log(event, to: logger) }
         configuration.onEvent?(event)
         observers.publish(event)
     }

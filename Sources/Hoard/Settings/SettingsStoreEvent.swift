@@ -11,7 +11,14 @@ public enum SettingsStoreEvent: Sendable {
     /// ``undecodable(_:)`` and keep them). Kept so that code matching it compiles.
     @available(*, deprecated, message: "reads keep values they cannot decode and report .undecodable instead")
     case removedDamaged(StoreDamage)
-    /// Work the store did on its own failed (removing a damaged value). The store
-    /// stays usable; `operation` says what was attempted, `key` which value.
+    /// A suite file could not be read as a property list (truncated, garbage): it
+    /// was renamed aside, byte for byte, and the suite started a new file (Linux
+    /// only). Reported by the store whose read or write found it, or, when the
+    /// registry found it while opening the domain, by the first store opened on the
+    /// namespace (or on any namespace, for the registry's own file).
+    case suiteKeptAside(SettingsSuiteDamage)
+    /// Work the store did on its own failed (decoding an update, reading a suite
+    /// file while opening the domain). The store stays usable; `operation` says
+    /// what was attempted, `key` which value.
     case failed(operation: String, key: String?, error: HoardError)
 }

@@ -9,8 +9,9 @@ import Foundation
 /// ```
 ///
 /// On Linux, swift-corelibs-foundation keeps a suite in
-/// `$XDG_CONFIG_HOME/<suite>.plist` (`~/.config/<suite>.plist` when unset) and writes
-/// it only on `synchronize()`. A suite name is used as a file name there as it is, so
+/// `$XDG_CONFIG_HOME/<suite>.plist` (`~/.config/<suite>.plist` when unset), and Hoard
+/// reads and writes that file itself (see ``_SettingsSuite``). A suite name is used
+/// as a file name there as it is, so
 /// a namespace must never hold `/` or start with a dot: ``validate(_:)`` applies
 /// ``_LocalNames``'s rules.
 ///

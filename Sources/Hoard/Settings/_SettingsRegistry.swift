@@ -10,61 +10,73 @@ import Synchronization
 /// lists: items written by earlier runs (or other processes before that moment)
 /// count too.
 ///
-/// Values are read from the registry's own copy of each suite's persistent domain,
-/// loaded once and kept up to date by this process's writes, never with
-/// `UserDefaults.object(forKey:)`: that answers first from the process's argument
-/// domain (`-key value` on the command line), then from the global domain and
-/// registered defaults, none of which are settings.
+/// Values are read from the registry's own copy of each suite, loaded once and kept
+/// up to date by this process's changes, never with `UserDefaults.object(forKey:)`:
+/// that answers first from the process's argument domain (`-key value` on the
+/// command line), then from the global domain and registered defaults, none of
+/// which are settings.
 ///
-/// `UserDefaults` writes here touch only its in-memory copy, so they happen under
-/// the lock, which keeps the count, the suites and the updates observers see in
-/// one order. Loading a suite the first time and `synchronize()` (the file write)
-/// happen outside it, except for that one-time load of a namespace.
+/// A change is made in memory under the lock, which keeps the count, the suites and
+/// the updates observers see in one order; then, outside it, the suite is changed on
+/// disk by ``_SettingsSuite/update(_:)``, which merges into what the suite holds then
+/// (other processes' changes included) the value each changed key has in memory at
+/// that moment. Two changes of one key by two threads may reach the disk in either
+/// order; the one that writes last writes the latest value, so the file ends with
+/// what memory holds. File work never happens under the lock (lock order: a suite's
+/// lock file, then this lock).
 final class _SettingsRegistry: Sendable {
     typealias Observers = _Observers<String, Data, SettingsStoreEvent>
 
-    /// What a read found under a key.
-    enum Stored {
+    /// What a read found under a key; memory holds the last two kinds.
+    enum Stored: Sendable {
         case missing
         case data(Data)
-        /// A value of another type: someone else wrote it, or it is damaged.
-        case other(typeName: String)
+        /// A value of another type (someone else wrote it, or it is damaged), and
+        /// what it is in words: "an integer", "a string".
+        case other(description: String)
+
+        /// A suite's value as memory holds it.
+        init(_ value: Any) {
+            if let data = value as? Data {
+                self = .data(data)
+            } else {
+                self = .other(description: _SettingsValueDescription.describe(value))
+            }
+        }
+
+        /// The bytes a settings store wrote, or `nil`.
+        var data: Data? {
+            if case .data(let data) = self { return data }
+            return nil
+        }
+    }
+
+    /// Which values a change of a suite writes.
+    private enum Written {
+        /// These keys, merged into what the suite holds.
+        case keys([String])
+        /// Everything: the suite is to hold what memory holds (after a removal of
+        /// all its values, nothing).
+        case everything
     }
 
     private struct State {
-        var registry: UserDefaults
         /// Namespaces listed in the registry suite.
         var registered: Set<String>
-        /// The suites opened so far, by namespace.
-        var suites: [String: UserDefaults] = [:]
-        /// What the suite of every namespace loaded so far holds: its persistent
-        /// domain (its file) when first loaded, with this process's changes since.
-        var values: [String: [String: Any]] = [:]
+        /// What the suite of every namespace loaded so far holds: its content when
+        /// first loaded, with this process's changes since.
+        var values: [String: [String: Stored]] = [:]
         var total = 0
         var nextObserverID = 0
         var observers: [String: [Int: Observers]] = [:]
+        /// What loading the suites found before a store of their namespace was open
+        /// (a damaged file kept aside, a file that could not be read), for the first
+        /// store that opens the namespace to report; `nil` namespace: the registry's.
+        var unreported: [(namespace: String?, event: SettingsStoreEvent)] = []
 
-        mutating func suite(_ domain: _SettingsDomain, _ namespace: String) -> UserDefaults {
-            if let suite = suites[namespace] { return suite }
-            // `UserDefaults(suiteName:)` returns nil only for the app's own bundle
-            // identifier or the global domain, which no "<domain>.<namespace>" is.
-            let suite = UserDefaults(suiteName: domain.suiteName(for: namespace)) ?? .standard
-            suites[namespace] = suite
-            return suite
-        }
-
-        /// Reads the suite of `namespace` into ``values`` the first time.
-        mutating func load(_ domain: _SettingsDomain, _ namespace: String) {
-            guard values[namespace] == nil else { return }
-            let found = suite(domain, namespace).persistentDomain(forName: domain.suiteName(for: namespace)) ?? [:]
-            values[namespace] = found
-            total += found.count
-        }
-
-        /// What the suite of `namespace` itself holds under `key`, or `nil`.
-        mutating func object(_ domain: _SettingsDomain, _ namespace: String, key: String) -> Any? {
+        /// What the suite of `namespace` holds under `key`, or `nil`.
+        func object(_ namespace: String, key: String) -> Stored? {
             guard registered.contains(namespace) else { return nil }
-            load(domain, namespace)
             return values[namespace]?[key]
         }
 
@@ -76,6 +88,7 @@ final class _SettingsRegistry: Sendable {
     }
 
     let domain: _SettingsDomain
+    private let registrySuite: _SettingsSuite
     private let state: Mutex<State>
 
     private static let registries = Mutex<[_SettingsDomain: _SettingsRegistry]>([:])
@@ -92,14 +105,40 @@ final class _SettingsRegistry: Sendable {
 
     private init(domain: _SettingsDomain) {
         self.domain = domain
-        let registry = UserDefaults(suiteName: domain.name) ?? .standard
-        let listed = registry.persistentDomain(forName: domain.name)?.keys ?? [:].keys
+        registrySuite = _SettingsSuite(name: domain.name, namespace: nil)
+        var unreported: [(namespace: String?, event: SettingsStoreEvent)] = []
+        var listed: [String] = []
+        do {
+            let loaded = try registrySuite.load()
+            listed = Array(loaded.values.keys)
+            if let damage = loaded.keptAside { unreported.append((nil, .suiteKeptAside(damage))) }
+        } catch {
+            unreported.append((nil, .failed(operation: "reading the settings registry", key: nil, error: error)))
+        }
         // A listed name that is not a valid namespace was not written by Hoard:
         // it is never turned into a suite name.
         let valid = Set(listed.filter { (try? domain.validate($0)) != nil })
-        var state = State(registry: registry, registered: valid)
-        for namespace in valid { state.load(domain, namespace) }
+        var state = State(registered: valid)
+        for namespace in valid {
+            do {
+                let loaded = try _SettingsSuite(name: domain.suiteName(for: namespace), namespace: namespace).load()
+                state.values[namespace] = loaded.values.mapValues(Stored.init)
+                state.total += loaded.values.count
+                if let damage = loaded.keptAside { unreported.append((namespace, .suiteKeptAside(damage))) }
+            } catch {
+                // Read as empty in memory; a write reads the file again, and fails
+                // rather than write over values it could not read.
+                state.values[namespace] = [:]
+                unreported.append(
+                    (namespace, .failed(operation: "reading the settings suite", key: nil, error: error)))
+            }
+        }
+        state.unreported = unreported
         self.state = Mutex(state)
+    }
+
+    private func suite(_ namespace: String) -> _SettingsSuite {
+        _SettingsSuite(name: domain.suiteName(for: namespace), namespace: namespace)
     }
 
     // MARK: Counting
@@ -118,7 +157,6 @@ final class _SettingsRegistry: Sendable {
     func keys(in namespace: String) -> [String] {
         state.withLock { state in
             guard state.registered.contains(namespace) else { return [] }
-            state.load(domain, namespace)
             return state.values[namespace, default: [:]].keys.sorted()
         }
     }
@@ -128,9 +166,14 @@ final class _SettingsRegistry: Sendable {
         state.withLock { state in
             guard state.registered.contains(namespace) else { return 0 }
             return state.values[namespace, default: [:]].values.reduce(0) { sum, value in
-                sum + ((value as? Data)?.count ?? 0)
+                sum + (value.data?.count ?? 0)
             }
         }
+    }
+
+    /// The paths of the damaged suite files of `namespace` kept aside so far.
+    func keptAsideFiles(of namespace: String) -> [String] {
+        suite(namespace).keptAsideFiles()
     }
 
     // MARK: Reading and writing
@@ -138,22 +181,24 @@ final class _SettingsRegistry: Sendable {
     /// What `namespace` holds under `key`.
     func stored(_ namespace: String, key: String) -> Stored {
         state.withLock { state in
-            guard let object = state.object(domain, namespace, key: key) else { return .missing }
-            if let data = object as? Data { return .data(data) }
-            return .other(typeName: "\(type(of: object))")
+            state.object(namespace, key: key) ?? .missing
         }
     }
 
     /// Stores `data` under `key`, then writes the suite to disk.
     ///
+    /// - Parameter report: Gets what the change ran into on the way (a damaged
+    ///   suite file kept aside), outside every lock.
     /// - Throws: ``HoardError/Code/settingsItemLimitReached`` when `key` is new and
     ///   the domain already holds `itemLimit` items (nothing is stored);
     ///   ``HoardError/Code/ioFailed`` when the suite could not be written to disk.
-    func set(_ data: Data, for key: String, in namespace: String, itemLimit: Int) throws(HoardError) {
-        let (suite, registry, newNamespace) = try state.withLock {
-            (state) throws(HoardError) -> (UserDefaults, UserDefaults, Bool) in
+    func set(
+        _ data: Data, for key: String, in namespace: String, itemLimit: Int,
+        report: (SettingsStoreEvent) -> Void = { _ in }
+    ) throws(HoardError) {
+        try load(namespace, report: report)
+        let newNamespace = try state.withLock { (state) throws(HoardError) -> Bool in
             let newNamespace = !state.registered.contains(namespace)
-            state.load(domain, namespace)
             if state.values[namespace]?[key] == nil {
                 guard state.total < itemLimit else {
                     throw HoardError(
@@ -163,58 +208,68 @@ final class _SettingsRegistry: Sendable {
                 }
                 state.total += 1
             }
-            state.values[namespace, default: [:]][key] = data
-            if newNamespace {
-                state.registered.insert(namespace)
-                state.registry.set(true, forKey: namespace)
-            }
-            let suite = state.suite(domain, namespace)
-            suite.set(data, forKey: key)
+            state.values[namespace, default: [:]][key] = .data(data)
+            if newNamespace { state.registered.insert(namespace) }
             state.publish(namespace, key: key, data: data)
-            return (suite, state.registry, newNamespace)
+            return newNamespace
         }
         // The registry first: a namespace on disk is always listed.
-        if newNamespace { try synchronize(registry, name: domain.name) }
-        try synchronize(suite, name: domain.suiteName(for: namespace))
+        if newNamespace { try writeRegistry(namespace, report: report) }
+        try write(namespace, .keys([key]), report: report)
+    }
+
+    /// Reads the suite of a namespace no change or read has loaded yet (one other
+    /// processes may have written), outside the lock; a namespace loaded meanwhile
+    /// keeps what it holds.
+    private func load(_ namespace: String, report: (SettingsStoreEvent) -> Void) throws(HoardError) {
+        guard state.withLock({ $0.values[namespace] == nil }) else { return }
+        let loaded = try suite(namespace).load()
+        let damage = loaded.keptAside
+        let values = loaded.values.mapValues(Stored.init)
+        state.withLock { state in
+            guard state.values[namespace] == nil else { return }
+            state.total += values.count
+            state.values[namespace] = values
+        }
+        if let damage { report(.suiteKeptAside(damage)) }
     }
 
     /// Removes `key` from `namespace`.
     ///
     /// - Returns: Whether a value was removed.
-    func remove(_ key: String, in namespace: String) throws(HoardError) -> Bool {
-        let suite = state.withLock { state -> UserDefaults? in
-            guard state.object(domain, namespace, key: key) != nil else { return nil }
-            let suite = state.suite(domain, namespace)
-            suite.removeObject(forKey: key)
+    func remove(
+        _ key: String, in namespace: String, report: (SettingsStoreEvent) -> Void = { _ in }
+    ) throws(HoardError) -> Bool {
+        let removed = state.withLock { state -> Bool in
+            guard state.object(namespace, key: key) != nil else { return false }
             state.values[namespace]?[key] = nil
             state.total -= 1
             state.publish(namespace, key: key, data: nil)
-            return suite
+            return true
         }
-        guard let suite else { return false }
-        try synchronize(suite, name: domain.suiteName(for: namespace))
+        guard removed else { return false }
+        try write(namespace, .keys([key]), report: report)
         return true
     }
 
     /// Removes every value of `namespace`, its suite and its registry entry.
     ///
     /// - Returns: How many values were removed.
-    func removeAll(in namespace: String) throws(HoardError) -> Int {
-        let (count, registry) = state.withLock { state -> (Int, UserDefaults?) in
-            guard state.registered.contains(namespace) else { return (0, nil) }
-            state.load(domain, namespace)
+    func removeAll(in namespace: String, report: (SettingsStoreEvent) -> Void = { _ in }) throws(HoardError) -> Int {
+        let count = state.withLock { state -> Int? in
+            guard state.registered.contains(namespace) else { return nil }
             let keys = state.values[namespace, default: [:]].keys
-            let suite = state.suite(domain, namespace)
-            // Deletes the suite's file (on Linux: the plist in ~/.config).
-            suite.removePersistentDomain(forName: domain.suiteName(for: namespace))
             state.total -= keys.count
             state.values[namespace] = [:]
             state.registered.remove(namespace)
-            state.registry.removeObject(forKey: namespace)
             for key in keys { state.publish(namespace, key: key, data: nil) }
-            return (keys.count, state.registry)
+            return keys.count
         }
-        if let registry { try synchronize(registry, name: domain.name) }
+        guard let count else { return 0 }
+        // Deletes the suite's file (on Linux: the plist in ~/.config), unless a
+        // write that came after this removal put a value back in memory.
+        try write(namespace, .everything, report: report)
+        try writeRegistry(namespace, report: report)
         return count
     }
 
@@ -226,29 +281,69 @@ final class _SettingsRegistry: Sendable {
         for (namespace, _) in removed {
             _ = try removeAll(in: namespace)
         }
-        state.withLock { state in
-            state.registry.removePersistentDomain(forName: domain.name)
+        // The registry may list names that are no namespace (crafted, or from
+        // another program): the suite goes whole, keeping only namespaces a write
+        // of this process registered meanwhile.
+        _ = try registrySuite.update { _ in
+            Dictionary(uniqueKeysWithValues: state.withLock { $0.registered }.map { ($0, true as Any) })
         }
         return removed
     }
 
-    private func synchronize(_ suite: UserDefaults, name: String) throws(HoardError) {
-        guard suite.synchronize() else {
-            throw HoardError(
-                .ioFailed,
-                "the settings suite \(name) could not be written to disk; the change holds in this process only")
+    /// Writes the change of `namespace` to its suite: the values memory holds now
+    /// for `written`, merged into what the suite holds. When the suite's file was
+    /// damaged and has just been kept aside, or `written` is everything, the suite
+    /// gets the values memory holds that a settings store wrote (values of another
+    /// type, which only another program's file can have held, are not rewritten).
+    private func write(
+        _ namespace: String, _ written: Written, report: (SettingsStoreEvent) -> Void
+    ) throws(HoardError) {
+        let damage = try suite(namespace).update { current in
+            // Only `Data` leaves the lock: the values a settings store writes.
+            let (changed, everything) = state.withLock { state -> ([String: Data], [String: Data]) in
+                let memory = state.values[namespace] ?? [:]
+                let everything = memory.compactMapValues(\.data)
+                guard case .keys(let keys) = written else { return ([:], everything) }
+                var changed: [String: Data] = [:]
+                for key in keys { changed[key] = memory[key]?.data }
+                return (changed, everything)
+            }
+            guard var merged = current, case .keys(let keys) = written else { return everything }
+            for key in keys { merged[key] = changed[key] }
+            return merged
         }
+        if let damage { report(.suiteKeptAside(damage)) }
+    }
+
+    /// Writes whether `namespace` is listed, as memory says now, to the registry
+    /// suite.
+    private func writeRegistry(_ namespace: String, report: (SettingsStoreEvent) -> Void) throws(HoardError) {
+        let damage = try registrySuite.update { current in
+            let registered = state.withLock { $0.registered }
+            guard var merged = current else {
+                return Dictionary(uniqueKeysWithValues: registered.map { ($0, true as Any) })
+            }
+            merged[namespace] = registered.contains(namespace) ? true : nil
+            return merged
+        }
+        if let damage { report(.suiteKeptAside(damage)) }
     }
 
     // MARK: Observers
 
     /// Registers a store's observers; they get every change to its namespace.
-    func attach(_ observers: Observers, to namespace: String) -> Int {
+    ///
+    /// - Returns: The attachment's id, and what loading the namespace's suite (or
+    ///   the registry's) ran into that no store has reported yet, for this one to
+    ///   report.
+    func attach(_ observers: Observers, to namespace: String) -> (id: Int, unreported: [SettingsStoreEvent]) {
         state.withLock { state in
             let id = state.nextObserverID
             state.nextObserverID += 1
             state.observers[namespace, default: [:]][id] = observers
-            return id
+            let claimed = state.unreported.filter { $0.namespace == nil || $0.namespace == namespace }
+            state.unreported.removeAll { $0.namespace == nil || $0.namespace == namespace }
+            return (id, claimed.map(\.event))
         }
     }
 
@@ -266,7 +361,7 @@ final class _SettingsRegistry: Sendable {
     ) -> Int {
         state.withLock { state in
             let id = observers.addUpdates(for: key, continuation)
-            continuation.yield(state.object(domain, namespace, key: key) as? Data)
+            continuation.yield(state.object(namespace, key: key)?.data)
             return id
         }
     }

@@ -1,0 +1,47 @@
+import Foundation
+import Testing
+
+@testable import Hoard
+
+extension DiskStoreSuites {
+    /// Real processes writing one settings namespace at the same time.
+    @Suite("SettingsStore across processes", .timeLimit(.minutes(5)))
+    struct SettingsProcessTests {
+        @Test("Two processes writing 300 keys each into one namespace at once: all 600 survive")
+        func twoWritersKeepEveryWrite() async throws {
+            try await SettingsTest.withDomain { domain in
+                // Given two writers of one namespace, both open and waiting to start
+                let outcomes = try await DiskTest.onThread {
+                    let writers = try ["a", "b"].map { prefix in
+                        try SettingsWriterProcess(domain: domain.name, namespace: "shared", prefix: prefix, count: 300)
+                    }
+                    let ready = writers.map { $0.nextLine() }
+                    // When both are told to write at once
+                    for writer in writers { try writer.start() }
+                    return (ready, writers.map { $0.finish() })
+                }
+                #expect(outcomes.0 == ["ready", "ready"])
+                for outcome in outcomes.1 {
+                    #expect(outcome.status == 0, "\(outcome.errors)")
+                    #expect(outcome.lines == ["done"], "\(outcome.errors)")
+                }
+
+                // Then the suite holds every key each of them wrote, with its value
+                let expected = ["a", "b"].flatMap { prefix in (0..<300).map { "\(prefix)-\($0)" } }
+                #if os(Linux)
+                let file = SettingsTest.preferencesFolder.appendingPathComponent(
+                    domain.suiteName(for: "shared") + ".plist")
+                let onDisk = try #require(
+                    try PropertyListSerialization.propertyList(from: Data(contentsOf: file), format: nil)
+                        as? [String: Any])
+                #expect(onDisk.count == 600)
+                #endif
+                let settings = try SettingsTest.store("shared", domain, codec: ValueCodec<String>.cacheValue)
+                #expect(settings.count == 600)
+                #expect(Set(settings.keys) == Set(expected))
+                #expect(expected.allSatisfy { settings.value(for: $0) == $0 })
+                #expect(_SettingsRegistry.shared(domain).namespaces().map(\.name) == ["shared"])
+            }
+        }
+    }
+}
