@@ -84,12 +84,20 @@ enum _Query: Int, CaseIterable {
                 """
         case .quickCheck: return "PRAGMA quick_check"
         case .wrongTotals:
+            // Namespaces with a totals row, compared with their entries; then
+            // namespaces with entries but no totals row. Two LEFT JOINs rather than a
+            // FULL OUTER JOIN, which SQLite has only since 3.39.
             return """
-                SELECT coalesce(n.namespace, e.namespace), coalesce(n.count, 0), coalesce(n.bytes, 0),
-                       coalesce(e.count, 0), coalesce(e.bytes, 0)
+                SELECT n.namespace, n.count, n.bytes, coalesce(e.count, 0), coalesce(e.bytes, 0)
+                FROM namespaces AS n
+                LEFT JOIN (SELECT namespace, count(*) AS count, total(size) AS bytes FROM entries GROUP BY namespace) AS e
+                    ON e.namespace = n.namespace
+                WHERE n.count IS NOT coalesce(e.count, 0) OR n.bytes IS NOT coalesce(e.bytes, 0)
+                UNION ALL
+                SELECT e.namespace, 0, 0, e.count, e.bytes
                 FROM (SELECT namespace, count(*) AS count, total(size) AS bytes FROM entries GROUP BY namespace) AS e
-                FULL OUTER JOIN namespaces AS n ON n.namespace = e.namespace
-                WHERE coalesce(n.count, 0) != coalesce(e.count, 0) OR coalesce(n.bytes, 0) != coalesce(e.bytes, 0)
+                LEFT JOIN namespaces AS n ON n.namespace = e.namespace
+                WHERE n.namespace IS NULL
                 """
         case .wrongAccessTimes:
             return """
