@@ -54,9 +54,11 @@ final class _SQLiteConnection {
     }
 
     /// The oldest SQLite library the store runs on, as `sqlite3_libversion_number()`
-    /// gives it: 3.35.0, the first with `DELETE … RETURNING`, which the store's
-    /// deletions use. Every other statement runs on older versions too.
-    static let minimumVersion: Int32 = 3_035_000
+    /// gives it: 3.24.0, the first with upserts (`INSERT … ON CONFLICT … DO
+    /// UPDATE`), which writes and the totals' trigger use. The store uses nothing
+    /// newer: no `DELETE … RETURNING` or `DROP COLUMN` (3.35), no `FULL OUTER JOIN`
+    /// (3.39), no `SQLITE_OPEN_EXRESCODE` (3.37).
+    static let minimumVersion: Int32 = 3_024_000
 
     /// A version number (`3_035_000`) as SQLite writes it: `3.35.0`.
     static func versionString(_ number: Int32) -> String {
