@@ -261,25 +261,27 @@ final class _DiskIndex {
     /// with its indexes and triggers (the triggers first, so that dropping it does
     /// not touch the totals), and the indexes and triggers are made anew.
     private func moveAccessTimes() throws(HoardError) {
-        try connection.execute(
-            """
-            CREATE TABLE access (id INTEGER PRIMARY KEY, accessed_at REAL NOT NULL);
-            CREATE INDEX access_by_time ON access (accessed_at);
-            INSERT INTO access (id, accessed_at)
-                SELECT id, CASE WHEN typeof(accessed_at) IN ('real', 'integer') THEN accessed_at ELSE 0 END
-                FROM entries;
-            \(Self.entriesTableSQL(named: "entries_v3"))
-            INSERT INTO entries_v3 (id, namespace, key, stored_at, expires_at, size, value, blob, crc)
-                SELECT id, namespace, key, stored_at, expires_at, size, value, blob, crc FROM entries;
-            DROP TRIGGER IF EXISTS entries_inserted;
-            DROP TRIGGER IF EXISTS entries_deleted;
-            DROP TRIGGER IF EXISTS entries_resized;
-            DROP TABLE entries;
-            ALTER TABLE entries_v3 RENAME TO entries;
-            \(Self.entriesIndexesAndTotalsSQL)
-            \(Self.accessTriggerSQL)
-            """)
+        try connection.execute(Self.moveAccessTimesSQL)
     }
+
+    /// The statements of ``moveAccessTimes()``.
+    static let moveAccessTimesSQL = """
+        CREATE TABLE access (id INTEGER PRIMARY KEY, accessed_at REAL NOT NULL);
+        CREATE INDEX access_by_time ON access (accessed_at);
+        INSERT INTO access (id, accessed_at)
+            SELECT id, CASE WHEN typeof(accessed_at) IN ('real', 'integer') THEN accessed_at ELSE 0 END
+            FROM entries;
+        \(entriesTableSQL(named: "entries_v3"))
+        INSERT INTO entries_v3 (id, namespace, key, stored_at, expires_at, size, value, blob, crc)
+            SELECT id, namespace, key, stored_at, expires_at, size, value, blob, crc FROM entries;
+        DROP TRIGGER IF EXISTS entries_inserted;
+        DROP TRIGGER IF EXISTS entries_deleted;
+        DROP TRIGGER IF EXISTS entries_resized;
+        DROP TABLE entries;
+        ALTER TABLE entries_v3 RENAME TO entries;
+        \(entriesIndexesAndTotalsSQL)
+        \(accessTriggerSQL)
+        """
 
     /// The checksum stored with an entry: CRC-32C of the value's bytes, then of the
     /// namespace's UTF-8, one 0xFF byte (never part of UTF-8), and the key's UTF-8.
