@@ -50,7 +50,7 @@ extension DiskStore {
     /// `maxBytes` and at most `maxCount` entries remain.
     ///
     /// Pending access times are written first, so the order reflects every read.
-    /// Works on a full disk, as ``removeValue(for:in:)`` does: a step that fails
+    /// Works on a full disk, as `removeValue(for:in:)` does: a step that fails
     /// with ``HoardError/Code/storageFull`` releases the store's reserve file,
     /// checkpoints the index's log and is tried once more.
     /// The work is done in transactions of a few hundred entries; other callers

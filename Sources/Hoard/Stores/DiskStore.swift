@@ -49,7 +49,7 @@ import Synchronization
 /// - **Faults.** A full disk or a refused permission is a thrown ``HoardError``
 ///   (``HoardError/Code/storageFull``, ``HoardError/Code/permissionDenied``); the
 ///   operation had no effect and the store stays usable.
-/// - **A full disk.** Removing works on a full disk: ``removeValue(for:in:)``,
+/// - **A full disk.** Removing works on a full disk: `removeValue(for:in:)`,
 ///   ``removeAll(in:)``, ``removeAll()``, a ``write(_:)`` that removes,
 ///   ``removeExpired()`` and ``trim(toBytes:count:progress:)``. One that fails with
 ///   ``HoardError/Code/storageFull`` deletes the value files it releases, then the
@@ -405,11 +405,13 @@ public final class DiskStore: CacheStore {
     /// evicted by the limit check that follows it.
     ///
     /// On a full disk, a batch that removes entries makes room as
-    /// ``removeValue(for:in:)`` does; one that only sets is tried once more after a
+    /// `removeValue(for:in:)` does; one that only sets is tried once more after a
     /// checkpoint of the index's log.
     ///
     /// - Throws: As ``set(_:for:in:storedAt:expiresAt:)``; the store is unchanged
-    ///   when it throws.
+    ///   when it throws, but for one case: a batch that removes and still fails on
+    ///   a full disk after making room has deleted the value files of the entries
+    ///   it was to remove (they then read as damaged: a miss, removed).
     /// - Complexity: One transaction; per write, one upsert or delete.
     public func write(_ batch: [CacheStoreWrite]) throws(HoardError) {
         guard !batch.isEmpty else { return }
