@@ -168,8 +168,30 @@ enum LogFile {
     }
 
     /// Opens the log at `url` for reading only.
+    ///
+    /// Anything at the path but a regular file (or a symbolic link to one) is refused
+    /// before it is opened: opening a FIFO for reading would wait for a writer
+    /// forever, and a device or socket holds no log.
     static func open(_ url: URL) throws -> MessageLog<Data> {
-        try MessageLog<Data>(forReadingFrom: url, codec: .cacheValue)
+        try requireRegularFile(url.path)
+        return try MessageLog<Data>(forReadingFrom: url, codec: .cacheValue)
+    }
+
+    /// Throws unless `path` is a regular file, a symbolic link to one, or nothing
+    /// (which the log's own error then reports). Looks with `stat`, never `open`.
+    static func requireRegularFile(_ path: String) throws {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return }
+        let kind: String
+        switch info.st_mode & S_IFMT {
+        case S_IFREG: return
+        case S_IFDIR: kind = "a directory"
+        case S_IFIFO: kind = "a FIFO (named pipe)"
+        case S_IFSOCK: kind = "a socket"
+        case S_IFCHR, S_IFBLK: kind = "a device"
+        default: kind = "a special file"
+        }
+        throw StoreCommandError("\(path) is \(kind), not a message log file; nothing was opened")
     }
 
     /// One message as one line of JSON: the message itself when it is JSON, a JSON string

@@ -39,6 +39,8 @@ struct StoreLocation: ParsableArguments {
                 directory: url, configuration: .init(createsStore: false, collectsOrphansAtOpen: false))
         } catch  where error.code == .notAStore {
             throw StoreCommandError("\(url.path) is not a Hoard store: \(error.message)")
+        } catch  where error.code == .storeDamaged {
+            throw StoreCommandError("the store at \(url.path) is damaged and cannot be opened: \(error.message)")
         } catch {
             throw StoreCommandError("cannot open the store at \(url.path): \(error)")
         }
@@ -490,11 +492,16 @@ struct VerifyCommand: ParsableCommand {
         commandName: "verify",
         abstract: "Check every entry, value file and the index; list what is damaged. Exits 1 when something is.",
         discussion: """
+            Each finding is one line. Temporary files that an interrupted write left \
+            (reason temporaryFile) are listed but are not damage: they alone leave the exit \
+            status 0, and --repair deletes those older than ten minutes (opening the store \
+            while no other process has it open deletes them all). \
             With --json, one object: {"store": directory, "entriesChecked": Int, \
             "repaired": Bool (whether --repair was given), "healthy": Bool, \
             "damage": [{"reason": String, "namespace": String or null, \
-            "key": String or null, "detail": String, "repaired": Bool}]}. \
-            The exit status is the same as without it: 1 while any damage is not repaired.
+            "key": String or null, "detail": String, "repaired": Bool}]}, one element per \
+            finding, each detail one line. The exit status is the same as without it: 1 \
+            while any damage (anything but a temporary file) is not repaired.
             """)
 
     @OptionGroup var location: StoreLocation
@@ -542,8 +549,8 @@ struct VerifyCommand: ParsableCommand {
                     repaired: report.repaired, healthy: report.isHealthy,
                     damage: report.damage.map {
                         Output.Damage(
-                            reason: $0.reason.rawValue, namespace: $0.namespace, key: $0.key, detail: $0.detail,
-                            repaired: $0.isRepaired)
+                            reason: $0.reason.rawValue, namespace: $0.namespace, key: $0.key,
+                            detail: Self.oneLine($0.detail), repaired: $0.isRepaired)
                     }))
         } else {
             for damage in report.damage {
@@ -552,10 +559,16 @@ struct VerifyCommand: ParsableCommand {
                     line += "  namespace \(StoreFormat.quoted(namespace, limit: 30))"
                 }
                 if let key = damage.key { line += "  key \(StoreFormat.quoted(key))" }
-                print(line + "  " + damage.detail)
+                print(line + "  " + Self.oneLine(damage.detail))
             }
             print(report)
         }
-        if !report.unrepaired.isEmpty { throw ExitCode(1) }
+        if report.problems.contains(where: { !$0.isRepaired }) { throw ExitCode(1) }
+    }
+
+    /// `text` on one line: each line break, with the spaces around it, becomes "; ".
+    static func oneLine(_ text: String) -> String {
+        text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { !$0.isEmpty }.joined(separator: "; ")
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
-import Hoard
 import Testing
+
+@testable import Hoard
 
 extension DiskStoreSuites {
     /// The `hoard` store commands, run as the built executable on real stores.
@@ -323,6 +324,168 @@ extension DiskStoreSuites {
             let result = try Self.hoard("--version")
             #expect(result.status == 0, "\(result.errors)")
             #expect(result.output.wholeMatch(of: /\d+\.\d+\.\d+\n/) != nil, "\(result.output)")
+        }
+
+        @Test("Store commands refuse a FIFO, as the store and as its index, without opening it")
+        func fifo() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                // Given a FIFO where a store is expected, and a store whose index is a FIFO
+                let parent = url.deletingLastPathComponent()
+                let fifo = parent.appendingPathComponent("pipe").path
+                #expect(mkfifo(fifo, 0o600) == 0)
+                _ = try DiskStore(directory: url)
+                let index = url.appendingPathComponent("index.sqlite").path
+                for suffix in ["", "-wal", "-shm"] { unlink(index + suffix) }
+                #expect(mkfifo(index, 0o600) == 0)
+
+                for command in ["stats", "ls", "verify", "trim"] {
+                    let extra = command == "trim" ? ["--count", "1"] : []
+                    // When a store command is given the FIFO
+                    let direct = try DiskTest.run(DiskTest.executable(named: "hoard"), [command, fifo] + extra)
+                    // Then it refuses it and says what it is
+                    #expect(direct.status != 0)
+                    #expect(
+                        direct.errors.contains("the path is a FIFO, a socket or a device, not a store directory"),
+                        "\(command): \(direct.errors)")
+                    // And a store whose index is a FIFO is refused too
+                    let inside = try DiskTest.run(DiskTest.executable(named: "hoard"), [command, url.path] + extra)
+                    #expect(inside.status != 0)
+                    #expect(
+                        inside.errors.contains("index.sqlite is not a regular file"), "\(command): \(inside.errors)")
+                }
+            }
+        }
+
+        @Test("verify prints each problem SQLite finds in the index on a line of its own, in text and JSON")
+        func verifyIndexDamageOneLineEach() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                // Given a store whose index lost two of its indexes from the schema, so
+                // that their pages are no longer used (SQLite reports them together)
+                do {
+                    let store = try DiskStore(directory: url)
+                    for i in 0..<50 {
+                        try store.set(
+                            DiskTest.bytes(100, seed: i), for: "k\(i)", in: "ns", storedAt: Date(),
+                            expiresAt: Date().addingTimeInterval(3_600))
+                    }
+                }
+                let connection = try _SQLiteConnection(path: url.appendingPathComponent("index.sqlite").path)
+                try connection.execute(
+                    """
+                    PRAGMA writable_schema = ON;
+                    DELETE FROM sqlite_schema WHERE name IN ('entries_by_expiry', 'access_by_time');
+                    PRAGMA writable_schema = OFF;
+                    """)
+                connection.close()
+
+                // When it is verified
+                let text = try Self.hoard("verify", url.path)
+                let json = try Self.hoard("verify", url.path, "--json")
+
+                // Then each problem is one line with its reason, and the summary counts them
+                #expect(text.status == 1)
+                let lines = text.output.split(separator: "\n", omittingEmptySubsequences: false).dropLast()
+                #expect(lines.count >= 3, "\(text.output)")
+                for line in lines.dropLast() {
+                    #expect(line.hasPrefix("damagedIndex  SQLite's integrity check: "), "\(text.output)")
+                    #expect(!line.contains("*** in database"), "\(text.output)")
+                }
+                #expect(lines.last == "50 entries checked, \(lines.count - 1) problems", "\(text.output)")
+                #expect(json.status == 1)
+                let damage = try Self.object(json.output)["damage"] as? [[String: Any]] ?? []
+                #expect(damage.count == lines.count - 1)
+                for item in damage {
+                    let detail = item["detail"] as? String ?? ""
+                    #expect(!detail.contains("\n") && !detail.contains("*** in database"), "\(detail)")
+                }
+            }
+        }
+
+        @Test(
+            "verify lists temporary files a killed write left, exits 0 as the store is healthy; --repair deletes old ones"
+        )
+        func verifyTemporaryFiles() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                // Given a healthy store with the temporary files of two killed writes,
+                // one an hour old, one just written
+                do {
+                    let store = try DiskStore(directory: url, configuration: .init(spillThreshold: 10))
+                    try store.set(DiskTest.bytes(100), for: "photo", in: "images", storedAt: Date(), expiresAt: nil)
+                }
+                let old = url.appendingPathComponent("blobs/0123456789abcdef-0123456789abcdef.tmp")
+                let young = url.appendingPathComponent("blobs/fedcba9876543210-fedcba9876543210.tmp")
+                try Data(count: 500).write(to: old)
+                try Data(count: 500).write(to: young)
+                try FileManager.default.setAttributes(
+                    [.modificationDate: Date().addingTimeInterval(-3_600)], ofItemAtPath: old.path)
+
+                // When it is verified
+                let text = try Self.hoard("verify", url.path)
+                let json = try Self.hoard("verify", url.path, "--json")
+
+                // Then the files are listed, the store is healthy, and the exit status 0
+                #expect(text.status == 0, "\(text.output)")
+                #expect(text.output.contains("temporaryFile  blobs/0123456789abcdef-0123456789abcdef.tmp"))
+                #expect(
+                    text.output.hasSuffix("1 entries checked, no damage; 2 temporary files of interrupted writes\n"))
+                #expect(json.status == 0)
+                let object = try Self.object(json.output)
+                #expect(object["healthy"] as? Bool == true)
+                let reasons = (object["damage"] as? [[String: Any]] ?? []).compactMap { $0["reason"] as? String }
+                #expect(reasons == ["temporaryFile", "temporaryFile"])
+
+                // When it is repaired: the old file is deleted, the young one kept (it may
+                // be a write in flight), and the exit status is 0
+                let repaired = try Self.hoard("verify", url.path, "--repair")
+                #expect(repaired.status == 0, "\(repaired.output)")
+                #expect(!FileManager.default.fileExists(atPath: old.path))
+                #expect(FileManager.default.fileExists(atPath: young.path))
+                #expect(
+                    repaired.output.hasSuffix(
+                        "1 entries checked, no damage; 2 temporary files of interrupted writes (1 deleted, 1 kept)\n"),
+                    "\(repaired.output)")
+            }
+        }
+
+        @Test(
+            "A store whose index header is damaged is reported as damaged, with what to do; a foreign database is not")
+        func damagedHeader() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                // Given a store whose index's first 16 bytes are overwritten
+                do {
+                    let store = try DiskStore(directory: url)
+                    try store.set("hello", for: "greeting")
+                }
+                let index = url.appendingPathComponent("index.sqlite")
+                let handle = try FileHandle(forWritingTo: index)
+                try handle.write(contentsOf: Data(repeating: 0xEE, count: 16))
+                try handle.close()
+
+                // When it is opened, verified and repaired
+                let opening = #expect(throws: HoardError.self) { try DiskStore(directory: url) }
+                let verify = try Self.hoard("verify", url.path)
+                let repair = try Self.hoard("verify", url.path, "--repair")
+
+                // Then each says the store's index is damaged and what to do
+                #expect(opening?.code == .storeDamaged, "\(String(describing: opening))")
+                #expect(opening?.message.contains("its SQLite header is damaged") == true)
+                for result in [verify, repair] {
+                    #expect(result.status != 0)
+                    #expect(result.errors.contains("is damaged and cannot be opened"), "\(result.errors)")
+                    #expect(result.errors.contains("delete the store's directory (\(url.path))"), "\(result.errors)")
+                    #expect(!result.errors.contains("not a Hoard store"))
+                }
+
+                // And another program's database with the same name is still not a store
+                try FileManager.default.removeItem(at: url)
+                try FileManager.default.createDirectory(at: url, withIntermediateDirectories: false)
+                let foreign = try _SQLiteConnection(path: index.path, create: true)
+                try foreign.execute(
+                    "PRAGMA application_id = 7; CREATE TABLE notes (text TEXT); INSERT INTO notes VALUES ('hi')")
+                foreign.close()
+                let refused = #expect(throws: HoardError.self) { try DiskStore(directory: url) }
+                #expect(refused?.code == .notAStore)
+            }
         }
     }
 }

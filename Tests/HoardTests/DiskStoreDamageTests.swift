@@ -205,9 +205,9 @@ extension DiskStoreSuites {
                 #expect(
                     found == [
                         "missingFile missing", "fileSizeMismatch short", "malformedRow malformed", "wrongTotals -",
-                        "orphanedFile -",
+                        "orphanedFile -", "temporaryFile -",
                     ])
-                #expect(report.damage.filter { $0.reason == .orphanedFile }.count == 2)
+                #expect(report.damage.filter { $0.reason == .orphanedFile }.count == 1)
                 #expect(report.unrepaired == report.damage, "nothing is repaired by a check alone")
                 #expect(progress.last?.completed == 5)
                 // And nothing was changed
@@ -217,10 +217,13 @@ extension DiskStoreSuites {
                 // When it is repaired
                 let repaired = try store.verify(repairing: true)
                 #expect(repaired.damage.count == report.damage.count)
-                // Every problem is repaired but the young temporary file, which is kept
-                #expect(repaired.unrepaired.map(\.reason) == [.orphanedFile])
+                // Every problem is repaired; the young temporary file, which is no damage, is kept
+                #expect(repaired.unrepaired.map(\.reason) == [.temporaryFile])
                 #expect(repaired.unrepaired.first?.detail.contains("00000000000000cc-00000000000000dd.tmp") == true)
-                #expect(repaired.description.hasSuffix("6 problems (5 repaired, 1 left)"))
+                #expect(
+                    repaired.description.hasSuffix(
+                        "5 problems (repaired); 1 temporary file of interrupted writes (0 deleted, 1 kept)"),
+                    "\(repaired)")
                 #expect(try store.entries().map(\.key).sorted() == ["fine", "fine-file"])
                 #expect(!FileManager.default.fileExists(atPath: oldOrphan.path))
                 #expect(FileManager.default.fileExists(atPath: newOrphan.path), "a young file may be a write in flight")
@@ -228,10 +231,58 @@ extension DiskStoreSuites {
 
                 // Then only the young temporary file is left to report
                 let after = try store.verify()
-                #expect(after.damage.map(\.reason) == [.orphanedFile])
+                #expect(after.damage.map(\.reason) == [.temporaryFile])
+                #expect(after.isHealthy)
                 try FileManager.default.removeItem(at: newOrphan)
                 #expect(try store.verify().isHealthy)
                 #expect(try store.entry(for: "fine-file", in: "files")?.data == DiskTest.bytes(1_000))
+            }
+        }
+
+        @Test("An SQLite library older than 3.24.0 is refused with a message naming both versions")
+        func sqliteVersion() throws {
+            let refused = #expect(throws: HoardError.self) {
+                try _SQLiteConnection.checkVersion(3_022_000, path: "/tmp/index.sqlite")
+            }
+            #expect(refused?.code == .invalidConfiguration)
+            #expect(
+                refused?.message.contains("version 3.22.0; Hoard's disk store needs SQLite 3.24.0 or later") == true,
+                "\(String(describing: refused))")
+            try _SQLiteConnection.checkVersion(3_024_000, path: "/tmp/index.sqlite")
+            try _SQLiteConnection.checkVersion(3_031_001, path: "/tmp/index.sqlite")
+        }
+
+        @Test(
+            "No statement of the store needs an SQLite newer than 3.24: no FULL OUTER or RIGHT JOIN (3.39), no RETURNING or DROP COLUMN (3.35)"
+        )
+        func noStatementNewerThanMinimum() {
+            let statements = _Query.allCases.map { ("\($0)", $0.sql) } + [("migration", _DiskIndex.moveAccessTimesSQL)]
+            for (query, sql) in statements {
+                let sql = sql.uppercased()
+                for feature in ["FULL OUTER JOIN", "RIGHT JOIN", "RETURNING", "DROP COLUMN"] {
+                    #expect(!sql.contains(feature), "\(query) uses \(feature)")
+                }
+            }
+        }
+
+        @Test("verify finds wrong totals both ways: a namespace without a totals row, a totals row without entries")
+        func wrongTotalsBothWays() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                let store = try DiskStore(directory: url)
+                try store.set(DiskTest.bytes(10), for: "k", in: "kept", storedAt: Date(), expiresAt: nil)
+                try store.set(DiskTest.bytes(20), for: "k", in: "untotalled", storedAt: Date(), expiresAt: nil)
+                try Self.tamper(
+                    url,
+                    """
+                    DELETE FROM namespaces WHERE namespace = CAST('untotalled' AS BLOB);
+                    INSERT INTO namespaces (namespace, count, bytes) VALUES (CAST('ghost' AS BLOB), 3, 30);
+                    """)
+                let report = try store.verify(repairing: true)
+                let wrong = report.damage.filter { $0.reason == .wrongTotals }.compactMap(\.namespace).sorted()
+                #expect(wrong == ["ghost", "untotalled"], "\(report.damage)")
+                #expect(try store.verify().isHealthy)
+                #expect(try store.usage(in: "untotalled") == StoreUsage(count: 1, bytes: 20))
+                #expect(try store.namespaces().keys.sorted() == ["kept", "untotalled"])
             }
         }
 
@@ -267,7 +318,8 @@ extension DiskStoreSuites {
                     let second = try DiskStore(directory: url, configuration: .init(onEvent: events.handler))
                     #expect(DiskTest.blobFiles(url).count == 4)
                     #expect(events.all.isEmpty)
-                    #expect(try second.verify().damage.map(\.reason) == [.orphanedFile, .orphanedFile])
+                    #expect(
+                        Set(try second.verify().damage.map(\.reason)) == [.orphanedFile, .temporaryFile])
                     _ = holder
                 }
 
@@ -327,7 +379,7 @@ extension DiskStoreSuites {
                     [.modificationDate: Date().addingTimeInterval(-3_600)], ofItemAtPath: directory.path)
                 let report = try store.verify(repairing: true)
                 #expect(report.entriesChecked == 1)
-                #expect(report.damage.map(\.reason) == [.orphanedFile])
+                #expect(report.damage.map(\.reason) == [.temporaryFile])
                 #expect(report.damage.first?.detail.contains("could not be deleted") == true, "\(report.damage)")
                 #expect(events.failures.count == 2)
                 #expect(try Data(contentsOf: inside) == Data([2]))

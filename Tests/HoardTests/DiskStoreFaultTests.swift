@@ -19,6 +19,91 @@ extension DiskStoreSuites {
             return (process.terminationStatus, String(decoding: output, as: UTF8.self))
         }
 
+        /// Mounts a tmpfs of `size` (`"2m"`) beside the test's directory, runs `body`
+        /// with its mount point, and unmounts it. Needs root: call it from a test
+        /// enabled only ``asRoot``.
+        static func withTmpfs(size: String, beside url: URL, _ body: (URL) throws -> Void) throws {
+            let mountPoint = url.deletingLastPathComponent().appendingPathComponent("tmpfs")
+            try FileManager.default.createDirectory(at: mountPoint, withIntermediateDirectories: true)
+            let (status, message) = run("/bin/mount", ["-t", "tmpfs", "-o", "size=\(size)", "tmpfs", mountPoint.path])
+            try #require(status == 0, "mounting a tmpfs failed: \(message)")
+            defer { _ = run("/bin/umount", ["-l", mountPoint.path]) }
+            try body(mountPoint)
+        }
+
+        /// Tests that mount a tmpfs run only as root, as CI does on Linux.
+        static let asRoot = ConditionTrait.enabled(if: geteuid() == 0, "mounting a tmpfs needs root (CI runs as root)")
+
+        /// Writes zeros to a new file at `url` until the disk is full.
+        static func fillDisk(_ url: URL) throws {
+            try #require(FileManager.default.createFile(atPath: url.path, contents: nil))
+            let handle = try #require(FileHandle(forWritingAtPath: url.path))
+            defer { try? handle.close() }
+            while (try? handle.write(contentsOf: Data(count: 4096))) != nil {}
+            // Then what is left is less than a page: fill it byte by byte.
+            while (try? handle.write(contentsOf: Data(count: 1))) != nil {}
+        }
+
+        /// A removal that must work on a full disk.
+        enum Removal: String, CaseIterable, Sendable {
+            case removeValue, batchRemoveValue, batchRemoveAll, removeAllInNamespace, trim
+        }
+
+        @Test(
+            "On a full disk (a 2 MiB tmpfs filled with small values) every removal succeeds and makes room for new writes",
+            asRoot, arguments: Removal.allCases)
+        func removalOnFullDisk(_ removal: Removal) throws {
+            try DiskTest.withTemporaryDirectory { url in
+                try Self.withTmpfs(size: "2m", beside: url) { mountPoint in
+                    // Given a store that filled the disk with small values, in two namespaces,
+                    // and the last free bytes taken by another file
+                    let storeURL = mountPoint.appendingPathComponent("store")
+                    let events = EventRecorder()
+                    let store = try DiskStore(directory: storeURL, configuration: .init(onEvent: events.handler))
+                    var count = 0
+                    while count < 50_000 {
+                        do {
+                            try store.set(
+                                DiskTest.bytes(200, seed: count), for: "k\(count)",
+                                in: count % 2 == 0 ? "even" : "odd", storedAt: Date(), expiresAt: nil)
+                            count += 1
+                        } catch {
+                            #expect((error as? HoardError)?.code == .storageFull, "\(error)")
+                            break
+                        }
+                    }
+                    try #require(count > 20 && count < 50_000, "the disk should have filled: \(count)")
+                    try Self.fillDisk(mountPoint.appendingPathComponent("ballast"))
+
+                    // When entries are removed
+                    switch removal {
+                    case .removeValue:
+                        #expect(try store.removeValue(for: "k0", in: "even"))
+                    case .batchRemoveValue:
+                        try store.write([.removeValue(for: "k0", in: "even")])
+                    case .batchRemoveAll:
+                        try store.write([.removeAll(in: "even")])
+                    case .removeAllInNamespace:
+                        #expect(try store.removeAll(in: "even") == (count + 1) / 2)
+                    case .trim:
+                        #expect(try store.trim(toBytes: nil, count: count - 10) == 10)
+                    }
+
+                    // Then they are gone, the rest is intact, and new writes succeed again
+                    #expect(try store.entry(for: "k0", in: "even") == nil)
+                    #expect(try store.entry(for: "k11", in: "odd")?.data == DiskTest.bytes(200, seed: 11))
+                    for i in 0..<20 {
+                        try store.set(
+                            DiskTest.bytes(200, seed: -i), for: "new\(i)", in: "new", storedAt: Date(),
+                            expiresAt: nil)
+                    }
+                    #expect(try store.entry(for: "new19", in: "new")?.data == DiskTest.bytes(200, seed: -19))
+                    #expect(try store.verify().isHealthy)
+                    #expect(events.failures.isEmpty, "\(events.failures)")
+                }
+            }
+        }
+
         @Test(
             "A really full disk (a 2 MiB tmpfs): storageFull is thrown, nothing is lost, the store works again after removals"
         )

@@ -41,7 +41,10 @@ extension DiskStoreSuites {
                 #expect(
                     Set(DiskTest.tree(url))
                         == Set(
-                            ["blobs", "index.sqlite", "index.sqlite-shm", "index.sqlite-wal", "lock"]
+                            [
+                                "blobs", "index.sqlite", "index.sqlite-reserve", "index.sqlite-shm", "index.sqlite-wal",
+                                "lock",
+                            ]
                                 + files.map { "blobs/\($0)" }))
                 // Removing by an awkward key removes that key only
                 #expect(try store.removeValue(for: "a\0", in: "ns"))

@@ -190,4 +190,33 @@ struct MessageLogCLITests {
             #expect(missing.errors.contains("there is no log file at this path"))
         }
     }
+
+    @Test("dump, tail and verify refuse a FIFO without opening it (opening one for reading waits for a writer)")
+    func fifo() async throws {
+        try await withTemporaryDirectory { directory in
+            // Given a FIFO where a log is expected, with bytes waiting in it: held open
+            // for writing by this test, so that a command that opened it would not
+            // wait but read those bytes (and fail some other way)
+            let path = directory.appendingPathComponent("events.log").path
+            #expect(mkfifo(path, 0o600) == 0)
+            let writer = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC)
+            try #require(writer >= 0)
+            defer { close(writer) }
+            let garbage = [UInt8](repeating: 0x41, count: 4_096)
+            #expect(garbage.withUnsafeBytes { write(writer, $0.baseAddress, $0.count) } == garbage.count)
+
+            for command in ["dump", "tail", "verify"] {
+                // When a log command is given it
+                let result = try await Self.hoard("log", command, path)
+
+                // Then it refuses it, saying what it is, and has read nothing from it
+                #expect(result.status != 0, "\(command)")
+                #expect(
+                    result.errors.contains("is a FIFO (named pipe), not a message log file; nothing was opened"),
+                    "\(command): \(result.errors)")
+            }
+            var left = [UInt8](repeating: 0, count: 8_192)
+            #expect(left.withUnsafeMutableBytes { read(writer, $0.baseAddress, $0.count) } == garbage.count)
+        }
+    }
 }

@@ -44,7 +44,8 @@ enum _StoreRemoval {
         let index = _StoreDirectory.indexName
         let storeFiles = try names(in: directory, path: path).filter { name in
             name == index || name == index + "-wal" || name == index + "-shm" || name == index + "-journal"
-                || name.hasPrefix(_StoreDirectory.creatingName) || name == _StoreDirectory.lockName
+                || name == _SpaceReserve.name || name.hasPrefix(_StoreDirectory.creatingName)
+                || name == _StoreDirectory.lockName
         }
         // The index first, the lock file last: an interrupted deletion leaves
         // something no instance opens as a store, or an empty store.

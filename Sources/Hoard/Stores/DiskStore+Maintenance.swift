@@ -10,7 +10,8 @@ extension DiskStore {
         public var total: Int
     }
 
-    /// Removes every expired entry, in every namespace, and their files.
+    /// Removes every expired entry, in every namespace, and their files; on a full
+    /// disk, as ``trim(toBytes:count:progress:)`` does.
     ///
     /// - Returns: How many entries were removed; reported as
     ///   ``DiskStoreEvent/expired(count:)`` when more than zero.
@@ -19,12 +20,18 @@ extension DiskStore {
     public func removeExpired() throws(HoardError) -> Int {
         let now = clock.now().timeIntervalSince1970
         var effects = _DiskEffects()
-        let count = try state.withLock { (state) throws(HoardError) -> Int in
-            let index = try state.open()
-            let (count, files) = try index.transaction { () throws(HoardError) in try index.deleteExpired(now: now) }
-            effects.filesToRemove += files
-            return count
-        }
+        let count = try freeingSpace(
+            releasing: { () throws(HoardError) in [] },
+            { () throws(HoardError) -> Int in
+                try state.withLock { (state) throws(HoardError) -> Int in
+                    let index = try state.open()
+                    let (count, files) = try index.transaction { () throws(HoardError) in
+                        try index.deleteExpired(now: now)
+                    }
+                    effects.filesToRemove += files
+                    return count
+                }
+            })
         if count > 0 { effects.events.append(.expired(count: count)) }
         finish(effects)
         return count
@@ -43,6 +50,9 @@ extension DiskStore {
     /// `maxBytes` and at most `maxCount` entries remain.
     ///
     /// Pending access times are written first, so the order reflects every read.
+    /// Works on a full disk, as `removeValue(for:in:)` does: a step that fails
+    /// with ``HoardError/Code/storageFull`` releases the store's reserve file,
+    /// checkpoints the index's log and is tried once more.
     /// The work is done in transactions of a few hundred entries; other callers
     /// and processes get their turn between them, and `progress` is called after
     /// each one (outside every lock).
@@ -69,9 +79,13 @@ extension DiskStore {
         }
         while true {
             var effects = _DiskEffects()
-            let step = try state.withLock { (state) throws(HoardError) in
-                try state.trimStep(toBytes: maxBytes, count: maxCount, effects: &effects)
-            }
+            let step = try freeingSpace(
+                releasing: { () throws(HoardError) in [] },
+                { () throws(HoardError) in
+                    try state.withLock { (state) throws(HoardError) in
+                        try state.trimStep(toBytes: maxBytes, count: maxCount, effects: &effects)
+                    }
+                })
             finish(effects)
             evicted += step.evicted
             bytes += step.bytes
@@ -107,13 +121,20 @@ extension DiskStore {
     /// with the entries; and lists files in `blobs/` that no entry refers to. It
     /// does not decode values, so it cannot tell which type they decode as.
     ///
+    /// Each problem SQLite's check reports is one ``StoreDamage`` with a one-line
+    /// detail (SQLite gives several problems of a table as the lines of one
+    /// message). Temporary files an interrupted write left are reported as
+    /// ``StoreDamage/Reason/temporaryFile``, which is not damage: a report with
+    /// nothing else ``VerificationReport/isHealthy``.
+    ///
     /// A value file that exists but cannot be read (permissions, an I/O error) is
     /// reported as ``StoreDamage/Reason/unreadableFile`` and never removed.
     ///
     /// With `repairing`, damaged entries are removed (after checking again under
     /// the write lock that they are still damaged), the totals are recomputed, and
-    /// orphaned files older than ten minutes are deleted (younger ones may belong
-    /// to a write in flight in another process). An orphan that cannot be deleted
+    /// orphaned and temporary files older than ten minutes are deleted (younger
+    /// ones may belong to a write in flight in another process; opening the store
+    /// while no other instance has it open deletes them whatever their age). An orphan that cannot be deleted
     /// (a directory, which is never entered) is left, said so in its report, and
     /// reported as ``DiskStoreEvent/failed(operation:namespace:key:error:)``; the
     /// check goes on. Damage SQLite finds in the index itself is reported
@@ -135,7 +156,7 @@ extension DiskStore {
         }
         do {
             let messages = try state.withLock { (state) throws(HoardError) in try state.open().quickCheck() }
-            for message in messages {
+            for message in _DiskIndex.integrityProblems(messages) {
                 report.damage.append(
                     StoreDamage(
                         namespace: nil, key: nil, reason: .damagedIndex, detail: "SQLite's integrity check: \(message)")
@@ -307,7 +328,7 @@ extension DiskStore {
             let old = modified.map { now.timeIntervalSince($0) > (age ?? .infinity) } ?? false
             var detail =
                 temporary
-                ? "blobs/\(name) is a temporary file of an interrupted write"
+                ? "blobs/\(name) is a temporary file an interrupted write left; it holds no entry's value"
                 : "blobs/\(name) is a value file no entry refers to"
             var deleted = false
             if let age {
@@ -326,7 +347,9 @@ extension DiskStore {
                 }
             }
             damage.append(
-                StoreDamage(namespace: nil, key: nil, reason: .orphanedFile, detail: detail, isRepaired: deleted))
+                StoreDamage(
+                    namespace: nil, key: nil, reason: temporary ? .temporaryFile : .orphanedFile, detail: detail,
+                    isRepaired: deleted))
         }
         observers.publish(failures)
         return damage

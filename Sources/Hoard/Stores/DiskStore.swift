@@ -49,6 +49,15 @@ import Synchronization
 /// - **Faults.** A full disk or a refused permission is a thrown ``HoardError``
 ///   (``HoardError/Code/storageFull``, ``HoardError/Code/permissionDenied``); the
 ///   operation had no effect and the store stays usable.
+/// - **A full disk.** Removing works on a full disk: `removeValue(for:in:)`,
+///   ``removeAll(in:)``, ``removeAll()``, a ``write(_:)`` that removes,
+///   ``removeExpired()`` and ``trim(toBytes:count:progress:)``. One that fails with
+///   ``HoardError/Code/storageFull`` deletes the value files it releases, then the
+///   store's 256 KiB reserve file (`index.sqlite-reserve`, made at open), checkpoints
+///   the index's write-ahead log into the database, which gives the log's space
+///   back, and tries once more; the reserve is grown back once there is room. A
+///   write that fails with `storageFull` is tried once more after a checkpoint, so
+///   that the space removals freed is used again.
 /// - **Limits.** Over ``Configuration/byteLimit`` or ``Configuration/countLimit``,
 ///   least-recently-accessed entries are evicted down to 75% (by default) of the
 ///   limit exceeded. Reads record accesses in memory, at most one per entry and
@@ -64,6 +73,8 @@ public final class DiskStore: CacheStore {
 
     let clock: any CacheClock
     let blobs: _BlobFiles
+    /// The file deleted to make room when the disk is full (see ``freeingSpace(releasing:_:)``).
+    let reserve: _SpaceReserve
     let state: Mutex<_DiskState>
     let observers: _DiskStoreObservers
     /// The most bytes of value, key and namespace together that a row of the index
@@ -93,6 +104,9 @@ public final class DiskStore: CacheStore {
     ///     Defaults to ``SystemClock``; tests pass a ``ManualClock``.
     /// - Throws: ``HoardError/Code/notAStore`` when the path holds something other
     ///   than a Hoard store (nothing is changed);
+    ///   ``HoardError/Code/storeDamaged`` when `index.sqlite` is this store's index
+    ///   (it records Hoard's format) but its SQLite header is damaged: the message
+    ///   says to delete the directory, as no repair can open it;
     ///   ``HoardError/Code/unsupportedFormat`` for a store of a newer format;
     ///   ``HoardError/Code/busy`` for a store of format version 1 that another
     ///   instance or process has open (it is migrated when opened alone);
@@ -110,6 +124,7 @@ public final class DiskStore: CacheStore {
         self.clock = clock
         observers = _DiskStoreObservers(handler: configuration.onEvent, logger: configuration.logger, path: path)
         blobs = _BlobFiles(directory: path + "/" + _StoreDirectory.blobsName, syncsFiles: configuration.syncsValueFiles)
+        reserve = _SpaceReserve(directory: path)
 
         let contents = try _StoreDirectory.inspect(path)
         if contents != .store, !configuration.createsStore {
@@ -176,6 +191,12 @@ public final class DiskStore: CacheStore {
         lockDescriptor = lock.descriptor
         rowCapacity = index.connection.lengthLimit - Self.rowMargin
         state = Mutex(_DiskState(index: index, configuration: configuration))
+        do {
+            try reserve.restore()
+        } catch {
+            openingEvents.append(
+                .failed(operation: "create the full-disk reserve", namespace: nil, key: nil, error: error))
+        }
         observers.publish(openingEvents)
     }
 
@@ -356,12 +377,14 @@ public final class DiskStore: CacheStore {
         var effects = _DiskEffects()
         do {
             if file != nil { try blobs.synchronizeEntries() }
-            try state.withLock { (state) throws(HoardError) in
-                try state.set(
-                    namespace: namespace, key: key, inline: file == nil ? data : nil, size: data.count, file: file,
-                    storedAt: storedAt.timeIntervalSince1970, expiresAt: expiresAt?.timeIntervalSince1970, crc: crc,
-                    now: now, effects: &effects)
-                state.enforceLimits(protecting: [_EntryName(namespace: namespace, key: key)], effects: &effects)
+            try retryingAfterCheckpoint { () throws(HoardError) in
+                try state.withLock { (state) throws(HoardError) in
+                    try state.set(
+                        namespace: namespace, key: key, inline: file == nil ? data : nil, size: data.count,
+                        file: file, storedAt: storedAt.timeIntervalSince1970,
+                        expiresAt: expiresAt?.timeIntervalSince1970, crc: crc, now: now, effects: &effects)
+                    state.enforceLimits(protecting: [_EntryName(namespace: namespace, key: key)], effects: &effects)
+                }
             }
         } catch {
             // No row names the file: deleted now, or reported and collected at the next open.
@@ -381,8 +404,14 @@ public final class DiskStore: CacheStore {
     /// ``Configuration/syncsValueFiles`` says); the batch's entries are never
     /// evicted by the limit check that follows it.
     ///
+    /// On a full disk, a batch that removes entries makes room as
+    /// `removeValue(for:in:)` does; one that only sets is tried once more after a
+    /// checkpoint of the index's log.
+    ///
     /// - Throws: As ``set(_:for:in:storedAt:expiresAt:)``; the store is unchanged
-    ///   when it throws.
+    ///   when it throws, but for one case: a batch that removes and still fails on
+    ///   a full disk after making room has deleted the value files of the entries
+    ///   it was to remove (they then read as damaged: a miss, removed).
     /// - Complexity: One transaction; per write, one upsert or delete.
     public func write(_ batch: [CacheStoreWrite]) throws(HoardError) {
         guard !batch.isEmpty else { return }
@@ -423,10 +452,18 @@ public final class DiskStore: CacheStore {
         }
         let now = clock.now().timeIntervalSince1970
         var effects = _DiskEffects()
-        do {
-            try state.withLock { (state) throws(HoardError) in
+        let apply = { () throws(HoardError) in
+            try self.state.withLock { (state) throws(HoardError) in
                 try state.write(prepared, now: now, effects: &effects)
                 state.enforceLimits(protecting: _PreparedWrite.names(in: prepared), effects: &effects)
+            }
+        }
+        do {
+            if prepared.contains(where: \.removes) {
+                // A batch that removes is how a full store makes room: as removeValue does.
+                try freeingSpace(releasing: { () throws(HoardError) in try self.files(removedBy: prepared) }, apply)
+            } else {
+                try retryingAfterCheckpoint(apply)
             }
         } catch {
             effects.filesToRemove += newFiles
@@ -438,21 +475,34 @@ public final class DiskStore: CacheStore {
 
     /// Removes the entry for `key` in `namespace` (and its file, if it has one).
     ///
+    /// Works on a full disk too (see "A full disk" in the type's overview): the
+    /// value file goes first, then the reserve, then the log is checkpointed.
+    ///
     /// - Returns: Whether there was an entry, expired ones included.
-    /// - Throws: ``HoardError`` when the index cannot be written; nothing changed.
+    /// - Throws: ``HoardError`` when the index cannot be written even then; nothing
+    ///   changed but, on a full disk, the value file (the entry then reads as
+    ///   damaged: a miss, removed).
     @discardableResult
     public func removeValue(for key: String, in namespace: String) throws(HoardError) -> Bool {
         let key = _normalized(key)
         let namespace = _normalized(namespace)
         var effects = _DiskEffects()
-        let found = try state.withLock { (state) throws(HoardError) -> Bool in
-            let index = try state.open()
-            let (found, file) = try index.transaction { () throws(HoardError) in
-                try index.delete(namespace: namespace, key: key)
-            }
-            if let file { effects.filesToRemove.append(file) }
-            return found
-        }
+        let found = try freeingSpace(
+            releasing: { () throws(HoardError) in
+                try state.withLock { (state) throws(HoardError) in
+                    try state.open().fileName(namespace: namespace, key: key).map { [$0] } ?? []
+                }
+            },
+            { () throws(HoardError) -> Bool in
+                try state.withLock { (state) throws(HoardError) -> Bool in
+                    let index = try state.open()
+                    let (found, file) = try index.transaction { () throws(HoardError) in
+                        try index.delete(namespace: namespace, key: key)
+                    }
+                    if let file { effects.filesToRemove.append(file) }
+                    return found
+                }
+            })
         finish(effects)
         return found
     }
@@ -460,7 +510,9 @@ public final class DiskStore: CacheStore {
     /// Removes every entry of `namespace`; other namespaces are untouched.
     ///
     /// Works on a full disk too: when the index cannot record the removal, the
-    /// namespace's value files are deleted first to make room.
+    /// namespace's value files are deleted first to make room, then the store's
+    /// reserve file, and the index's log is checkpointed (see "A full disk" in the
+    /// type's overview).
     ///
     /// - Returns: How many entries were removed.
     /// - Complexity: O(entries in the namespace).
@@ -479,39 +531,17 @@ public final class DiskStore: CacheStore {
         try removeAll(namespace: nil)
     }
 
-    /// Deletes the rows, then their files. On a full disk the index cannot record
-    /// the deletion (its write-ahead log cannot grow), so the files go first to make
-    /// room, and the deletion is tried once more: removing is how a full store frees
-    /// space. If that fails too, the rows left refer to missing files, which reads
-    /// and ``verify(repairing:)`` treat as damage (a miss, removed).
+    /// Deletes the rows, then their files; on a full disk, as ``freeingSpace(releasing:_:)``
+    /// says: the files first, then the reserve, then a checkpoint, and once more.
     private func removeAll(namespace: String?) throws(HoardError) -> Int {
         var effects = _DiskEffects()
-        do throws(HoardError) {
-            let count = try deleteRows(namespace: namespace, effects: &effects)
-            finish(effects)
-            return count
-        } catch  where error.code == .storageFull {
-            let files = try state.withLock { (state) throws(HoardError) in try state.open().files(in: namespace) }
-            for file in files {
-                do {
-                    try blobs.remove(file)
-                } catch let failure {
-                    effects.events.append(
-                        .failed(
-                            operation: "delete a value file to make room on a full disk", namespace: namespace,
-                            key: nil,
-                            error: failure))
-                }
-            }
-            do throws(HoardError) {
-                let count = try deleteRows(namespace: namespace, effects: &effects)
-                finish(effects)
-                return count
-            } catch {
-                finish(effects)
-                throw error
-            }
-        }
+        let count = try freeingSpace(
+            releasing: { () throws(HoardError) in
+                Array(try state.withLock { (state) throws(HoardError) in try state.open().files(in: namespace) })
+            },
+            { () throws(HoardError) in try deleteRows(namespace: namespace, effects: &effects) })
+        finish(effects)
+        return count
     }
 
     /// Deletes the rows of `namespace` (of every namespace when `nil`) in one
@@ -531,6 +561,24 @@ public final class DiskStore: CacheStore {
     }
 
     // MARK: Support
+
+    /// The value files of the entries a batch removes (as it finds them before it runs).
+    private func files(removedBy batch: [_PreparedWrite]) throws(HoardError) -> [String] {
+        try state.withLock { (state) throws(HoardError) -> [String] in
+            let index = try state.open()
+            var files: [String] = []
+            for write in batch {
+                switch write {
+                case .set: continue
+                case .remove(let namespace, let key):
+                    if let file = try index.fileName(namespace: namespace, key: key) { files.append(file) }
+                case .removeAll(let namespace):
+                    files += try index.files(in: namespace)
+                }
+            }
+            return files
+        }
+    }
 
     /// Whether a value of `size` bytes goes to a file of its own: when it is over
     /// ``Configuration/spillThreshold``, or when a row of the index cannot hold it

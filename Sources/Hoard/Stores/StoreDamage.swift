@@ -33,8 +33,14 @@ public struct StoreDamage: Sendable, Hashable, CustomStringConvertible {
         /// suite, something other than the encoded bytes a ``SettingsStore`` puts
         /// there (a number, a string, a dictionary written by other code).
         public static let unexpectedType = Reason("unexpectedType")
-        /// A file in the store's `blobs/` directory that no entry refers to.
+        /// A value file in the store's `blobs/` directory that no entry refers to.
         public static let orphanedFile = Reason("orphanedFile")
+        /// A temporary file in the store's `blobs/` directory that a write left when
+        /// it was interrupted (its process killed): it holds no entry's value and
+        /// only takes space. Not damage: ``VerificationReport/isHealthy`` ignores
+        /// it. Opening the store while no other instance has it open deletes it, and
+        /// so does a repairing verify once it is ten minutes old.
+        public static let temporaryFile = Reason("temporaryFile")
         /// SQLite's own integrity check found a problem in the index database.
         public static let damagedIndex = Reason("damagedIndex")
         /// The per-namespace totals the store keeps disagree with its entries.

@@ -9,8 +9,9 @@
 public struct VerificationReport: Sendable, Hashable, CustomStringConvertible {
     /// How many entries were checked.
     public var entriesChecked: Int
-    /// Every problem found: damaged entries with their namespace, key and reason,
-    /// orphaned files, and problems of the index as a whole.
+    /// Everything found: damaged entries with their namespace, key and reason,
+    /// orphaned files, problems of the index as a whole, and temporary files of
+    /// interrupted writes (which are not damage: see ``problems``).
     public var damage: [StoreDamage]
     /// Whether the check was asked to repair what it found (`repairing: true`).
     /// Each problem's ``StoreDamage/isRepaired`` says whether it was; some damage is
@@ -24,20 +25,42 @@ public struct VerificationReport: Sendable, Hashable, CustomStringConvertible {
         self.repaired = repaired
     }
 
-    /// Whether nothing was wrong.
-    public var isHealthy: Bool { damage.isEmpty }
+    /// Whether nothing was wrong: ``damage`` is empty, or lists only temporary files
+    /// of interrupted writes (``StoreDamage/Reason/temporaryFile``), which hold no
+    /// value and are not damage.
+    public var isHealthy: Bool { problems.isEmpty }
+
+    /// Every finding that is damage: ``damage`` without the temporary files of
+    /// interrupted writes.
+    public var problems: [StoreDamage] { damage.filter { $0.reason != .temporaryFile } }
 
     /// The problems that are still there: every one without a repair, and after a
     /// repair those it could not mend.
     public var unrepaired: [StoreDamage] { damage.filter { !$0.isRepaired } }
 
     public var description: String {
-        if damage.isEmpty { return "\(entriesChecked) entries checked, no damage" }
-        let what = damage.count == 1 ? "problem" : "problems"
-        var text = "\(entriesChecked) entries checked, \(damage.count) \(what)"
-        if repaired {
-            let left = unrepaired.count
-            text += left == 0 ? " (repaired)" : " (\(damage.count - left) repaired, \(left) left)"
+        let problems = problems
+        var text: String
+        if problems.isEmpty {
+            text = "\(entriesChecked) entries checked, no damage"
+        } else {
+            let what = problems.count == 1 ? "problem" : "problems"
+            text = "\(entriesChecked) entries checked, \(problems.count) \(what)"
+            if repaired {
+                let left = problems.filter { !$0.isRepaired }.count
+                text += left == 0 ? " (repaired)" : " (\(problems.count - left) repaired, \(left) left)"
+            }
+        }
+        let temporary = damage.filter { $0.reason == .temporaryFile }
+        if !temporary.isEmpty {
+            let what = temporary.count == 1 ? "temporary file" : "temporary files"
+            text += "; \(temporary.count) \(what) of interrupted writes"
+            if repaired {
+                let deleted = temporary.filter(\.isRepaired).count
+                text +=
+                    deleted == temporary.count
+                    ? " (deleted)" : " (\(deleted) deleted, \(temporary.count - deleted) kept)"
+            }
         }
         return text
     }

@@ -108,6 +108,17 @@ extension _DiskIndex {
         return row
     }
 
+    /// The problems in what ``quickCheck()`` returns, one line each: SQLite gives
+    /// the problems it finds in a table's pages as one message of several lines,
+    /// headed by `*** in database main ***`; that heading is dropped, and so are
+    /// empty lines.
+    static func integrityProblems(_ messages: [String]) -> [String] {
+        messages.flatMap { message in
+            message.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
+                .filter { line in !line.isEmpty && !(line.hasPrefix("*** in database ") && line.hasSuffix(" ***")) }
+        }
+    }
+
     /// SQLite's `quick_check`: an empty array when the database is sound.
     func quickCheck() throws(HoardError) -> [String] {
         let statement = try self.statement(.quickCheck)

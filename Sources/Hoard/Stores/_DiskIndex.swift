@@ -62,40 +62,52 @@ final class _DiskIndex {
                 ('format', '\(formatName)'),
                 ('version', '\(formatVersion)'),
                 ('created', '\(now.timeIntervalSince1970)');
-            CREATE TABLE entries (
-                id INTEGER PRIMARY KEY,
-                namespace BLOB NOT NULL,
-                key BLOB NOT NULL,
-                stored_at REAL NOT NULL,
-                expires_at REAL,
-                size INTEGER NOT NULL,
-                value BLOB,
-                blob TEXT,
-                crc INTEGER
-            );
-            CREATE UNIQUE INDEX entries_by_key ON entries (namespace, key);
-            CREATE INDEX entries_by_expiry ON entries (expires_at) WHERE expires_at IS NOT NULL;
-            CREATE INDEX entries_with_files ON entries (blob) WHERE blob IS NOT NULL;
+            \(entriesTableSQL(named: "entries"))
             CREATE TABLE namespaces (
                 namespace BLOB PRIMARY KEY NOT NULL,
                 count INTEGER NOT NULL,
                 bytes INTEGER NOT NULL
             ) WITHOUT ROWID;
-            CREATE TRIGGER entries_inserted AFTER INSERT ON entries BEGIN
-                INSERT INTO namespaces (namespace, count, bytes) VALUES (NEW.namespace, 1, NEW.size)
-                ON CONFLICT (namespace) DO UPDATE SET count = count + 1, bytes = bytes + excluded.bytes;
-            END;
-            CREATE TRIGGER entries_deleted AFTER DELETE ON entries BEGIN
-                UPDATE namespaces SET count = count - 1, bytes = bytes - OLD.size WHERE namespace = OLD.namespace;
-                DELETE FROM namespaces WHERE namespace = OLD.namespace AND count <= 0;
-            END;
+            \(entriesIndexesAndTotalsSQL)
             \(accessTableSQL)
-            CREATE TRIGGER entries_resized AFTER UPDATE OF size ON entries WHEN OLD.size IS NOT NEW.size BEGIN
-                UPDATE namespaces SET bytes = bytes - OLD.size + NEW.size WHERE namespace = NEW.namespace;
-            END;
             COMMIT;
             """)
     }
+
+    /// The `entries` table of format version 3, under `name`.
+    private static func entriesTableSQL(named name: String) -> String {
+        """
+        CREATE TABLE \(name) (
+            id INTEGER PRIMARY KEY,
+            namespace BLOB NOT NULL,
+            key BLOB NOT NULL,
+            stored_at REAL NOT NULL,
+            expires_at REAL,
+            size INTEGER NOT NULL,
+            value BLOB,
+            blob TEXT,
+            crc INTEGER
+        );
+        """
+    }
+
+    /// The indexes of `entries`, and the triggers that keep `namespaces` up to date.
+    private static let entriesIndexesAndTotalsSQL = """
+        CREATE UNIQUE INDEX entries_by_key ON entries (namespace, key);
+        CREATE INDEX entries_by_expiry ON entries (expires_at) WHERE expires_at IS NOT NULL;
+        CREATE INDEX entries_with_files ON entries (blob) WHERE blob IS NOT NULL;
+        CREATE TRIGGER entries_inserted AFTER INSERT ON entries BEGIN
+            INSERT INTO namespaces (namespace, count, bytes) VALUES (NEW.namespace, 1, NEW.size)
+            ON CONFLICT (namespace) DO UPDATE SET count = count + 1, bytes = bytes + excluded.bytes;
+        END;
+        CREATE TRIGGER entries_deleted AFTER DELETE ON entries BEGIN
+            UPDATE namespaces SET count = count - 1, bytes = bytes - OLD.size WHERE namespace = OLD.namespace;
+            DELETE FROM namespaces WHERE namespace = OLD.namespace AND count <= 0;
+        END;
+        CREATE TRIGGER entries_resized AFTER UPDATE OF size ON entries WHEN OLD.size IS NOT NEW.size BEGIN
+            UPDATE namespaces SET bytes = bytes - OLD.size + NEW.size WHERE namespace = NEW.namespace;
+        END;
+        """
 
     /// Opens an existing index: WAL, `synchronous = NORMAL`, the busy timeout (at
     /// most `Int32.max` milliseconds, about 24.8 days: SQLite's limit), the page
@@ -182,6 +194,11 @@ final class _DiskIndex {
     private static let accessTableSQL = """
         CREATE TABLE access (id INTEGER PRIMARY KEY, accessed_at REAL NOT NULL);
         CREATE INDEX access_by_time ON access (accessed_at);
+        \(accessTriggerSQL)
+        """
+
+    /// The trigger that deletes an entry's access time with the entry.
+    private static let accessTriggerSQL = """
         CREATE TRIGGER entries_deleted_access AFTER DELETE ON entries BEGIN
             DELETE FROM access WHERE id = OLD.id;
         END;
@@ -237,17 +254,34 @@ final class _DiskIndex {
 
     /// Version 2 → 3: moves `accessed_at` out of `entries` into `access` (a time
     /// that is not a number becomes 0, the first to be evicted).
+    ///
+    /// `entries` is rebuilt without the column rather than altered with
+    /// `ALTER TABLE … DROP COLUMN`, which SQLite has only since 3.35: a new table
+    /// takes the rows (ids, and so access times, unchanged), the old one is dropped
+    /// with its indexes and triggers (the triggers first, so that dropping it does
+    /// not touch the totals), and the indexes and triggers are made anew.
     private func moveAccessTimes() throws(HoardError) {
-        try connection.execute(
-            """
-            \(Self.accessTableSQL)
-            INSERT INTO access (id, accessed_at)
-                SELECT id, CASE WHEN typeof(accessed_at) IN ('real', 'integer') THEN accessed_at ELSE 0 END
-                FROM entries;
-            DROP INDEX IF EXISTS entries_by_access;
-            ALTER TABLE entries DROP COLUMN accessed_at;
-            """)
+        try connection.execute(Self.moveAccessTimesSQL)
     }
+
+    /// The statements of ``moveAccessTimes()``.
+    static let moveAccessTimesSQL = """
+        CREATE TABLE access (id INTEGER PRIMARY KEY, accessed_at REAL NOT NULL);
+        CREATE INDEX access_by_time ON access (accessed_at);
+        INSERT INTO access (id, accessed_at)
+            SELECT id, CASE WHEN typeof(accessed_at) IN ('real', 'integer') THEN accessed_at ELSE 0 END
+            FROM entries;
+        \(entriesTableSQL(named: "entries_v3"))
+        INSERT INTO entries_v3 (id, namespace, key, stored_at, expires_at, size, value, blob, crc)
+            SELECT id, namespace, key, stored_at, expires_at, size, value, blob, crc FROM entries;
+        DROP TRIGGER IF EXISTS entries_inserted;
+        DROP TRIGGER IF EXISTS entries_deleted;
+        DROP TRIGGER IF EXISTS entries_resized;
+        DROP TABLE entries;
+        ALTER TABLE entries_v3 RENAME TO entries;
+        \(entriesIndexesAndTotalsSQL)
+        \(accessTriggerSQL)
+        """
 
     /// The checksum stored with an entry: CRC-32C of the value's bytes, then of the
     /// namespace's UTF-8, one 0xFF byte (never part of UTF-8), and the key's UTF-8.
@@ -483,74 +517,84 @@ final class _DiskIndex {
         return try statement.step()
     }
 
-    /// Deletes the entry for `key` in `namespace`.
+    /// Deletes the entry for `key` in `namespace`. Call inside a transaction.
     ///
     /// - Returns: Whether there was one, and the file it referred to.
     func delete(namespace: String, key: String) throws(HoardError) -> (found: Bool, file: String?) {
-        let statement = try self.statement(.deleteKey)
-        return try withBytes(namespace, key) { (ns, k) throws(HoardError) -> (found: Bool, file: String?) in
-            try statement.bind(bytes: ns, at: 1)
-            try statement.bind(bytes: k, at: 2)
-            defer { statement.reset() }
-            guard try statement.step() else { return (false, nil) }
-            let file = statement.type(at: 0) == .text ? statement.string(at: 0) : nil
-            while try statement.step() {}
-            return (true, file)
+        try withBytes(namespace, key) { (ns, k) throws(HoardError) -> (found: Bool, file: String?) in
+            let (count, files) = try deleteRows(.fileOfKeyToDelete, .deleteKey) { (statement) throws(HoardError) in
+                try statement.bind(bytes: ns, at: 1)
+                try statement.bind(bytes: k, at: 2)
+            }
+            return (count > 0, files.first)
         }
     }
 
-    /// Deletes every entry of `namespace`, or of the whole store when `nil`.
+    /// Deletes every entry of `namespace`, or of the whole store when `nil`. Call
+    /// inside a transaction.
     ///
     /// - Returns: How many entries, and the files they referred to.
     func deleteAll(namespace: String?) throws(HoardError) -> (count: Int, files: [String]) {
-        let statement: _SQLiteConnection.Statement
-        if let namespace {
-            statement = try self.statement(.deleteNamespace)
-            return try withBytes(namespace) { (ns) throws(HoardError) -> (count: Int, files: [String]) in
+        guard let namespace else {
+            return try deleteRows(.filesOfEverythingToDelete, .deleteEverything) { (_) throws(HoardError) in }
+        }
+        return try withBytes(namespace) { (ns) throws(HoardError) -> (count: Int, files: [String]) in
+            try deleteRows(.filesOfNamespaceToDelete, .deleteNamespace) { (statement) throws(HoardError) in
                 try statement.bind(bytes: ns, at: 1)
-                return try Self.collectDeleted(statement)
             }
         }
-        statement = try self.statement(.deleteEverything)
-        return try Self.collectDeleted(statement)
     }
 
-    /// Steps a `DELETE … RETURNING blob` statement to the end.
-    private static func collectDeleted(
-        _ statement: _SQLiteConnection.Statement
+    /// Runs a deletion as two statements with the same parameters (`bind` binds
+    /// one): `select` reads the files of the rows, then `delete` deletes them.
+    /// The form `DELETE … RETURNING blob` does both at once but needs SQLite 3.35;
+    /// inside the caller's transaction the two see the same rows.
+    private func deleteRows(
+        _ select: _Query, _ delete: _Query, bind: (_SQLiteConnection.Statement) throws(HoardError) -> Void
     ) throws(HoardError) -> (count: Int, files: [String]) {
-        defer { statement.reset() }
+        let selecting = try statement(select)
+        try bind(selecting)
         var count = 0
         var files: [String] = []
-        while try statement.step() {
-            count += 1
-            if statement.type(at: 0) == .text, let file = statement.string(at: 0) { files.append(file) }
+        do {
+            defer { selecting.reset() }
+            while try selecting.step() {
+                count += 1
+                if selecting.type(at: 0) == .text, let file = selecting.string(at: 0) { files.append(file) }
+            }
         }
+        guard count > 0 else { return (0, []) }
+        let deleting = try statement(delete)
+        try bind(deleting)
+        defer { deleting.reset() }
+        _ = try deleting.step()
         return (count, files)
     }
 
-    /// Deletes the entry with row id `id` if it has expired at `now`.
+    /// Deletes the entry with row id `id` if it has expired at `now`. Call inside
+    /// a transaction.
     func deleteIfExpired(id: Int64, now: Double) throws(HoardError) -> (found: Bool, file: String?) {
-        let statement = try self.statement(.deleteIfExpired)
-        statement.bind(id, at: 1)
-        statement.bind(now, at: 2)
-        let (count, files) = try Self.collectDeleted(statement)
+        let (count, files) = try deleteRows(.fileIfExpiredToDelete, .deleteIfExpired) {
+            (statement) throws(HoardError) in
+            statement.bind(id, at: 1)
+            statement.bind(now, at: 2)
+        }
         return (count > 0, files.first)
     }
 
-    /// Deletes the entry with row id `id`.
+    /// Deletes the entry with row id `id`. Call inside a transaction.
     func delete(id: Int64) throws(HoardError) -> (found: Bool, file: String?) {
-        let statement = try self.statement(.deleteID)
-        statement.bind(id, at: 1)
-        let (count, files) = try Self.collectDeleted(statement)
+        let (count, files) = try deleteRows(.fileOfIDToDelete, .deleteID) { (statement) throws(HoardError) in
+            statement.bind(id, at: 1)
+        }
         return (count > 0, files.first)
     }
 
-    /// Deletes every entry that has expired at `now`.
+    /// Deletes every entry that has expired at `now`. Call inside a transaction.
     func deleteExpired(now: Double) throws(HoardError) -> (count: Int, files: [String]) {
-        let statement = try self.statement(.deleteExpired)
-        statement.bind(now, at: 1)
-        return try Self.collectDeleted(statement)
+        try deleteRows(.filesOfExpiredToDelete, .deleteExpired) { (statement) throws(HoardError) in
+            statement.bind(now, at: 1)
+        }
     }
 
     /// Records an access to row `id` at `time` (never moving it backwards). An

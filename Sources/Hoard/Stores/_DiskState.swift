@@ -17,6 +17,12 @@ enum _PreparedWrite {
     case remove(namespace: String, key: String)
     case removeAll(namespace: String)
 
+    /// Whether this write removes entries (and so may free space).
+    var removes: Bool {
+        if case .set = self { return false }
+        return true
+    }
+
     /// The names of the entries a batch writes: eviction after the batch spares them.
     static func names(in batch: [_PreparedWrite]) -> Set<_EntryName> {
         var names = Set<_EntryName>(minimumCapacity: batch.count)

@@ -3,6 +3,8 @@ enum _Query: Int, CaseIterable {
     case begin, commit, rollback, readMeta
     case lookup, expiryOfKey, upsert, recordWrite, fileOfKey, anyFile, touch, restoreAccess
     case deleteKey, deleteNamespace, deleteEverything, deleteIfExpired, deleteID, deleteExpired
+    case fileOfKeyToDelete, filesOfNamespaceToDelete, filesOfEverythingToDelete, fileIfExpiredToDelete
+    case fileOfIDToDelete, filesOfExpiredToDelete
     case keys, usage, totalUsage, namespaces, leastRecentlyAccessed, referencedFiles, filesOfNamespace
     case scan, list, quickCheck, wrongTotals, wrongAccessTimes
 
@@ -55,12 +57,20 @@ enum _Query: Int, CaseIterable {
                 """
         case .restoreAccess:
             return "INSERT OR IGNORE INTO access (id, accessed_at) SELECT id, ?2 FROM entries WHERE id = ?1"
-        case .deleteKey: return "DELETE FROM entries WHERE namespace = ?1 AND key = ?2 RETURNING blob"
-        case .deleteNamespace: return "DELETE FROM entries WHERE namespace = ?1 RETURNING blob"
-        case .deleteEverything: return "DELETE FROM entries RETURNING blob"
-        case .deleteIfExpired: return "DELETE FROM entries WHERE id = ?1 AND expires_at <= ?2 RETURNING blob"
-        case .deleteID: return "DELETE FROM entries WHERE id = ?1 RETURNING blob"
-        case .deleteExpired: return "DELETE FROM entries WHERE expires_at <= ?1 RETURNING blob"
+        // Each deletion is a SELECT of the rows' files, then the DELETE, with the same
+        // parameters, in one transaction: `DELETE … RETURNING` would need SQLite 3.35.
+        case .deleteKey: return "DELETE FROM entries WHERE namespace = ?1 AND key = ?2"
+        case .deleteNamespace: return "DELETE FROM entries WHERE namespace = ?1"
+        case .deleteEverything: return "DELETE FROM entries"
+        case .deleteIfExpired: return "DELETE FROM entries WHERE id = ?1 AND expires_at <= ?2"
+        case .deleteID: return "DELETE FROM entries WHERE id = ?1"
+        case .deleteExpired: return "DELETE FROM entries WHERE expires_at <= ?1"
+        case .fileOfKeyToDelete: return "SELECT blob FROM entries WHERE namespace = ?1 AND key = ?2"
+        case .filesOfNamespaceToDelete: return "SELECT blob FROM entries WHERE namespace = ?1"
+        case .filesOfEverythingToDelete: return "SELECT blob FROM entries"
+        case .fileIfExpiredToDelete: return "SELECT blob FROM entries WHERE id = ?1 AND expires_at <= ?2"
+        case .fileOfIDToDelete: return "SELECT blob FROM entries WHERE id = ?1"
+        case .filesOfExpiredToDelete: return "SELECT blob FROM entries WHERE expires_at <= ?1"
         case .keys:
             return """
                 SELECT key FROM entries WHERE namespace = ?1 AND (expires_at IS NULL OR expires_at > ?2)
@@ -84,12 +94,20 @@ enum _Query: Int, CaseIterable {
                 """
         case .quickCheck: return "PRAGMA quick_check"
         case .wrongTotals:
+            // Namespaces with a totals row, compared with their entries; then
+            // namespaces with entries but no totals row. Two LEFT JOINs rather than a
+            // FULL OUTER JOIN, which SQLite has only since 3.39.
             return """
-                SELECT coalesce(n.namespace, e.namespace), coalesce(n.count, 0), coalesce(n.bytes, 0),
-                       coalesce(e.count, 0), coalesce(e.bytes, 0)
+                SELECT n.namespace, n.count, n.bytes, coalesce(e.count, 0), coalesce(e.bytes, 0)
+                FROM namespaces AS n
+                LEFT JOIN (SELECT namespace, count(*) AS count, total(size) AS bytes FROM entries GROUP BY namespace) AS e
+                    ON e.namespace = n.namespace
+                WHERE n.count IS NOT coalesce(e.count, 0) OR n.bytes IS NOT coalesce(e.bytes, 0)
+                UNION ALL
+                SELECT e.namespace, 0, 0, e.count, e.bytes
                 FROM (SELECT namespace, count(*) AS count, total(size) AS bytes FROM entries GROUP BY namespace) AS e
-                FULL OUTER JOIN namespaces AS n ON n.namespace = e.namespace
-                WHERE coalesce(n.count, 0) != coalesce(e.count, 0) OR coalesce(n.bytes, 0) != coalesce(e.bytes, 0)
+                LEFT JOIN namespaces AS n ON n.namespace = e.namespace
+                WHERE n.namespace IS NULL
                 """
         case .wrongAccessTimes:
             return """

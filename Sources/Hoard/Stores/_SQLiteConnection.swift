@@ -36,7 +36,10 @@ final class _SQLiteConnection {
                 .invalidConfiguration, "the SQLite library was built without thread support (SQLITE_THREADSAFE=0)",
                 path: path)
         }
-        var flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
+        try Self.checkVersion(sqlite3_libversion_number(), path: path)
+        // Extended result codes are turned on after opening rather than with
+        // SQLITE_OPEN_EXRESCODE, a flag SQLite has only since 3.37.
+        var flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX
         if create { flags |= SQLITE_OPEN_CREATE }
         var db: OpaquePointer?
         let rc = sqlite3_open_v2(path, &db, flags, nil)
@@ -47,6 +50,35 @@ final class _SQLiteConnection {
             handle = nil
             throw error
         }
+        sqlite3_extended_result_codes(db, 1)
+    }
+
+    /// The oldest SQLite library the store runs on, as `sqlite3_libversion_number()`
+    /// gives it: 3.24.0, the first with upserts (`INSERT … ON CONFLICT … DO
+    /// UPDATE`), which writes and the totals' trigger use. The store uses nothing
+    /// newer: no `DELETE … RETURNING` or `DROP COLUMN` (3.35), no `FULL OUTER JOIN`
+    /// (3.39), no `SQLITE_OPEN_EXRESCODE` (3.37).
+    static let minimumVersion: Int32 = 3_024_000
+
+    /// A version number (`3_035_000`) as SQLite writes it: `3.35.0`.
+    static func versionString(_ number: Int32) -> String {
+        "\(number / 1_000_000).\(number / 1_000 % 1_000).\(number % 1_000)"
+    }
+
+    /// Refuses an SQLite library older than ``minimumVersion``.
+    ///
+    /// - Parameters:
+    ///   - number: The library's version, as `sqlite3_libversion_number()` gives it.
+    ///   - path: The database the caller was about to open, for the error.
+    /// - Throws: ``HoardError/Code/invalidConfiguration`` naming both versions.
+    static func checkVersion(_ number: Int32, path: String) throws(HoardError) {
+        guard number < minimumVersion else { return }
+        throw HoardError(
+            .invalidConfiguration,
+            "the SQLite library this process loaded is version \(versionString(number)); Hoard's disk store needs "
+                + "SQLite \(versionString(minimumVersion)) or later: install a newer libsqlite3 (on Linux, the "
+                + "distribution's libsqlite3-dev and libsqlite3-0 packages)",
+            path: path)
     }
 
     deinit {
@@ -93,6 +125,23 @@ final class _SQLiteConnection {
         let prepared = Statement(statement, connection: self)
         statements.append(prepared)
         return prepared
+    }
+
+    /// Copies every page of the write-ahead log into the database and truncates the
+    /// log to zero bytes (`SQLITE_CHECKPOINT_TRUNCATE`), waiting up to the busy
+    /// timeout for other connections' readers and writers.
+    ///
+    /// - Returns: `false` when another connection kept it from finishing
+    ///   (`SQLITE_BUSY`): the log was copied as far as it could be, and kept.
+    /// - Throws: ``HoardError/Code/storageFull`` when the database cannot grow to
+    ///   take the log's pages; another ``HoardError`` when the copy fails. Nothing
+    ///   is lost either way: the log keeps every page until a checkpoint finishes.
+    func checkpointAndTruncate() throws(HoardError) -> Bool {
+        let db = try open()
+        let rc = sqlite3_wal_checkpoint_v2(db, nil, SQLITE_CHECKPOINT_TRUNCATE, nil, nil)
+        if rc == SQLITE_OK { return true }
+        if rc & 0xFF == SQLITE_BUSY || rc & 0xFF == SQLITE_LOCKED { return false }
+        throw error(rc, "could not checkpoint the index's write-ahead log")
     }
 
     /// How many rows the last finished `INSERT`, `UPDATE` or `DELETE` changed.

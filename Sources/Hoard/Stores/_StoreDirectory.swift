@@ -7,6 +7,7 @@ import Foundation
 ///   index.sqlite        0600  the index (WAL); -wal and -shm beside it, same mode
 ///   blobs/              0700  values over the spill threshold, one file each, 0600
 ///   lock                0600  held shared (flock) by every open instance
+///   index.sqlite-reserve 0600 256 KiB of zeros, deleted to make room on a full disk (_SpaceReserve)
 /// ```
 ///
 /// Opening looks before it touches: a path that holds anything other than a Hoard
@@ -51,8 +52,12 @@ enum _StoreDirectory {
             return .nothing
         case .directory:
             break
-        case .file, .other:
+        case .file:
             throw HoardError(.notAStore, "the path is a file, not a store directory", path: path)
+        case .other:
+            throw HoardError(
+                .notAStore, "the path is a FIFO, a socket or a device, not a store directory; nothing was opened",
+                path: path)
         }
         let names = try _FileSystem.contents(of: path)
         if names.contains(blobsName), _FileSystem.kind(at: path + "/" + blobsName) != .directory {
@@ -71,7 +76,7 @@ enum _StoreDirectory {
             return .store
         }
         let foreign = names.filter { name in
-            name != blobsName && name != lockName && !name.hasPrefix(creatingName)
+            name != blobsName && name != lockName && name != _SpaceReserve.name && !name.hasPrefix(creatingName)
         }
         if !foreign.isEmpty {
             let shown = foreign.sorted().prefix(5).joined(separator: ", ")
@@ -94,15 +99,52 @@ enum _StoreDirectory {
         }
         let magic = Array("SQLite format 3\0".utf8)
         guard header.count == 100, Array(header[0..<16]) == magic else {
+            if recordsHoardFormat(indexPath) {
+                throw damagedHeader(indexPath, "its first 16 bytes are not SQLite's \"SQLite format 3\"")
+            }
             throw HoardError(.notAStore, "index.sqlite is not an SQLite database; nothing was changed", path: indexPath)
         }
         let id = header[68..<72].reduce(UInt32(0)) { ($0 << 8) | UInt32($1) }
         guard id == _DiskIndex.applicationID else {
+            if recordsHoardFormat(indexPath) {
+                throw damagedHeader(
+                    indexPath, "its application id is \(id), not Hoard's \(_DiskIndex.applicationID)")
+            }
             throw HoardError(
                 .notAStore,
                 "index.sqlite is an SQLite database of another application (application id \(id), Hoard's is \(_DiskIndex.applicationID)); nothing was changed",
                 path: indexPath)
         }
+    }
+
+    /// How many bytes from the start of an index ``recordsHoardFormat(_:)`` searches:
+    /// the `meta` table, created first, is on the database's second page (at most
+    /// 64 KiB in).
+    static let formatRecordSearchBytes = 131_072
+
+    /// Whether the first ``formatRecordSearchBytes`` of the file hold the format name
+    /// Hoard records in `meta` (``_DiskIndex/formatName``): what tells a Hoard index
+    /// whose SQLite header is damaged from another program's file.
+    static func recordsHoardFormat(_ indexPath: String) -> Bool {
+        guard let bytes = _FileSystem.prefix(ofFile: indexPath, count: formatRecordSearchBytes) else { return false }
+        let needle = Array(_DiskIndex.formatName.utf8)
+        guard bytes.count >= needle.count else { return false }
+        for start in 0...(bytes.count - needle.count) where bytes[start] == needle[0] {
+            if bytes[start..<start + needle.count].elementsEqual(needle) { return true }
+        }
+        return false
+    }
+
+    /// The error for a Hoard index whose header is damaged: what is wrong, and what to
+    /// do about it.
+    private static func damagedHeader(_ indexPath: String, _ what: String) -> HoardError {
+        let directory = (indexPath as NSString).deletingLastPathComponent
+        return HoardError(
+            .storeDamaged,
+            "index.sqlite is this Hoard store's index, but its SQLite header is damaged (\(what)), so SQLite cannot "
+                + "open it and no repair can mend it; nothing was changed. A store holds only cached data: delete the "
+                + "store's directory (\(directory)) and the next open creates it anew",
+            path: indexPath)
     }
 
     /// The lock file, held shared or exclusive.
@@ -225,5 +267,65 @@ enum _StoreDirectory {
             bytes += size
         }
         return (files, bytes)
+    }
+}
+
+/// `index.sqlite-reserve` in a store's directory: a file of zeros that holds disk
+/// space for a full disk.
+///
+/// On a full disk even removing needs room: SQLite records a deletion by appending
+/// pages to the index's write-ahead log, and copying the log into the database
+/// (a checkpoint, after which the log's space is given back) may need to grow the
+/// database. A ``DiskStore`` whose removal fails with
+/// ``HoardError/Code/storageFull`` deletes this file, checkpoints and tries once
+/// more; after a removal that frees space it grows the file again.
+///
+/// It is written with zeros, never sparse, so that its blocks are really taken
+/// (a file system that compresses or deduplicates may still store it in less).
+struct _SpaceReserve: Sendable {
+    /// The file's path.
+    let path: String
+    /// The size it is grown to.
+    let size: Int
+
+    static let name = _StoreDirectory.indexName + "-reserve"
+    /// 256 KiB: room for a deletion's log pages and a checkpoint's growth of the
+    /// database on a small disk.
+    static let defaultSize = 256 << 10
+
+    init(directory: String, size: Int = defaultSize) {
+        path = directory + "/" + Self.name
+        self.size = size
+    }
+
+    /// Creates the file, or grows it, to ``size`` bytes of zeros. A symbolic link,
+    /// a FIFO or anything but a regular file in its place is refused, never
+    /// followed or waited on.
+    ///
+    /// - Throws: ``HoardError/Code/storageFull`` when the disk has no room for all
+    ///   of it (the file keeps what was written, and is grown the next time);
+    ///   another ``HoardError`` when it cannot be opened or written.
+    func restore() throws(HoardError) {
+        let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0o600)
+        guard fd >= 0 else { throw _FileSystem.error("could not create the store's full-disk reserve", path: path) }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else {
+            throw _FileSystem.error("could not inspect the store's full-disk reserve", path: path)
+        }
+        guard info.st_mode & S_IFMT == S_IFREG else {
+            throw HoardError(.ioFailed, "the store's full-disk reserve is not a regular file", path: path)
+        }
+        let current = Int(info.st_size)
+        guard current < size else { return }
+        let zeros = [UInt8](repeating: 0, count: size - current)
+        if case .failure(let failure) = zeros.withUnsafeBytes({ _POSIX.write(fd, $0, at: current) }) {
+            throw _FileSystem.error("could not write the store's full-disk reserve", path: path, errno: failure.code)
+        }
+    }
+
+    /// Deletes the file, giving its space back; a file already gone is fine.
+    func release() throws(HoardError) {
+        try _FileSystem.removeFile(path)
     }
 }

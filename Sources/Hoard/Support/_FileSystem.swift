@@ -95,7 +95,9 @@ enum _FileSystem {
 
     /// Reads up to `count` bytes from the start of a file.
     static func prefix(ofFile path: String, count: Int) -> [UInt8]? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        // O_NONBLOCK: a FIFO put in the file's place is opened without waiting for a
+        // writer (and then refused: it reads nothing).
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         var buffer = [UInt8](repeating: 0, count: count)
