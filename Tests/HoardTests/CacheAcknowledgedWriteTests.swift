@@ -326,3 +326,63 @@ struct CacheKeyNormalizationTests {
         #expect(try await cache.value(for: Self.decomposed) == "2")
     }
 }
+
+/// A remote store's reconnect is no reason to go back to the origin for everything.
+@Suite("Cache: a missed-invalidations signal drops memory, not bounded local copies")
+struct CacheMissedInvalidationTests {
+    /// A remote store whose invalidations the test sends.
+    final class SignalingRemoteStore: RemoteCacheStore {
+        let inner = InMemoryRemoteStore()
+        private let continuations = Mutex<[AsyncStream<RemoteInvalidation>.Continuation]>([])
+
+        func send(_ invalidation: RemoteInvalidation) {
+            for continuation in continuations.withLock({ $0 }) { continuation.yield(invalidation) }
+        }
+        func entry(for key: String, in namespace: String) async throws -> StoredEntry? {
+            try await inner.entry(for: key, in: namespace)
+        }
+        func entries(for keys: [String], in namespace: String) async throws -> [String: StoredEntry] {
+            try await inner.entries(for: keys, in: namespace)
+        }
+        func set(_ data: Data, for key: String, in namespace: String, storedAt: Date, expiresAt: Date?) async throws {
+            try await inner.set(data, for: key, in: namespace, storedAt: storedAt, expiresAt: expiresAt)
+        }
+        func removeValue(for key: String, in namespace: String) async throws {
+            try await inner.removeValue(for: key, in: namespace)
+        }
+        func removeAll(in namespace: String) async throws { try await inner.removeAll(in: namespace) }
+        func write(_ batch: [CacheStoreWrite]) async throws { try await inner.write(batch) }
+        func invalidations(in namespace: String) -> AsyncStream<RemoteInvalidation> {
+            let (stream, continuation) = AsyncStream<RemoteInvalidation>.makeStream()
+            continuations.withLock { $0.append(continuation) }
+            return stream
+        }
+    }
+
+    @Test(
+        "After .missed, memory is emptied; the local copies stay when localExpiry bounds them",
+        arguments: [Expiry?.some(.hours(1)), nil])
+    func missedKeepsBoundedLocalCopies(localExpiry: Expiry?) async throws {
+        try await DiskTest.withTemporaryDirectory { directory in
+            let disk = try DiskStore(directory: directory)
+            let remote = SignalingRemoteStore()
+            var configuration: Cache<String, String>.Configuration = CacheTest.configuration(disk: disk)
+            configuration.remoteStores = [remote]
+            configuration.localExpiry = localExpiry
+            let cache = try Cache<String, String>(configuration: configuration)
+            try await cache.set("1", for: "k")
+            #expect(cache.memoryCount == 1)
+
+            var events = cache.events.makeAsyncIterator()
+            remote.send(.missed)
+            while let event = await events.next() {
+                if case .invalidated(nil) = event { break }
+            }
+            await cache.flush()
+            #expect(cache.memoryCount == 0)
+            let kept = try disk.entry(for: "k", in: "test") != nil
+            #expect(kept == (localExpiry != nil))
+            #expect(try await cache.value(for: "k") == "1", "from the local copy, or else the remote store")
+        }
+    }
+}

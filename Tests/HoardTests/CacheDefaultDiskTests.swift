@@ -51,13 +51,13 @@ struct CacheWriteQueueBudgetTests {
     func assignmentsWaitForRoom() async throws {
         try await DiskTest.withTemporaryDirectory { directory in
             let disk = try DiskStore(directory: directory)
-            let gated = GatedStore(disk)
+            let gated = HookedStore(disk)
             var configuration: Cache<String, Data>.Configuration = CacheTest.configuration()
             configuration.localStores = .stores([gated])
             configuration.writeQueueByteLimit = 8 << 10
             let cache = try Cache<String, Data>(configuration: configuration)
 
-            gated.close()
+            gated.writeGate.close()
             let progress = Progress()
             let done = DispatchSemaphore(value: 0)
             let producer = Thread {
@@ -69,15 +69,15 @@ struct CacheWriteQueueBudgetTests {
             }
             producer.start()
             // Eight values fill the budget; the ninth waits while the store is shut.
-            #expect(
-                await CacheTest.eventually {
-                    cache.queuedWriteBytes == 8 << 10 && progress.count.load(ordering: .relaxed) == 8
-                })
+            await gated.writeGate.arrival()
+            while cache.queuedWriteBytes < 8 << 10 || progress.count.load(ordering: .relaxed) < 8 {
+                await Task.yield()
+            }
             for _ in 0..<1_000 { await Task.yield() }
             #expect(progress.count.load(ordering: .relaxed) == 8)
             #expect(cache.queuedWriteBytes <= 8 << 10)
 
-            gated.release()
+            gated.writeGate.open()
             await withCheckedContinuation { continuation in
                 DispatchQueue.global().async {
                     done.wait()

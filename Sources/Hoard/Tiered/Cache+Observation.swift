@@ -99,6 +99,14 @@ extension Cache {
                 memory.removeAll()
                 publishClear(.invalidated(nil), memory: true, localStores: true)
             }
+        case .missed:
+            // Memory is refilled from the local stores at their cost, not the
+            // origin's; the local copies are kept when localExpiry bounds them.
+            let clearsLocalStores = configuration.localExpiry == nil
+            writer.write(.removeAll(local: clearsLocalStores, remote: false)) {
+                memory.removeAll()
+                publishClear(.invalidated(nil), memory: true, localStores: clearsLocalStores)
+            }
         case .key(let keyString):
             guard let key = key(forCacheKeyString: keyString) else {
                 writer.write(.removeLocally(keyString)) {
