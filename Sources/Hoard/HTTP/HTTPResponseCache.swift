@@ -27,8 +27,9 @@ import Synchronization
 ///   revalidated with `If-None-Match` / `If-Modified-Since`; a `304` refreshes the
 ///   stored headers and dates without a body. `stale-while-revalidate` serves a stale
 ///   response while one background request revalidates it; `stale-if-error` serves
-///   it when the origin fails or answers 5xx. `must-revalidate` (and
-///   `proxy-revalidate` for a shared cache) forbids both.
+///   it when the origin fails or answers 5xx. `must-revalidate` (and, for a
+///   shared cache, `proxy-revalidate` and `s-maxage`, which implies it) forbids
+///   serving the response stale: neither applies, nor does a request's `max-stale`.
 /// - The stored response is chosen by the request header fields its `Vary` names;
 ///   up to ``Configuration/maximumVariants`` are kept per URL.
 /// - Concurrent requests for the same URL with the same header fields make one
@@ -176,9 +177,11 @@ public final class HTTPResponseCache: Sendable {
         }
         let control = candidate.cacheControl
         let policy = _HTTPFreshness(candidate, control: control, configuration: configuration, now: now)
+        // RFC 9111, section 5.2.2.10: for a shared cache, `s-maxage` implies
+        // `proxy-revalidate`, which is `must-revalidate` for shared caches.
         let mayServeStale =
-            !control.mustRevalidate && !(configuration.isShared && control.proxyRevalidate)
-            && !control.noCache
+            !control.mustRevalidate && !control.noCache
+            && !(configuration.isShared && (control.proxyRevalidate || control.sharedMaxAge != nil))
         let mustValidate =
             control.noCache || requestControl.noCache
             || requestControl.maxAge.map { policy.age > TimeInterval($0) } ?? false
