@@ -5,7 +5,7 @@ import Testing
 @testable import Hoard
 
 /// How an ``HTTPResponseCache`` writes what it stores: the variants of one URL,
-/// and `flush()`.
+/// `flush()`, and the default store names.
 @Suite("HTTP response cache: storing", .timeLimit(.minutes(3)))
 struct HTTPResponseCacheStoringTests {
     @Test("Concurrent stores of two Vary variants of one URL keep both")
@@ -165,6 +165,41 @@ struct HTTPResponseCacheStoringTests {
         transport.refreshes.open()
         await flushing.value
         #expect(http.storage.cachedValue(for: url.absoluteString)?.responses.first?.body == Data("v1".utf8))
+    }
+
+    @Test("Default store names: one per program, a valid name whatever the program is called")
+    func defaultStoreNames() throws {
+        #expect(_HTTPStoreName.name("http", program: "com.example.Reader") == "com.example.Reader.http")
+        #expect(_HTTPStoreName.name("http", program: "my tool") == "my-tool.http")
+        #expect(_HTTPStoreName.name("http", program: "../../etc/passwd") == "etc-passwd.http")
+        #expect(_HTTPStoreName.name("http", program: "a..b...c") == "a.b.c.http")
+        #expect(_HTTPStoreName.name("http-responses", program: "café") == "caf.http-responses")
+        #expect(_HTTPStoreName.name("http", program: "") == "hoard.http")
+        #expect(_HTTPStoreName.name("http", program: "...") == "hoard.http")
+        #expect(_HTTPStoreName.name("http", program: "日本語") == "hoard.http")
+        let long = _HTTPStoreName.name("http-responses", program: String(repeating: "x", count: 300))
+        #expect(long.utf8.count == _HTTPStoreName.maximumLength)
+        #expect(long.hasSuffix("x.http-responses"))
+        let cutAtDot = _HTTPStoreName.name("http", program: String(repeating: "a", count: 122) + ".b")
+        #expect(cutAtDot == String(repeating: "a", count: 122) + ".http")
+        for program in ["com.example.Reader", "my tool", "../../etc/passwd", "", "...", "-x-", "a/b\0c", "日本語"] {
+            for suffix in ["http", "http-responses"] {
+                #expect(throws: Never.self) {
+                    try _LocalNames.validate(_HTTPStoreName.name(suffix, program: program), what: "a store name")
+                }
+            }
+        }
+
+        // The defaults follow the running program, and an explicit name is kept
+        let program = ProcessInfo.processInfo.processName
+        #if !canImport(Darwin)
+        #expect(_HTTPStoreName.program == program)
+        #endif
+        let expected = _HTTPStoreName.name("http-responses", program: _HTTPStoreName.program)
+        #expect(HTTPResponseCache.Configuration().storage.name == expected)
+        #expect(expected != "http-responses")
+        let named = HTTPResponseCache.Configuration(storage: .init(name: "mine"))
+        #expect(named.storage.name == "mine")
     }
 }
 

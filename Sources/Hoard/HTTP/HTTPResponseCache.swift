@@ -40,8 +40,12 @@ public final class HTTPResponseCache: Sendable {
     /// How an ``HTTPResponseCache`` stores and decides.
     public struct Configuration: Sendable {
         /// Where responses are stored, as any ``Cache``: memory, local and remote
-        /// tiers. Defaults to a cache named "http-responses" with a disk store in
-        /// the default location and 64 MiB of bodies in memory.
+        /// tiers. Defaults to a cache named `<program>.http-responses` with a disk
+        /// store in the default location and 64 MiB of bodies in memory, where
+        /// `<program>` is the bundle identifier on Apple platforms (the executable's
+        /// name when there is none) and the executable's name elsewhere, with every
+        /// character but ASCII letters, digits, `-`, `_` and `.` made a `-`: two
+        /// programs keep separate caches. A storage given keeps its name.
         public var storage: Cache<String, HTTPStoredResponses>.Configuration
         /// Whether the cache is shared between users (RFC 9111's shared cache, as a
         /// server's is): `s-maxage` and `proxy-revalidate` apply, `private`
@@ -69,7 +73,8 @@ public final class HTTPResponseCache: Sendable {
             if let storage {
                 self.storage = storage
             } else {
-                var storage = Cache<String, HTTPStoredResponses>.Configuration(name: "http-responses")
+                var storage = Cache<String, HTTPStoredResponses>.Configuration(
+                    name: _HTTPStoreName.name("http-responses"))
                 storage.memory = .init(costLimit: 64 << 20)
                 self.storage = storage
             }
