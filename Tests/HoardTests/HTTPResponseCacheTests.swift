@@ -278,6 +278,58 @@ struct HTTPResponseCacheTests {
         #expect(origin.requests.count == 2)
     }
 
+    @Test("In a shared cache, s-maxage forbids serving stale: no max-stale, stale-while-revalidate or stale-if-error")
+    func sharedMaxAgeImpliesProxyRevalidate() async throws {
+        // Given a response fresh for a second in a shared cache, which would allow
+        // ten minutes of stale serving were it not for s-maxage
+        let clock = ManualClock(start: Date(timeIntervalSince1970: 1_700_000_000))
+        let failing = Atomic<Bool>(false)
+        let origin = try Origin(clock: clock) { _, index in
+            if failing.load(ordering: .relaxed) { return LoopbackResponse(status: 500, body: "down") }
+            return LoopbackResponse(
+                status: 200, headers: ["Cache-Control": "s-maxage=1, stale-while-revalidate=600, stale-if-error=600"],
+                body: "v\(index)")
+        }
+        let http = try Self.cache(clock)
+        _ = try await http.response(for: origin.url())
+
+        // When it is stale and the client accepts stale responses, it is revalidated
+        clock.advance(by: 5)
+        let acceptingStale = try await http.response(for: origin.url(), headers: ["Cache-Control": "max-stale=600"])
+        #expect(acceptingStale.body == Data("v1".utf8))
+        #expect(origin.requests.count == 2)
+
+        // and stale-while-revalidate does not serve it stale either
+        clock.advance(by: 5)
+        let plain = try await http.response(for: origin.url())
+        #expect(plain.body == Data("v2".utf8))
+        #expect(origin.requests.count == 3)
+
+        // nor does stale-if-error when the origin answers 500
+        clock.advance(by: 5)
+        failing.store(true, ordering: .relaxed)
+        let failed = try await http.response(for: origin.url())
+        #expect(failed.statusCode == 500)
+        #expect(origin.requests.count == 4)
+        #expect(http.statistics.staleHits == 0)
+    }
+
+    @Test("A private cache ignores s-maxage: the client's max-stale is honoured")
+    func privateCacheIgnoresSharedMaxAge() async throws {
+        let clock = ManualClock(start: Date(timeIntervalSince1970: 1_700_000_000))
+        let origin = try Origin(clock: clock) { _, index in
+            LoopbackResponse(status: 200, headers: ["Cache-Control": "max-age=1, s-maxage=1"], body: "v\(index)")
+        }
+        let http = try Self.cache(clock, shared: false)
+        _ = try await http.response(for: origin.url())
+        clock.advance(by: 5)
+        let stale = try await http.response(for: origin.url(), headers: ["Cache-Control": "max-stale=600"])
+        #expect(stale.body == Data("v0".utf8))
+        #expect(stale.isFromCache)
+        #expect(origin.requests.count == 1)
+        #expect(http.statistics.staleHits == 1)
+    }
+
     @Test("Without an explicit lifetime, a tenth of the time since Last-Modified, at most a day")
     func heuristicFreshness() async throws {
         let clock = ManualClock(start: Date(timeIntervalSince1970: 1_700_000_000))

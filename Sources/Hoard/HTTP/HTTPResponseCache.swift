@@ -27,18 +27,25 @@ import Synchronization
 ///   revalidated with `If-None-Match` / `If-Modified-Since`; a `304` refreshes the
 ///   stored headers and dates without a body. `stale-while-revalidate` serves a stale
 ///   response while one background request revalidates it; `stale-if-error` serves
-///   it when the origin fails or answers 5xx. `must-revalidate` (and
-///   `proxy-revalidate` for a shared cache) forbids both.
+///   it when the origin fails or answers 5xx. `must-revalidate` (and, for a
+///   shared cache, `proxy-revalidate` and `s-maxage`, which implies it) forbids
+///   serving the response stale: neither applies, nor does a request's `max-stale`.
 /// - The stored response is chosen by the request header fields its `Vary` names;
 ///   up to ``Configuration/maximumVariants`` are kept per URL.
 /// - Concurrent requests for the same URL with the same header fields make one
 ///   request to the origin.
+/// - Responses reach the storage's stores behind the requests (in its default
+///   write-behind mode): a short-lived program calls ``flush()`` before it exits.
 public final class HTTPResponseCache: Sendable {
     /// How an ``HTTPResponseCache`` stores and decides.
     public struct Configuration: Sendable {
         /// Where responses are stored, as any ``Cache``: memory, local and remote
-        /// tiers. Defaults to a cache named "http-responses" with a disk store in
-        /// the default location and 64 MiB of bodies in memory.
+        /// tiers. Defaults to a cache named `<program>.http-responses` with a disk
+        /// store in the default location and 64 MiB of bodies in memory, where
+        /// `<program>` is the bundle identifier on Apple platforms (the executable's
+        /// name when there is none) and the executable's name elsewhere, with every
+        /// character but ASCII letters, digits, `-`, `_` and `.` made a `-`: two
+        /// programs keep separate caches. A storage given keeps its name.
         public var storage: Cache<String, HTTPStoredResponses>.Configuration
         /// Whether the cache is shared between users (RFC 9111's shared cache, as a
         /// server's is): `s-maxage` and `proxy-revalidate` apply, `private`
@@ -52,8 +59,9 @@ public final class HTTPResponseCache: Sendable {
         /// The most responses kept per URL for different `Vary` selections.
         /// Defaults to 8.
         public var maximumVariants: Int
-        /// Where background revalidation failures are logged; `nil` logs nothing
-        /// (they are still counted in ``Statistics/backgroundFailures``).
+        /// Where background revalidation failures (still counted in
+        /// ``Statistics/backgroundFailures``) and responses that could not be stored
+        /// are logged; `nil` logs nothing.
         public var logger: Logger?
 
         /// Creates a configuration; every parameter defaults as its property says.
@@ -65,7 +73,8 @@ public final class HTTPResponseCache: Sendable {
             if let storage {
                 self.storage = storage
             } else {
-                var storage = Cache<String, HTTPStoredResponses>.Configuration(name: "http-responses")
+                var storage = Cache<String, HTTPStoredResponses>.Configuration(
+                    name: _HTTPStoreName.name("http-responses"))
                 storage.memory = .init(costLimit: 64 << 20)
                 self.storage = storage
             }
@@ -106,6 +115,10 @@ public final class HTTPResponseCache: Sendable {
     let clock: any CacheClock
     let flights = _SingleFlight<String, HTTPCachedResponse>()
     let counters = Mutex(Statistics())
+    /// Orders the updates of one URL's stored variants.
+    let variantUpdates = _HTTPKeyedLock()
+    /// The stores and background revalidations ``flush()`` waits for.
+    let pendingWork = _HTTPPendingWork()
 
     /// Creates a cache.
     ///
@@ -157,7 +170,8 @@ public final class HTTPResponseCache: Sendable {
     /// a stored one when HTTP allows it, a revalidated one, or the origin's.
     ///
     /// - Throws: What the transport throws when no stored response may be served
-    ///   instead (see `stale-if-error`).
+    ///   instead (see `stale-if-error`), and `CancellationError` when the calling
+    ///   task is cancelled while the storage is read.
     public func response(for url: URL, headers: [String: String] = [:]) async throws -> HTTPCachedResponse {
         let request = _HTTPRequest(url: url, headers: headers)
         let requestControl = request.cacheControl
@@ -166,7 +180,8 @@ public final class HTTPResponseCache: Sendable {
                 try await self.fetch(request, storing: false)
             }
         }
-        let stored = try? await storage.value(for: request.key)
+        // Without a fetch closure, the storage throws only on cancellation.
+        let stored = try await storage.value(for: request.key)
         let now = clock.now()
         guard let candidate = stored?.responses.first(where: { request.selects($0) }) else {
             if requestControl.onlyIfCached { return request.gatewayTimeout(now: now) }
@@ -176,9 +191,11 @@ public final class HTTPResponseCache: Sendable {
         }
         let control = candidate.cacheControl
         let policy = _HTTPFreshness(candidate, control: control, configuration: configuration, now: now)
+        // RFC 9111, section 5.2.2.10: for a shared cache, `s-maxage` implies
+        // `proxy-revalidate`, which is `must-revalidate` for shared caches.
         let mayServeStale =
-            !control.mustRevalidate && !(configuration.isShared && control.proxyRevalidate)
-            && !control.noCache
+            !control.mustRevalidate && !control.noCache
+            && !(configuration.isShared && (control.proxyRevalidate || control.sharedMaxAge != nil))
         let mustValidate =
             control.noCache || requestControl.noCache
             || requestControl.maxAge.map { policy.age > TimeInterval($0) } ?? false
@@ -281,7 +298,9 @@ public final class HTTPResponseCache: Sendable {
     private func revalidateInBackground(
         _ candidate: HTTPCachedResponse, control: HTTPCacheControl, _ request: _HTTPRequest
     ) {
-        _ = flights.start(request.flightKey) {
+        let work = pendingWork.begin()
+        let started = flights.start(request.flightKey) {
+            defer { self.pendingWork.end(work) }
             do {
                 return try await self.revalidate(candidate, control: control, request, mayServeStale: false)
             } catch {
@@ -297,23 +316,83 @@ public final class HTTPResponseCache: Sendable {
                 throw error
             }
         }
+        if !started { pendingWork.end(work) }
     }
 
     // MARK: Storing
 
+    /// Waits until every response stored before the call has reached the stores of
+    /// ``storage`` (disk, Redis, PostgreSQL): those of requests that have returned,
+    /// those being stored when it is called, and those of the background
+    /// revalidations (`stale-while-revalidate`) started before it. Failures are
+    /// reported as the storage reports them (its `onError`, `logger` and
+    /// statistics), not thrown.
+    ///
+    /// Responses reach the stores behind the requests (in the storage's default
+    /// write-behind mode), so a short-lived program, such as a command-line tool,
+    /// calls this before it exits, or loses what it stored.
+    public func flush() async {
+        await pendingWork.waitForRunning()
+        await storage.flush()
+    }
+
     /// Stores `response` as the variant `request` selects, when HTTP allows.
-    /// (Read through the tiers asynchronously: never a disk read on the caller's
-    /// executor.)
+    ///
+    /// The stored variants of one URL are read, changed and written by one store
+    /// at a time, so concurrent stores of different variants all survive. Read
+    /// through the tiers asynchronously (never a disk read on the caller's
+    /// executor), and written without blocking a thread (see `write(_:for:)`).
     private func store(_ response: HTTPCachedResponse, for request: _HTTPRequest) async {
         guard _HTTPStorability.allows(response, request: request, shared: configuration.isShared) else { return }
-        var stored = (try? await storage.value(for: request.key))?.responses ?? []
-        stored.removeAll {
-            $0.varyingRequestHeaders == response.varyingRequestHeaders && $0.varyNames == response.varyNames
+        let work = pendingWork.begin()
+        defer { pendingWork.end(work) }
+        await variantUpdates.withLock(request.key) {
+            var stored: [HTTPCachedResponse]
+            do {
+                stored = try await storage.value(for: request.key)?.responses ?? []
+            } catch {
+                // Only cancellation: writing without the other variants would drop them.
+                log("a response was not stored: reading the stored variants failed", request: request, error: error)
+                return
+            }
+            stored.removeAll {
+                $0.varyingRequestHeaders == response.varyingRequestHeaders && $0.varyNames == response.varyNames
+            }
+            var kept = response
+            kept.isFromCache = true
+            stored.insert(kept, at: 0)
+            await write(
+                HTTPStoredResponses(responses: Array(stored.prefix(configuration.maximumVariants))), for: request)
         }
-        var kept = response
-        kept.isFromCache = true
-        stored.insert(kept, at: 0)
-        storage[request.key] = HTTPStoredResponses(responses: Array(stored.prefix(configuration.maximumVariants)))
+    }
+
+    /// Writes `responses` to ``storage`` without blocking a thread: memory at once
+    /// and the stores behind in write-behind mode, while the writes queued for the
+    /// stores are within the storage's `writeQueueByteLimit`; past it, and in
+    /// write-through mode, the write is awaited until the stores have it.
+    func write(_ responses: HTTPStoredResponses, for request: _HTTPRequest) async {
+        let settings = storage.configuration
+        let queued = storage.queuedWriteBytes
+        let overBudget = settings.writeQueueByteLimit.map { queued > 0 && queued + responses.cacheCost > $0 } ?? false
+        guard settings.writeMode == .writeThrough || overBudget else {
+            storage[request.key] = responses
+            return
+        }
+        do {
+            try await storage.set(responses, for: request.key)
+        } catch {
+            // The storage has reported it too; memory holds the responses.
+            log("a stored response did not reach every store", request: request, error: error)
+        }
+    }
+
+    private func log(_ message: Logger.Message, request: _HTTPRequest, error: any Error) {
+        configuration.logger?.warning(
+            message,
+            metadata: [
+                "hoard.store": "\(configuration.storage.name)", "hoard.key": "\(request.key)",
+                "hoard.operation": "store", "hoard.error": "\(error)",
+            ])
     }
 
     private func count(_ change: (inout Statistics) -> Void) {

@@ -21,12 +21,16 @@ extension Cache where Key == URL, Value == Data {
     /// different entries.
     ///
     /// - Parameters:
-    ///   - configuration: The cache's configuration. Defaults to a cache named "http"
-    ///     with a disk store in the default location.
+    ///   - configuration: The cache's configuration. Defaults to a cache named
+    ///     `<program>.http` with a disk store in the default location, where
+    ///     `<program>` is the bundle identifier on Apple platforms (the executable's
+    ///     name when there is none) and the executable's name elsewhere, with every
+    ///     character but ASCII letters, digits, `-`, `_` and `.` made a `-`: two
+    ///     programs keep separate caches. A configuration given keeps its name.
     ///   - session: The session that downloads. Defaults to `URLSession.shared`.
     ///   - clock: Where every tier reads the time.
     public static func http(
-        configuration: Configuration = .init(name: "http"),
+        configuration: Configuration = .init(name: _HTTPStoreName.name("http")),
         session: URLSession = .shared,
         clock: any CacheClock = SystemClock()
     ) throws(HoardError) -> Cache<URL, Data> {
@@ -38,7 +42,8 @@ extension Cache where Key == URL, Value == Data {
 
 /// A ready-made, process-wide HTTP cache.
 public enum HTTPCache {
-    /// A `Cache<URL, Data>` named "http" with a disk store in the default location,
+    /// A `Cache<URL, Data>` named `<program>.http`, as `Cache.http()` names it by
+    /// default (one cache per program), with a disk store in the default location,
     /// fetching with `URLSession.shared`.
     ///
     /// If the disk store cannot be opened, the cache runs on memory alone and
@@ -52,7 +57,7 @@ public enum HTTPCache {
         do throws(HoardError) {
             return (try Cache.http(), nil)
         } catch {
-            var memoryOnly = Cache<URL, Data>.Configuration(name: "http")
+            var memoryOnly = Cache<URL, Data>.Configuration(name: _HTTPStoreName.name("http"))
             memoryOnly.localStores = .none
             // Cannot throw: a memory-only cache with a valid name opens nothing.
             let cache = try! Cache.http(configuration: memoryOnly)
