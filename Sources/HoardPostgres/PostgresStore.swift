@@ -240,8 +240,8 @@ public final class PostgresStore: RemoteCacheStore {
     /// The first stream makes the store `LISTEN` on its channel over a connection of
     /// its own, opened on first use and reopened, with backoff, whenever it is lost;
     /// the last stream to end stops it. After a lost connection is reopened every
-    /// stream receives `RemoteInvalidation.all`, since changes made meanwhile
-    /// were missed. Changes made before the server confirmed the first `LISTEN` are not
+    /// stream receives `RemoteInvalidation.missed`, since changes made meanwhile
+    /// may have been missed. Changes made before the server confirmed the first `LISTEN` are not
     /// reported. The stream buffers without limit and ends when the consumer stops
     /// iterating or the store shuts down.
     ///

@@ -150,13 +150,13 @@ final class _PostgresNotifications: Sendable {
     var isListening: Bool { state.withLock { $0.isListening } }
 
     /// The server confirmed `LISTEN`. After a lost connection (`resumed`), every
-    /// stream receives `RemoteInvalidation.all`: changes may have been missed.
+    /// stream receives `RemoteInvalidation.missed`: changes may have been missed.
     func listening(resumed: Bool) {
         let streams = state.withLock { state in
             state.isListening = true
             return resumed ? state.streams.values.flatMap(\.values) : []
         }
-        for stream in streams { stream.yield(.all) }
+        for stream in streams { stream.yield(.missed) }
     }
 
     /// The listening connection was lost or given up.
