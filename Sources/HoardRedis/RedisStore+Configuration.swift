@@ -84,8 +84,12 @@ extension RedisStore {
         /// under ``keyPrefix`` (`CLIENT TRACKING on REDIRECT <itself> BCAST PREFIX
         /// <prefix>:`, Redis 6 or later), and the server sends it the keys of every
         /// write by any client. The server cannot tell Hoard's instances apart, so an
-        /// instance hears of its own writes too: a `Cache` drops a key from its memory
-        /// right after writing it, and reads it once from Redis. A flush of the
+        /// instance hears of its own writes too: a `Cache` drops a key it just wrote
+        /// from its memory and its local stores (an invalidation does not say who
+        /// wrote), and reads it once from Redis. Redis's `NOLOOP` option cannot
+        /// prevent it: it leaves out only the writes of the tracking connection
+        /// itself, while the store writes over a pool of other connections. Turn it
+        /// on only when other services write Hoard's keys. A flush of the
         /// database is reported as "everything changed". On a Redis Cluster every
         /// primary gets a tracking connection of its own (a node tracks only the
         /// writes it runs), opened when the first stream starts and moved when the
