@@ -234,6 +234,27 @@ struct MessageLogTests {
         }
     }
 
+    @Test("A header damaged in its version field and elsewhere is damage, not another version: recover() repairs it")
+    func damagedVersionAndMore() throws {
+        try withTemporaryDirectory { directory in
+            let url = directory.appendingPathComponent("twice.log")
+            let messages = (0..<5).map { Data("message \($0)".utf8) }
+            for message in messages { try rawLog(url, maximumBytes: 4096, overwrites: true).append(message) }
+            var file = try bytes(of: url)
+            file[8] ^= 1 << 6  // version 1 reads as 65
+            file[40] ^= 1 << 3  // and the count is damaged too
+            try write(file, to: url)
+
+            let log = try rawLog(url, maximumBytes: 4096, overwrites: true)
+            let read = #expect(throws: HoardError.self) { try log.messages() }
+            #expect(read?.code == .fileCorrupted, "\(String(describing: read))")
+            #expect(read?.description.contains("newer Hoard") == false)
+            try log.recover()
+            #expect(try log.messages() == messages)
+            #expect(try log.verify().isIntact)
+        }
+    }
+
     @Test("A file that is not a log is refused with fileCorrupted at offset 0 and not changed")
     func notALog() throws {
         try withTemporaryDirectory { directory in

@@ -19,7 +19,7 @@ let memory = try MemoryCache<String, Data>()
 for await change in store.invalidations(in: "profiles") {          // other instances' writes
     switch change {
     case .key(let key): memory.removeValue(for: key)
-    case .all: memory.removeAll()
+    case .all, .missed: memory.removeAll()                        // a clear, or a reconnect
     }
 }
 #endif

@@ -132,19 +132,26 @@ struct _LogHeader: Equatable, Sendable {
         let version = u32(8)
         let lap = u32(56)
         let budgetHint = Int(exactly: u64(16)) ?? 0
-        // The checksum before the version: a flipped bit in the version field is
-        // damage to a header of this version (the checksum matches once the version
-        // is put back), not a log of another version. A version this code does not
-        // know whose header does not check out either way is another format, whose
-        // layout (and checksum) may differ: refused, never rewritten.
+        // The checksum before the version. Every format version keeps the magic,
+        // the version at byte 8 and the CRC-32C of bytes 0..<60 at byte 60, so a
+        // header of another version that checks out as written is that version's:
+        // refused, never rewritten. One that checks out once this version is put
+        // back has a damaged version field; one that checks out neither way is
+        // damaged in the version field and elsewhere.
         let checksum = _CRC32C.checksum(UnsafeRawBufferPointer(rebasing: bytes[0..<60]))
         if version != currentVersion {
+            if checksum == u32(60) { return .unsupportedVersion(version) }
             let asCurrent = withUnsafeBytes(of: currentVersion.littleEndian) { current in
                 var crc = _CRC32C.checksum(UnsafeRawBufferPointer(rebasing: bytes[0..<8]))
                 crc = _CRC32C.update(crc, current)
                 return _CRC32C.update(crc, UnsafeRawBufferPointer(rebasing: bytes[12..<60]))
             }
-            guard asCurrent == u32(60) else { return .unsupportedVersion(version) }
+            guard asCurrent == u32(60) else {
+                return .damaged(
+                    reason: "the header is damaged, its version field included (it says \(version)): its checksum "
+                        + "matches neither as written nor as version \(currentVersion)",
+                    lap: lap, maximumBytes: budgetHint)
+            }
             return .damaged(
                 reason: "the header's version field is damaged (it says \(version)); the rest of the header checks out",
                 lap: lap, maximumBytes: budgetHint)
