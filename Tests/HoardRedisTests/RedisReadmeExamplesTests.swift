@@ -36,7 +36,7 @@ struct RedisReadmeExamplesTests {
             for await change in store.invalidations(in: "profiles") {
                 switch change {
                 case .key(let key): memory.removeValue(for: key)
-                case .all: memory.removeAll()
+                case .all, .missed: memory.removeAll()
                 }
                 return
             }
