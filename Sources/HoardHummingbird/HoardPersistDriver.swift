@@ -22,7 +22,10 @@ import Synchronization
 /// - ``set(key:value:expires:)`` without `expires` keeps the lifetime the key had.
 /// - ``get(key:as:)`` returns `nil` for a value that does not decode as the type
 ///   asked for, and leaves it stored.
-/// - ``getWithTTL(key:as:)`` returns the time left before the value expires.
+/// - ``getWithTTL(key:as:)`` returns the time left before the value expires, in
+///   whole milliseconds, never negative, at most `.milliseconds(Int64.max)` (about
+///   292 million years) for an expiry further away, infinitely far included; it
+///   never traps on an expiry read back from a store.
 /// - As a `Service`, ``run()`` serves until graceful shutdown, then waits for the
 ///   cache's queued writes.
 public struct HoardPersistDriver: PersistDriver {
@@ -76,10 +79,7 @@ public struct HoardPersistDriver: PersistDriver {
         guard let entry = try await cache.entry(for: key),
             let object = try? JSONDecoder().decode(Object.self, from: entry.value)
         else { return nil }
-        let ttl = entry.expiresAt.map {
-            Duration.milliseconds(Int64(($0.timeIntervalSince(clock.now()) * 1000).rounded()))
-        }
-        return (object, ttl)
+        return (object, entry.expiresAt.flatMap { Self.timeLeft(until: $0, now: clock.now()) })
     }
 
     public func remove(key: String) async throws {
@@ -100,6 +100,16 @@ public struct HoardPersistDriver: PersistDriver {
     /// Waits for the writes the cache still queues.
     public func shutdown() async throws {
         await cache.flush()
+    }
+
+    /// The time from `now` until `expiresAt`, rounded to whole milliseconds and
+    /// clamped to `.zero...milliseconds(Int64.max)`; `nil` when the expiry is not a
+    /// number (such an entry never expires, as far as the cache is concerned).
+    static func timeLeft(until expiresAt: Date, now: Date) -> Duration? {
+        let milliseconds = (expiresAt.timeIntervalSince(now) * 1000).rounded()
+        if milliseconds.isNaN { return nil }
+        if milliseconds <= 0 { return .zero }
+        return .milliseconds(Int64(exactly: milliseconds) ?? .max)
     }
 
     static func expiry(_ duration: Duration) -> Expiry {

@@ -35,15 +35,28 @@ public final class CacheMetrics: Sendable {
     private let counters: _Counters
     private let entries: Gauge
     private let cost: Gauge
-    /// What the counters were last moved to.
+    /// What the counters were last moved to. ``update()`` takes the cache's
+    /// statistics while it holds this lock, so the snapshots are applied in the
+    /// order they were taken.
     private let moved: Mutex<_Counters.Moved>
 
     /// Creates the metrics of `cache`, registered with `factory` (by default the
     /// process's bootstrapped `MetricsSystem`).
-    public init<Key, Value>(_ cache: Cache<Key, Value>, factory: any MetricsFactory = MetricsSystem.factory) {
-        statistics = { cache.statistics }
-        memory = { (cache.memoryCount, cache.memoryCost) }
-        let name = cache.configuration.name
+    public convenience init<Key, Value>(_ cache: Cache<Key, Value>, factory: any MetricsFactory = MetricsSystem.factory)
+    {
+        self.init(
+            name: cache.configuration.name, statistics: { cache.statistics },
+            memory: { (cache.memoryCount, cache.memoryCost) }, factory: factory)
+    }
+
+    /// Creates the metrics of the cache named `name`, whose statistics and memory
+    /// tier's size the closures read.
+    init(
+        name: String, statistics: @escaping @Sendable () -> CacheStatistics,
+        memory: @escaping @Sendable () -> (count: Int, cost: Int), factory: any MetricsFactory
+    ) {
+        self.statistics = statistics
+        self.memory = memory
         counters = _Counters(cache: name, factory: factory)
         moved = Mutex(counters.start)
         entries = Gauge(
@@ -53,13 +66,23 @@ public final class CacheMetrics: Sendable {
 
     /// Moves every counter by what changed since the last call (or since the
     /// cache's statistics were reset), and sets the gauges.
+    ///
+    /// Safe to call from any number of threads at once: each call reads the cache's
+    /// statistics and moves the counters in one step under a lock, so a call never
+    /// moves them by a snapshot older than one another call already applied (which
+    /// would look like a reset and count everything again), and the gauges end at
+    /// the last snapshot taken.
     public func update() {
-        let now = statistics()
-        let memory = memory()
-        moved.withLock { moved in moved = counters.move(from: moved, to: now) }
-        entries.record(memory.count)
-        cost.record(memory.cost)
+        moved.withLock { moved in
+            moved = counters.move(from: moved, to: statistics())
+            let memory = memory()
+            entries.record(memory.count)
+            cost.record(memory.cost)
+        }
     }
+
+    /// Whether an ``update()`` is running now, on any thread; for tests.
+    var isUpdating: Bool { moved.withLockIfAvailable { _ in false } ?? true }
 
     /// Calls ``update()`` every `interval` until the task is cancelled, then once
     /// more.

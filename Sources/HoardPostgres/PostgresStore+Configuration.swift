@@ -301,12 +301,21 @@ extension PostgresStore {
             } else {
                 configuration.options.minimumConnections = 0
             }
-            let milliseconds = max(1, Int(commandTimeout / .milliseconds(1)))
             configuration.options.additionalStartupParameters = [
                 ("application_name", applicationName),
-                ("statement_timeout", String(milliseconds)),
+                ("statement_timeout", String(Self.statementTimeout(commandTimeout))),
             ]
             return configuration
+        }
+
+        /// `duration` as PostgreSQL's `statement_timeout`: whole milliseconds, at least
+        /// 1 and at most `Int32.max` (the server's limit, about 24.8 days), so that any
+        /// positive ``commandTimeout``, `.seconds(Int64.max)` included, gives a value
+        /// the server accepts, and none traps.
+        static func statementTimeout(_ duration: Duration) -> Int {
+            let milliseconds = (duration / .milliseconds(1)).rounded(.down)
+            guard milliseconds >= 1 else { return 1 }
+            return milliseconds < Double(Int32.max) ? Int(milliseconds) : Int(Int32.max)
         }
     }
 }

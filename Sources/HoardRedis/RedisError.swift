@@ -1,4 +1,6 @@
 #if Redis
+import Hoard
+
 /// The error every `HoardRedis` API throws.
 ///
 /// A `RedisError` carries a ``Code`` a caller can switch on, a message a person can
@@ -70,6 +72,11 @@ public struct RedisError: Error, Sendable, CustomStringConvertible {
     public let serverMessage: String?
     /// The error that caused this one, when there is one.
     public let underlying: (any Error)?
+    /// For an error thrown by ``RedisStore/write(_:)``: the changes of the batch that
+    /// were not applied (the server refused them) or may not have been (their round
+    /// trip failed), in the batch's order. Every other change of the batch was
+    /// applied. Empty for every other error.
+    public let unappliedChanges: [CacheStoreWrite]
 
     /// Creates an error.
     public init(
@@ -78,7 +85,8 @@ public struct RedisError: Error, Sendable, CustomStringConvertible {
         command: String? = nil,
         key: String? = nil,
         serverMessage: String? = nil,
-        underlying: (any Error)? = nil
+        underlying: (any Error)? = nil,
+        unappliedChanges: [CacheStoreWrite] = []
     ) {
         self.code = code
         self.message = message
@@ -86,6 +94,7 @@ public struct RedisError: Error, Sendable, CustomStringConvertible {
         self.key = key
         self.serverMessage = serverMessage
         self.underlying = underlying
+        self.unappliedChanges = unappliedChanges
     }
 
     public var description: String {
@@ -94,6 +103,17 @@ public struct RedisError: Error, Sendable, CustomStringConvertible {
         if let key { text += " (key: \(key.prefix(200)))" }
         if let serverMessage, !message.contains(serverMessage) { text += " (server: \(serverMessage.prefix(500)))" }
         if let underlying { text += " — caused by: \(underlying)" }
+        if !unappliedChanges.isEmpty {
+            let named = unappliedChanges.prefix(10).map { change in
+                switch change {
+                case .set(_, let key, let namespace, _, _): "set \(key.prefix(200)) in \(namespace.prefix(200))"
+                case .removeValue(let key, let namespace): "removeValue \(key.prefix(200)) in \(namespace.prefix(200))"
+                case .removeAll(let namespace): "removeAll in \(namespace.prefix(200))"
+                }
+            }
+            let more = unappliedChanges.count > 10 ? ", and \(unappliedChanges.count - 10) more" : ""
+            text += " (\(unappliedChanges.count) changes not applied: \(named.joined(separator: ", "))\(more))"
+        }
         return text
     }
 
@@ -101,7 +121,16 @@ public struct RedisError: Error, Sendable, CustomStringConvertible {
     func with(key: String) -> RedisError {
         guard self.key == nil else { return self }
         return RedisError(
-            code, message, command: command, key: key, serverMessage: serverMessage, underlying: underlying)
+            code, message, command: command, key: key, serverMessage: serverMessage, underlying: underlying,
+            unappliedChanges: unappliedChanges)
+    }
+
+    /// The same error, naming the changes of a batch not applied, and with `note`
+    /// added to its message.
+    func with(unappliedChanges: [CacheStoreWrite], note: String? = nil) -> RedisError {
+        RedisError(
+            code, note.map { "\(message) \($0)" } ?? message, command: command, key: key,
+            serverMessage: serverMessage, underlying: underlying, unappliedChanges: unappliedChanges)
     }
 }
 #endif

@@ -76,14 +76,20 @@ extension RedisStore {
     /// order within each slot, each slot's group pipelined to its primary, the slots
     /// in parallel; then one `PUBLISH` per namespace (a cluster delivers a `PUBLISH`
     /// to the subscribers of every node). When every change is in one slot, the
-    /// `PUBLISH`es go in the same round trip, after the changes.
+    /// `PUBLISH`es go in the same round trip, after the changes; when that round
+    /// trip fails they are sent again on their own, since some of the changes may
+    /// have been applied.
     ///
-    /// - Returns: The first error reply or failed round trip, if any.
-    func clusterWrite(_ run: ArraySlice<CacheStoreWrite>, cluster: _RedisCluster) async -> RedisError? {
-        var bySlot: [Int: [(command: _RedisCommand, key: String)]] = [:]
+    /// - Returns: The first error reply or failed round trip, if any, and the
+    ///   changes that were not applied or may not have been (those the server
+    ///   refused, and every change of a slot whose round trip failed), in order.
+    func clusterWrite(
+        _ run: ArraySlice<CacheStoreWrite>, cluster: _RedisCluster
+    ) async -> (error: RedisError?, unapplied: [CacheStoreWrite]) {
+        var bySlot: [Int: [(command: _RedisCommand, key: String, position: Int)]] = [:]
         var changed = _ChangedKeys()
         let now = clock.now()
-        for change in run {
+        for (position, change) in zip(run.indices, run) {
             let namespace: String
             let key: String
             let command: _RedisCommand
@@ -97,7 +103,8 @@ extension RedisStore {
             case .removeAll:
                 preconditionFailure("a run of changes holds no removeAll")
             }
-            bySlot[_RedisHashSlot.slot(of: keyspace.key(key, in: namespace)), default: []].append((command, key))
+            bySlot[_RedisHashSlot.slot(of: keyspace.key(key, in: namespace)), default: []].append(
+                (command, key, position))
             changed.append(key, in: namespace)
         }
         let announcements = changed.byNamespace.map { namespace, keys in
@@ -105,50 +112,66 @@ extension RedisStore {
             writePublish(keys, in: namespace, to: &writer)
             return _RedisCommand(name: "PUBLISH", encoded: writer.buffer)
         }
-        if bySlot.count == 1, let (slot, commands) = bySlot.first {
-            // One slot (every single-key write): the announcements ride in the same
-            // round trip, after the changes, on the same connection.
-            do throws(RedisError) {
-                let replies = try await cluster.send(commands.map(\.command), slot: slot, trailing: announcements)
-                for (index, reply) in replies.enumerated() {
+        /// Sends one slot's commands (with `trailing` after them) and checks the
+        /// replies: the first error, and the positions in `run` not applied.
+        @Sendable func send(
+            _ slot: Int, _ commands: [(command: _RedisCommand, key: String, position: Int)],
+            trailing: [_RedisCommand]
+        ) async -> (error: RedisError?, unapplied: [Int]) {
+            let replies: [_RESPValue]
+            do {
+                replies = try await cluster.send(commands.map(\.command), slot: slot, trailing: trailing)
+            } catch {
+                return (error, commands.map(\.position))
+            }
+            var firstError: RedisError?
+            var unapplied: [Int] = []
+            for (index, reply) in replies.enumerated() {
+                do throws(RedisError) {
                     if index < commands.count {
                         try Self.check(reply, command: commands[index].command.name, key: commands[index].key)
                     } else {
                         try Self.check(reply, command: "PUBLISH")
                     }
+                } catch {
+                    if firstError == nil { firstError = error }
+                    if index < commands.count { unapplied.append(commands[index].position) }
                 }
-                return nil
-            } catch {
-                return error
             }
+            return (firstError, unapplied)
         }
-        let groups = Array(bySlot)
-        let firstError = await withTaskGroup(of: RedisError?.self) { group in
-            for (slot, commands) in groups {
-                group.addTask {
-                    do throws(RedisError) {
-                        let replies = try await cluster.send(commands.map(\.command), slot: slot)
-                        for (index, reply) in replies.enumerated() {
-                            try Self.check(reply, command: commands[index].command.name, key: commands[index].key)
-                        }
-                        return nil
-                    } catch {
-                        return error
-                    }
-                }
+        var firstError: RedisError?
+        var unapplied: [Int] = []
+        if bySlot.count == 1, let (slot, commands) = bySlot.first {
+            // One slot (every single-key write): the announcements ride in the same
+            // round trip, after the changes, on the same connection.
+            (firstError, unapplied) = await send(slot, commands, trailing: announcements)
+            if firstError == nil || unapplied.count < commands.count {
+                return (firstError, unapplied.map { run[$0] })
             }
-            var first: RedisError?
-            for await error in group where first == nil { first = error }
-            return first
+        } else {
+            let groups = Array(bySlot)
+            let results = await withTaskGroup(of: (error: RedisError?, unapplied: [Int]).self) { group in
+                for (slot, commands) in groups {
+                    group.addTask { await send(slot, commands, trailing: []) }
+                }
+                var results: [(error: RedisError?, unapplied: [Int])] = []
+                for await result in group { results.append(result) }
+                return results
+            }
+            for result in results {
+                if firstError == nil { firstError = result.error }
+                unapplied += result.unapplied
+            }
         }
         // Announced even after a failure: some of the changes may have been applied.
         do {
             let replies = try await clusterPublish(announcements, cluster: cluster)
             for reply in replies { try Self.check(reply, command: "PUBLISH") }
         } catch {
-            return firstError ?? error
+            if firstError == nil { firstError = error }
         }
-        return firstError
+        return (firstError, unapplied.sorted().map { run[$0] })
     }
 
     /// Sends `PUBLISH` commands to any primary that answers.

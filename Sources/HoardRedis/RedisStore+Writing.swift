@@ -40,41 +40,100 @@ extension RedisStore {
     /// announced in one message, so a batch of sets costs the server one command per
     /// set, not two.
     ///
-    /// - Throws: The first ``RedisError``: a reply that was an error, or a round trip
-    ///   that failed (then the changes of that round trip may or may not have been
-    ///   applied).
+    /// A failure does not end the batch: every round trip is attempted, in order.
+    /// The changes of a round trip that failed may have been applied, so once every
+    /// round trip has been attempted they are announced again (as is a namespace
+    /// whose `removeAll` failed part of the way).
+    ///
+    /// - Throws: The first ``RedisError`` (a reply that was an error, or a round
+    ///   trip that failed), whose ``RedisError/unappliedChanges`` names every change
+    ///   of the batch that was not applied or may not have been; every other change
+    ///   was applied.
     public func write(_ batch: [CacheStoreWrite]) async throws(RedisError) {
         var firstError: RedisError?
+        var unapplied: [CacheStoreWrite] = []
+        /// The keys of round trips that failed, and the namespaces whose removeAll
+        /// failed: maybe changed, maybe not announced.
+        var unannounced = _ChangedKeys()
+        var unannouncedNamespaces: [String] = []
         for round in CacheStoreWrite.rounds(of: batch, maximumChanges: Self.pipelineLimit) {
             switch round {
             case .removeAll(let namespace):
-                try await removeAll(in: namespace)
+                do {
+                    try await removeAll(in: namespace)
+                } catch {
+                    if firstError == nil { firstError = error }
+                    unapplied.append(.removeAll(in: namespace))
+                    unannouncedNamespaces.append(namespace)
+                }
             case .changes(let run):
                 if let cluster {
-                    let error = await clusterWrite(run, cluster: cluster)
+                    let (error, failed) = await clusterWrite(run, cluster: cluster)
                     if firstError == nil { firstError = error }
+                    unapplied += failed
                     continue
                 }
                 let (encoded, changes, announcements) = encode(run)
-                let replies = try await self.run(key: changes.count == 1 ? changes[0].key : nil) {
-                    connection throws(RedisError) in
-                    try await connection.send(
-                        encoded: encoded, count: changes.count + announcements, name: changes[0].command)
-                }
-                guard firstError == nil else { continue }
+                let replies: [_RESPValue]
                 do {
-                    for (index, change) in changes.enumerated() {
-                        try Self.check(replies[index], command: change.command, key: change.key)
-                    }
-                    for reply in replies[changes.count...] {
-                        try Self.check(reply, command: "PUBLISH")
+                    replies = try await self.run(key: changes.count == 1 ? changes[0].key : nil) {
+                        connection throws(RedisError) in
+                        try await connection.send(
+                            encoded: encoded, count: changes.count + announcements, name: changes[0].command)
                     }
                 } catch {
-                    firstError = error
+                    if firstError == nil { firstError = error }
+                    unapplied += run
+                    for change in run {
+                        if let (key, namespace) = change.changedKey { unannounced.append(key, in: namespace) }
+                    }
+                    continue
+                }
+                for (index, change) in changes.enumerated() {
+                    do {
+                        try Self.check(replies[index], command: change.command, key: change.key)
+                    } catch {
+                        if firstError == nil { firstError = error }
+                        unapplied.append(run[run.startIndex + index])
+                    }
+                }
+                for reply in replies[changes.count...] {
+                    do {
+                        try Self.check(reply, command: "PUBLISH")
+                    } catch {
+                        if firstError == nil { firstError = error }
+                    }
                 }
             }
         }
-        if let firstError { throw firstError }
+        guard let firstError else { return }
+        var note: String?
+        do {
+            try await announce(unannounced, clearedNamespaces: unannouncedNamespaces)
+        } catch {
+            note = "Announcing the changes that may have been applied to other instances failed too: \(error)"
+        }
+        throw firstError.with(unappliedChanges: unapplied, note: note)
+    }
+
+    /// Announces, in one round trip, that `changed` may have changed and that every
+    /// key of `clearedNamespaces` may have been removed: after a failed round trip of
+    /// ``write(_:)``, whose own announcements may not have gone out.
+    private func announce(_ changed: _ChangedKeys, clearedNamespaces: [String]) async throws(RedisError) {
+        guard !changed.byNamespace.isEmpty || !clearedNamespaces.isEmpty else { return }
+        let commands =
+            changed.byNamespace.map { namespace, keys in
+                var writer = _RESPCommandWriter(capacity: 256)
+                writePublish(keys, in: namespace, to: &writer)
+                return _RedisCommand(name: "PUBLISH", encoded: writer.buffer)
+            } + clearedNamespaces.map { publish(hub.messageAll(), in: $0) }
+        let replies: [_RESPValue]
+        if let cluster {
+            replies = try await clusterPublish(commands, cluster: cluster)
+        } else {
+            replies = try await run(key: nil) { connection throws(RedisError) in try await connection.send(commands) }
+        }
+        for reply in replies { try Self.check(reply, command: "PUBLISH") }
     }
 
     /// The commands of one round trip of ``write(_:)``: each change's `SET … PX` or
@@ -237,6 +296,16 @@ extension RedisStore {
     private func writeUnlink(key: String, in namespace: String, to writer: inout _RESPCommandWriter) {
         writer.command("UNLINK", argumentCount: 1)
         keyspace.writeKey(key, in: namespace, to: &writer)
+    }
+}
+
+extension CacheStoreWrite {
+    /// The key and namespace a set or a removal changes; `nil` for a `removeAll`.
+    var changedKey: (key: String, namespace: String)? {
+        switch self {
+        case .set(_, let key, let namespace, _, _), .removeValue(let key, let namespace): (key, namespace)
+        case .removeAll: nil
+        }
     }
 }
 

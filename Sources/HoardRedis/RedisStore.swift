@@ -23,8 +23,9 @@ import NIOPosix
 /// - **Values.** The Redis value is a 17-byte header (format version 1, `storedAt`
 ///   and `expiresAt` as big-endian Int64 milliseconds since 1970, `Int64.min` for
 ///   "never") followed by the bytes. An entry with an expiry is written with a `PX`
-///   lifetime, so the server drops it by itself. A value in another format is a miss
-///   and is removed.
+///   lifetime, so the server drops it by itself. A value in another format is a miss,
+///   reported at `warning` through ``Configuration/logger``, and kept: a read never
+///   deletes, so it cannot delete a valid value another instance wrote meanwhile.
 /// - **Invalidations.** Every set and removal publishes a message on
 ///   `<prefix>:invalidate:<n>:<namespace>` naming this instance, which ignores its own
 ///   messages; ``invalidations(in:)`` delivers the others'. ``write(_:)`` announces the
@@ -111,6 +112,8 @@ public final class RedisStore: RemoteCacheStore {
     /// The tracking connections of a cluster with server-assisted invalidation.
     private let tracker: _RedisClusterTracker?
     let clock: any CacheClock
+    /// Where the store reports what happens outside a caller's view.
+    let log: _RedisLog
 
     /// Creates a store. It connects when it is first used.
     ///
@@ -138,6 +141,7 @@ public final class RedisStore: RemoteCacheStore {
         executor = EventLoopTaskExecutor(eventLoop: eventLoop)
         let connectionSettings = configuration.connectionSettings
         let log = _RedisLog(logger: configuration.logger, endpoint: connectionSettings.endpoint)
+        self.log = log
         let poolSettings = _RedisConnectionPool.Settings(
             connection: connectionSettings,
             maximumConnections: configuration.maximumConnections,
@@ -222,7 +226,8 @@ public final class RedisStore: RemoteCacheStore {
     /// The entry stored for `key` in `namespace`, if there is a live one: one `GET`.
     ///
     /// - Returns: The entry; `nil` when there is none, it has expired by the store's
-    ///   clock, or its value is not in the store's format (such a value is removed).
+    ///   clock, or its value is not in the store's format (such a value is kept, and
+    ///   reported through ``Configuration/logger``).
     /// - Throws: ``RedisError`` when the server cannot answer.
     public func entry(for key: String, in namespace: String) async throws(RedisError) -> StoredEntry? {
         var writer = _RESPCommandWriter(
@@ -247,7 +252,7 @@ public final class RedisStore: RemoteCacheStore {
     /// The live entries for many keys of one namespace: one `MGET`, one round trip.
     ///
     /// - Returns: The entries found, by key; expired entries and values in another
-    ///   format (which are removed) are absent.
+    ///   format (which are kept, and reported) are absent.
     /// - Throws: ``RedisError`` when the server cannot answer.
     public func entries(for keys: [String], in namespace: String) async throws(RedisError) -> [String: StoredEntry] {
         guard !keys.isEmpty else { return [:] }
@@ -332,7 +337,10 @@ public final class RedisStore: RemoteCacheStore {
         }
     }
 
-    /// The live entry a `GET` or `MGET` reply holds, removing a value in another format.
+    /// The live entry a `GET` or `MGET` reply holds. A value in another format is a
+    /// miss, reported at `warning`, and stays: the read saw it at one moment, and
+    /// deleting it afterwards could delete a valid value another instance wrote in
+    /// between.
     func liveEntry(
         in reply: _RESPValue, key: String, namespace: String, command: String, now: Date
     ) async throws(RedisError) -> StoredEntry? {
@@ -342,17 +350,12 @@ public final class RedisStore: RemoteCacheStore {
             return nil
         case .bulkString(let value?):
             guard let entry = _RedisEntryFormat.decode(value) else {
-                // Damaged, or from another format version: a miss, and removed so it
-                // does not come back on every read.
-                let redisKey = keyspace.key(key, in: namespace)
-                let unlink = _RedisCommand("UNLINK", .bytes(redisKey))
-                if let cluster {
-                    _ = try? await cluster.send(unlink, slot: _RedisHashSlot.slot(of: redisKey))
-                } else {
-                    _ = try? await pool.withConnection { connection throws(RedisError) in
-                        try await connection.send(unlink)
-                    }
-                }
+                // Damaged, or from another format version: a miss, kept. A Cache
+                // fetches the value and writes it over this one.
+                log.log(
+                    .warning,
+                    "a value not in the store's format (\(value.readableBytes) bytes) was read as a miss and kept",
+                    operation: command, metadata: ["hoard.namespace": "\(namespace)", "hoard.key": "\(key)"])
                 return nil
             }
             if let expiresAt = entry.expiresAt, expiresAt <= now { return nil }

@@ -17,6 +17,10 @@ import Synchronization
 ///   `CLUSTERDOWN` (the cluster is failing over) are retried after a short wait.
 /// - **Bounded.** At most ``maximumAttempts`` sends per command; then the last error,
 ///   or ``RedisError/Code/clusterDown`` when the map did not settle.
+/// - **Every number from a node is checked.** A slot outside `0..<16384` or a port
+///   outside `1...65535`, in a redirection or in `CLUSTER SLOTS`, and ranges that
+///   claim one slot twice, are ``RedisError/Code/protocolError``; nothing of such a
+///   reply is used, so no reply traps.
 /// - **Failures are errors, never wrong values.** A command whose node cannot be
 ///   reached fails with the connection error once the attempts are spent; while a
 ///   replica is being promoted, reads and writes of the failed primary's slots fail
@@ -145,8 +149,11 @@ final class _RedisCluster: Sendable {
             return results
         }
         var resent = false
-        for index in commands.indices where _RedisRedirection(replies[index]) != nil {
-            replies[index] = try await sendOne(commands[index], slot: slot, after: nil, first: replies[index])
+        for index in commands.indices {
+            guard let redirection = try _RedisRedirection(replies[index], command: commands[index].name) else {
+                continue
+            }
+            replies[index] = try await sendOne(commands[index], slot: slot, after: nil, first: redirection)
             resent = true
         }
         if resent {
@@ -164,10 +171,10 @@ final class _RedisCluster: Sendable {
     ///   - previousError: The connection failure of an attempt already made.
     ///   - first: The redirection an attempt already made was answered with.
     private func sendOne(
-        _ command: _RedisCommand, slot: Int, after previousError: RedisError?, first: _RESPValue? = nil
+        _ command: _RedisCommand, slot: Int, after previousError: RedisError?, first: _RedisRedirection? = nil
     ) async throws(RedisError) -> _RESPValue {
         var lastError = previousError
-        var pending = first.flatMap(_RedisRedirection.init)
+        var pending = first
         var asking: Address?
         for _ in 1..<Self.maximumAttempts {
             switch pending {
@@ -206,7 +213,7 @@ final class _RedisCluster: Sendable {
                 continue
             }
             asking = nil
-            guard let redirection = _RedisRedirection(reply) else { return reply }
+            guard let redirection = try _RedisRedirection(reply, command: command.name) else { return reply }
             pending = redirection
         }
         throw lastError
@@ -225,12 +232,18 @@ final class _RedisCluster: Sendable {
 
     // MARK: The slot map
 
+    /// Records that `address` owns `slot` (a `MOVED` said so), until the next map read.
+    /// A slot outside the map is ignored (``_RedisRedirection`` never gives one), and
+    /// so is a new primary once as many are known as a slot map can name: the map
+    /// read that follows every `MOVED` settles the owner then.
     private func record(owner address: Address, of slot: Int) {
         let added: [Address]? = state.withLock { state in
+            guard state.owners.indices.contains(slot) else { return nil }
             if let index = state.primaries.firstIndex(of: address) {
                 state.owners[slot] = Int16(index)
                 return nil
             }
+            guard state.primaries.count < _RedisHashSlot.count else { return nil }
             state.primaries.append(address)
             state.owners[slot] = Int16(state.primaries.count - 1)
             return state.primaries
@@ -288,6 +301,13 @@ final class _RedisCluster: Sendable {
 
     /// The owner of every slot a `CLUSTER SLOTS` reply names; slots it does not name
     /// stay unknown.
+    ///
+    /// - Throws: ``RedisError/Code/protocolError`` when a range is not of the
+    ///   documented shape, its slots are not within `0..<16384` with its start not
+    ///   after its end, it claims a slot an earlier range claimed, or its primary's
+    ///   port is not within `1...65535`; ``RedisError/Code/serverError`` when the
+    ///   server refused the command. Every number of the reply is checked before it is
+    ///   used, so no reply traps or names more primaries than there are slots.
     static func parseSlots(
         _ reply: _RESPValue, queried: Address
     ) throws(RedisError) -> (owners: [Int16], primaries: [Address]) {
@@ -312,6 +332,18 @@ final class _RedisCluster: Sendable {
                     .protocolError, "CLUSTER SLOTS was answered with a range of an unexpected shape: \(range).",
                     command: "CLUSTER")
             }
+            guard (1...65535).contains(port) else {
+                throw RedisError(
+                    .protocolError,
+                    "CLUSTER SLOTS was answered with a node on port \(port), outside 1...65535: \(range).",
+                    command: "CLUSTER")
+            }
+            let slots = Int(start)...Int(end)
+            if let claimed = slots.first(where: { owners[$0] != -1 }) {
+                throw RedisError(
+                    .protocolError, "CLUSTER SLOTS was answered with slot \(claimed) in two ranges: \(range).",
+                    command: "CLUSTER")
+            }
             // An empty host means "the node you asked"; "?" an endpoint it does not know.
             guard host != "?" else { continue }
             let address = Address(host: host.isEmpty ? queried.host : host, port: Int(port))
@@ -322,7 +354,7 @@ final class _RedisCluster: Sendable {
                 primaries.append(address)
                 index = primaries.count - 1
             }
-            for slot in Int(start)...Int(end) { owners[slot] = Int16(index) }
+            for slot in slots { owners[slot] = Int16(index) }
         }
         return (owners, primaries)
     }
@@ -330,9 +362,12 @@ final class _RedisCluster: Sendable {
 
 extension ServerAddress {
     /// Parses `host:port` as a redirection or a `redis+cluster://` URL names it
-    /// (`[::1]:7000` for IPv6).
+    /// (`[::1]:7000` for IPv6); `nil` when there is no port, or it is not a decimal
+    /// number within `1...65535`.
     init?(redirection text: Substring) {
-        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]) else {
+        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
+            (1...65535).contains(port)
+        else {
             return nil
         }
         var host = text[..<colon]
@@ -350,17 +385,29 @@ enum _RedisRedirection: Equatable {
     /// `TRYAGAIN` or `CLUSTERDOWN`: try again shortly.
     case tryAgain
 
-    init?(_ reply: _RESPValue) {
+    /// The redirection `reply` asks for, or `nil` when it is not an error reply of
+    /// one.
+    ///
+    /// - Parameter command: The name of the command answered, for the error.
+    /// - Throws: ``RedisError/Code/protocolError`` when `reply` is a `MOVED` or `ASK`
+    ///   whose slot is not a number within `0..<16384` or whose address is not
+    ///   `host:port` with a port within `1...65535`: the node is not following the
+    ///   protocol, and no part of such a reply is used.
+    init?(_ reply: _RESPValue, command: String? = nil) throws(RedisError) {
         guard let message = reply.errorMessage else { return nil }
         let words = message.split(separator: " ")
         switch words.first {
-        case "MOVED"?:
-            guard words.count == 3, let slot = Int(words[1]), let address = _RedisCluster.Address(redirection: words[2])
-            else { return nil }
-            self = .moved(slot: slot, to: address)
-        case "ASK"?:
-            guard words.count == 3, let address = _RedisCluster.Address(redirection: words[2]) else { return nil }
-            self = .ask(to: address)
+        case "MOVED"?, "ASK"?:
+            guard words.count == 3, let slot = Int(words[1]), (0..<_RedisHashSlot.count).contains(slot),
+                let address = _RedisCluster.Address(redirection: words[2])
+            else {
+                throw RedisError(
+                    .protocolError,
+                    "A Redis Cluster node answered with a redirection that is not \"\(words[0]) <slot 0-16383> "
+                        + "<host:port>\": \(message.prefix(200))",
+                    command: command, serverMessage: message)
+            }
+            self = words[0] == "MOVED" ? .moved(slot: slot, to: address) : .ask(to: address)
         case "TRYAGAIN"?, "CLUSTERDOWN"?:
             self = .tryAgain
         default:

@@ -1,10 +1,11 @@
 #if Hummingbird
 import Foundation
 import Hoard
-import HoardHummingbird
 import Hummingbird
 import HummingbirdTesting
 import Testing
+
+@testable import HoardHummingbird
 
 /// Hummingbird's own persist scenarios (its `PersistTests`), through a real
 /// `Application`, with the Hoard driver; time moves on a `ManualClock`.
@@ -134,6 +135,42 @@ struct HoardPersistDriverTests {
         let second = try Self.driver(clock, store: store)
         #expect(try await second.get(key: "session", as: [String: Int].self) == ["user": 42])
         #expect(try await second.getWithTTL(key: "session", as: [String: Int].self)?.ttl == .seconds(60))
+    }
+
+    @Test("getWithTTL of an expiry too far for Int64 milliseconds is the longest Duration of them, not a trap")
+    func farExpiries() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hoard-persist-\(UUID())")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let clock = ManualClock(start: Date())
+        let store = try DiskStore(directory: directory, clock: clock)
+        let first = try Self.driver(clock, store: store)
+        let longest = Duration.milliseconds(Int64.max)
+        try await first.set(key: "max", value: "v", expires: .seconds(Int64.max))
+        let value = try JSONEncoder().encode("v")
+        try await first.cache.set(value, for: "greatest", expires: .after(.greatestFiniteMagnitude))
+        try await first.cache.set(value, for: "infinite", expires: .after(.infinity))
+        try await first.shutdown()
+        // Read back from the disk store by a second driver, as after a restart.
+        let second = try Self.driver(clock, store: store)
+        // An infinite lifetime reads back from disk as an infinitely far expiry.
+        for key in ["max", "greatest", "infinite"] {
+            let read = try await second.getWithTTL(key: key, as: String.self)
+            #expect(read?.object == "v", "\(key)")
+            #expect(read?.ttl == longest, "\(key)")
+        }
+    }
+
+    @Test(
+        "The time left is whole milliseconds within .zero...milliseconds(Int64.max); NaN is none",
+        arguments: [
+            (Double.infinity, Duration?.some(.milliseconds(Int64.max))),
+            // Redis's clamped expiry (Int64.max milliseconds since 1970), read at 1970.
+            (Double(Int64.max) / 1000, .milliseconds(Int64.max)), (.greatestFiniteMagnitude, .milliseconds(Int64.max)),
+            (1.5, .milliseconds(1_500)), (0.000_4, .zero), (-10, .zero), (-Double.infinity, .zero), (.nan, nil),
+        ])
+    func timeLeft(_ expiresAt: Double, _ expected: Duration?) {
+        let now = Date(timeIntervalSince1970: 0)
+        #expect(HoardPersistDriver.timeLeft(until: Date(timeIntervalSince1970: expiresAt), now: now) == expected)
     }
 
     @Test("A store directory that cannot be created stops the driver at startup with a clear error")

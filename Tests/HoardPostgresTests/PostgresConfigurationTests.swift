@@ -29,6 +29,22 @@ struct PostgresConfigurationTests {
         }
     }
 
+    @Test(
+        "statement_timeout is commandTimeout in whole milliseconds within 1...Int32.max; a huge timeout is no trap",
+        arguments: [
+            (Duration.seconds(5), 5_000), (.microseconds(1), 1), (.milliseconds(1_500), 1_500),
+            (.milliseconds(Int64(Int32.max)), Int(Int32.max)), (.seconds(Int64(Int32.max)), Int(Int32.max)),
+            (.seconds(Int64.max), Int(Int32.max)),
+        ])
+    func statementTimeout(_ timeout: Duration, _ milliseconds: Int) throws {
+        #expect(PostgresStore.Configuration.statementTimeout(timeout) == milliseconds)
+        var configuration = try PostgresStore.Configuration(url: "postgres://h/db")
+        configuration.commandTimeout = timeout
+        let client = configuration.clientConfiguration(connections: 1, keepsConnectionsOpen: false)
+        let parameters = client.options.additionalStartupParameters
+        #expect(parameters.first { $0.0 == "statement_timeout" }?.1 == String(milliseconds))
+    }
+
     @Test("Out-of-range settings and names PostgreSQL would truncate or refuse are invalidConfiguration")
     func validation() throws {
         var cases: [(String, PostgresStore.Configuration)] = []

@@ -95,16 +95,80 @@ struct RedisClusterSlotTests {
     }
 
     @Test("MOVED, ASK, TRYAGAIN and CLUSTERDOWN replies are read as redirections; other errors are not")
-    func redirections() {
+    func redirections() throws {
         #expect(
-            _RedisRedirection(.error("MOVED 3999 127.0.0.1:6381"))
+            try _RedisRedirection(.error("MOVED 3999 127.0.0.1:6381"))
                 == .moved(slot: 3999, to: .init(host: "127.0.0.1", port: 6381)))
-        #expect(_RedisRedirection(.error("ASK 3999 [::1]:6381")) == .ask(to: .init(host: "::1", port: 6381)))
-        #expect(_RedisRedirection(.error("TRYAGAIN Multiple keys request during rehashing of slot")) == .tryAgain)
-        #expect(_RedisRedirection(.error("CLUSTERDOWN The cluster is down")) == .tryAgain)
-        #expect(_RedisRedirection(.error("ERR unknown command")) == nil)
-        #expect(_RedisRedirection(.error("MOVED nonsense")) == nil)
-        #expect(_RedisRedirection(.simpleString("OK")) == nil)
+        #expect(
+            try _RedisRedirection(.error("MOVED 16383 10.0.0.1:65535"))
+                == .moved(slot: 16_383, to: .init(host: "10.0.0.1", port: 65_535)))
+        #expect(try _RedisRedirection(.error("ASK 3999 [::1]:6381")) == .ask(to: .init(host: "::1", port: 6381)))
+        #expect(try _RedisRedirection(.error("TRYAGAIN Multiple keys request during rehashing of slot")) == .tryAgain)
+        #expect(try _RedisRedirection(.error("CLUSTERDOWN The cluster is down")) == .tryAgain)
+        #expect(try _RedisRedirection(.error("ERR unknown command")) == nil)
+        #expect(try _RedisRedirection(.simpleString("OK")) == nil)
+    }
+
+    @Test(
+        "A MOVED or ASK whose slot is outside 0..<16384 or whose port is outside 1...65535 is a protocol error",
+        arguments: [
+            "MOVED 20000 127.0.0.1:6381", "MOVED 16384 127.0.0.1:6381", "MOVED -1 127.0.0.1:6381",
+            "MOVED 99999999999999999999 127.0.0.1:6381", "ASK 20000 127.0.0.1:6381", "MOVED 1 127.0.0.1:0",
+            "MOVED 1 127.0.0.1:65536", "ASK 1 127.0.0.1:-7000", "ASK 1 [::1]:9999999999999999999999", "MOVED 1 host",
+            "MOVED nonsense", "ASK",
+        ])
+    func badRedirections(_ message: String) {
+        let error = #expect(throws: RedisError.self) { try _RedisRedirection(.error(message), command: "GET") }
+        #expect(error?.code == .protocolError)
+        #expect(error?.command == "GET")
+        #expect(error?.serverMessage == message)
+    }
+
+    @Test("A node answering MOVED to slot 20000 fails the read with a protocol error, and the store goes on")
+    func movedOutsideTheSlots() async throws {
+        let port = Locked(0)
+        let server = try await ScriptedRedisServer { words in
+            let port = Int64(port.withLock { $0 })
+            guard words.first == "CLUSTER" else { return .reply(.error("MOVED 20000 127.0.0.1:\(port)")) }
+            let node = _RESPValue.array([.bulkString(ByteBuffer(string: "127.0.0.1")), .integer(port)])
+            return .reply(.array([.array([.integer(0), .integer(16_383), node])]))
+        }
+        port.withLock { $0 = server.port }
+        defer { Task { await server.close() } }
+        let store = try RedisStore(configuration: .init(url: "redis+cluster://127.0.0.1:\(server.port)"))
+        defer { Task { await store.shutdown() } }
+        for _ in 0..<2 {
+            let error = await #expect(throws: RedisError.self) { try await store.entry(for: "k", in: "ns") }
+            #expect(error?.code == .protocolError, "\(String(describing: error))")
+            #expect(error?.serverMessage == "MOVED 20000 127.0.0.1:\(server.port)")
+        }
+        #expect(server.commands.filter { $0.first == "GET" }.count == 2)
+    }
+
+    @Test("A CLUSTER SLOTS reply with a port outside 1...65535 or a slot in two ranges is a protocol error")
+    func badSlotNumbers() throws {
+        let queried = _RedisCluster.Address(host: "10.0.0.9", port: 7000)
+        func node(_ port: Int64) -> _RESPValue {
+            .array([.bulkString(ByteBuffer(string: "10.0.0.1")), .integer(port), .bulkString(ByteBuffer(string: "id"))])
+        }
+        func range(_ start: Int64, _ end: Int64, port: Int64 = 7000) -> _RESPValue {
+            .array([.integer(start), .integer(end), node(port)])
+        }
+        let bad: [_RESPValue] = [
+            .array([range(0, 10, port: 0)]), .array([range(0, 10, port: 65_536)]), .array([range(0, 10, port: -1)]),
+            .array([range(0, 10, port: .max)]), .array([range(0, 16_384)]), .array([range(-1, 10)]),
+            .array([range(.min, .max)]), .array([range(0, 10), range(10, 20, port: 7001)]),
+            // More ranges than slots, each naming a new node, cannot be a slot map.
+            .array((0..<20_000).map { range(0, 0, port: 1 + $0) }),
+        ]
+        for reply in bad {
+            let error = #expect(throws: RedisError.self) { try _RedisCluster.parseSlots(reply, queried: queried) }
+            #expect(error?.code == .protocolError)
+        }
+        let edges = try _RedisCluster.parseSlots(
+            .array([range(0, 0, port: 1), range(1, 16_383, port: 65_535)]), queried: queried)
+        #expect(edges.primaries.map(\.port) == [1, 65_535])
+        #expect(edges.owners[0] == 0 && edges.owners[1] == 1 && edges.owners[16_383] == 1)
     }
 }
 

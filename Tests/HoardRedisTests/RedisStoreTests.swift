@@ -1,6 +1,7 @@
 #if Redis
 import Foundation
 import Hoard
+import HoardLoggingTestSupport
 import HoardRemoteTestSupport
 import NIOCore
 import Testing
@@ -217,14 +218,26 @@ struct RedisStoreTests {
         #expect(try await store.entries(for: (0..<50).map { "k\($0)" }, in: "clear").isEmpty)
     }
 
-    @Test("A value in another format is a miss and is removed; server errors are serverError")
+    @Test("A value in another format is a miss, kept and reported; server errors are serverError")
     func foreignValueAndServerErrors() async throws {
-        let store = try makeStore()
+        let recorder = RecordingLogHandler()
+        var configuration = try RedisTestServer.configuration()
+        configuration.logger = recorder.logger()
+        let store = try RedisStore(configuration: configuration)
         defer { Task { await store.shutdown() } }
         let redisKey = String(buffer: store.keyspace.key("foreign", in: "ns"))
         #expect(try await store.command("SET", redisKey, "written by something else") == .simpleString("OK"))
         #expect(try await store.entry(for: "foreign", in: "ns") == nil)
-        #expect(try await store.command("EXISTS", redisKey) == .integer(0))
+        #expect(try await store.entries(for: ["foreign"], in: "ns").isEmpty)
+        // Kept: another instance may have written a valid value since the read.
+        let kept = try await store.command("GET", redisKey)
+        #expect(kept == .bulkString(ByteBuffer(string: "written by something else")))
+        let report = await recorder.record { $0.metadata["hoard.key"] == "foreign" }
+        #expect(report.level == .warning)
+        #expect(report.metadata["hoard.namespace"] == "ns")
+        #expect(report.metadata["hoard.operation"] == "GET")
+        #expect(recorder.records.filter { $0.metadata["hoard.key"] == "foreign" }.count == 2)
+        _ = try await store.command("DEL", redisKey)
 
         // A key of the wrong type: the server's error comes back as serverError.
         #expect(try await store.command("RPUSH", redisKey, "x") == .integer(1))

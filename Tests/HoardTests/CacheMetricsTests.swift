@@ -1,7 +1,7 @@
 #if Metrics
 import Foundation
 import Hoard
-import HoardMetrics
+@testable import HoardMetrics
 import MetricsTestKit
 import Synchronization
 import Testing
@@ -148,6 +148,71 @@ struct CacheMetricsTests {
             #expect(total("hoard_cache_misses", "memory") == 12)
             #expect(total("hoard_cache_misses", "all") == 12)
         }
+    }
+}
+
+/// Concurrent ``CacheMetrics/update()`` calls, over statistics that only grow.
+@Suite("Cache metrics updated from many threads", .timeLimit(.minutes(3)))
+struct CacheMetricsConcurrencyTests {
+    /// Statistics whose fetches count the snapshots taken: each snapshot is newer,
+    /// and higher, than every one before it. It also records, for each snapshot,
+    /// whether an update held the reporter's lock while it was taken.
+    final class GrowingStatistics: Sendable {
+        private let state = Mutex((taken: 0, underLock: [Bool](), reporter: CacheMetrics?.none))
+
+        func attach(_ reporter: CacheMetrics) { state.withLock { $0.reporter = reporter } }
+
+        func snapshot() -> CacheStatistics {
+            let (taken, reporter) = state.withLock { state in
+                state.taken += 1
+                return (state.taken, state.reporter)
+            }
+            let underLock = reporter?.isUpdating ?? false
+            state.withLock { $0.underLock.append(underLock) }
+            var statistics = CacheStatistics()
+            statistics.fetches = taken
+            return statistics
+        }
+
+        var taken: Int { state.withLock { $0.taken } }
+        var underLock: [Bool] { state.withLock { $0.underLock } }
+    }
+
+    @Test("Every snapshot is taken under the lock that applies it, so no older snapshot is applied after a newer one")
+    func snapshotsUnderTheLock() {
+        let metrics = TestMetrics()
+        let statistics = GrowingStatistics()
+        let reporter = CacheMetrics(
+            name: "locked", statistics: statistics.snapshot, memory: { (0, 0) }, factory: metrics)
+        statistics.attach(reporter)
+        #expect(!reporter.isUpdating)
+        reporter.update()
+        reporter.update()
+        #expect(statistics.underLock == [true, true])
+        #expect(!reporter.isUpdating)
+        #expect(metrics.counterTotal(label: "hoard_cache_fetches", dimensions: [("cache", "locked")]) == 2)
+    }
+
+    @Test("Updates from four threads at once count each fetch once: the counter ends at the last snapshot")
+    func concurrentUpdates() async {
+        let metrics = TestMetrics()
+        let statistics = GrowingStatistics()
+        let reporter = CacheMetrics(
+            name: "concurrent", statistics: statistics.snapshot, memory: { (0, 0) }, factory: metrics)
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<4 {
+                group.addTask {
+                    await withCheckedContinuation { continuation in
+                        Thread {
+                            for _ in 0..<5_000 { reporter.update() }
+                            continuation.resume()
+                        }.start()
+                    }
+                }
+            }
+        }
+        #expect(statistics.taken == 20_000)
+        #expect(metrics.counterTotal(label: "hoard_cache_fetches", dimensions: [("cache", "concurrent")]) == 20_000)
     }
 }
 #endif

@@ -1,4 +1,5 @@
 import Foundation
+import HoardLoggingTestSupport
 import Testing
 
 @testable import Hoard
@@ -155,6 +156,75 @@ struct MemoryPressureTests {
         monitor.remove(third)
         #expect(monitor.status == .idle)
     }
+
+    @Test(
+        "A watcher whose trigger file fails ends: status and logger say so; stopping it raises no SIGPIPE")
+    func watcherEndsByItself() async throws {
+        let recorder = RecordingLogHandler()
+        // The write end of a pipe whose read end is closed reports POLLERR, as a
+        // trigger's file does once its cgroup is removed.
+        var trigger: [Int32] = [-1, -1]
+        try #require(pipe(&trigger) == 0)
+        let (triggerRead, triggerWrite) = (trigger[0], trigger[1])
+        let monitor = _MemoryPressureMonitor(logger: recorder.logger()) { deliver, ended in
+            _MemoryPressureWatcher.start(
+                source: "test trigger", warning: triggerWrite, critical: -1, deliver: deliver, ended: ended)
+        }
+        let observation = monitor.add { _ in }
+        #expect(monitor.status == .watching(source: "test trigger"))
+        close(triggerRead)
+
+        let record = await recorder.record { $0.level == .warning }
+        #expect(record.metadata["hoard.source"] == "test trigger")
+        #expect(record.metadata["hoard.error"]?.contains("warning trigger") == true)
+        if case .ended(let source, let reason) = monitor.status {
+            #expect(source == "test trigger")
+            #expect(reason.contains("warning trigger"))
+        } else {
+            Issue.record("the status is \(monitor.status), not ended")
+        }
+        // The thread has ended; stop() wakes it all the same, and must raise no
+        // SIGPIPE (which kills a process that does not ignore it).
+        #expect(!Self.raisesSIGPIPE { monitor.remove(observation) })
+        #expect(monitor.status == .idle)
+    }
+
+    /// Runs `body` with SIGPIPE blocked on this thread, and returns whether it raised
+    /// one (a write to a pipe or socket without a reader); such a signal stays
+    /// pending while blocked, even when the process ignores SIGPIPE, and is consumed
+    /// here.
+    static func raisesSIGPIPE(_ body: () -> Void) -> Bool {
+        var pipeOnly = sigset_t()
+        sigemptyset(&pipeOnly)
+        sigaddset(&pipeOnly, SIGPIPE)
+        var previous = sigset_t()
+        pthread_sigmask(SIG_BLOCK, &pipeOnly, &previous)
+        body()
+        var pending = sigset_t()
+        sigpending(&pending)
+        let raised = sigismember(&pending, SIGPIPE) == 1
+        if raised {
+            var now = timespec(tv_sec: 0, tv_nsec: 0)
+            _ = sigtimedwait(&pipeOnly, nil, &now)
+        }
+        pthread_sigmask(SIG_SETMASK, &previous, nil)
+        return raised
+    }
+
+    @Test("The wake-up channel of a watcher is close-on-exec, both ends")
+    func wakePipeCloseOnExec() throws {
+        var trigger: [Int32] = [-1, -1]
+        try #require(pipe(&trigger) == 0)
+        defer { close(trigger[0]) }
+        let watcher = try _MemoryPressureWatcher.start(
+            source: "test trigger", warning: trigger[1], critical: -1, deliver: { _ in }, ended: { _ in }
+        ).get()
+        defer { watcher.stop() }
+        #expect(watcher.wakeDescriptors.count == 2)
+        for descriptor in watcher.wakeDescriptors {
+            #expect(fcntl(descriptor, F_GETFD) & FD_CLOEXEC != 0, "descriptor \(descriptor)")
+        }
+    }
     #endif
 
     @Test("A limit as a fraction of the memory the process may use")
@@ -167,5 +237,13 @@ struct MemoryPressureTests {
         #expect(abs(limit - available / 10) <= 1)
         #expect(ProcessMemory.fraction(2) == available, "fractions are clamped to 0…1")
         #expect(ProcessMemory.fraction(0) == 1)
+    }
+
+    @Test(
+        "A fraction of the available memory that is NaN, infinite or negative is clamped, not a trap",
+        arguments: [(Double.nan, 0), (-Double.infinity, 0), (-1, 0), (Double.infinity, 1), (1, 1)])
+    func unusualFractions(_ fraction: Double, _ clamped: Double) {
+        let expected = clamped == 0 ? 1 : ProcessMemory.availableBytes
+        #expect(ProcessMemory.fraction(fraction) == expected)
     }
 }

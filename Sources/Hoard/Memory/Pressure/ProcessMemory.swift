@@ -18,9 +18,14 @@ public enum ProcessMemory {
     }
 
     /// `fraction` (between 0 and 1) of ``availableBytes``, rounded down, at least 1.
+    /// A fraction below 0 counts as 0, one above 1 as 1, and NaN as 0: the result is
+    /// always within `1...availableBytes`, never a trap.
     public static func fraction(_ fraction: Double) -> Int {
-        let bytes = Double(availableBytes) * min(max(fraction, 0), 1)
-        return max(1, Int(bytes))
+        let available = availableBytes
+        let clamped = fraction.isNaN ? 0 : min(max(fraction, 0), 1)
+        let bytes = (Double(available) * clamped).rounded(.down)
+        // `Double(available)` may round up past `available` (and past `Int.max`).
+        return max(1, bytes < Double(available) ? Int(bytes) : available)
     }
 }
 

@@ -14,18 +14,42 @@ final class _MemoryPressureMonitor: Sendable {
         case watching(source: String)
         /// The system offers no signal here; `reason` says why.
         case unavailable(reason: String)
+        /// The watcher of `source` stopped by itself (its cgroup went away, `poll`
+        /// failed); `reason` says why. No signal comes until the last handler goes
+        /// and a new first one starts a new watcher.
+        case ended(source: String, reason: String)
     }
 
     private struct State {
         var nextID = 0
         var handlers: [Int: @Sendable (MemoryPressureLevel) -> Void] = [:]
         var watcher: _MemoryPressureWatcher?
+        /// Counts the watchers started, so that a watcher's end is not taken for a
+        /// later one's.
+        var generation = 0
         var status = Status.idle
         var reportedUnavailable = false
     }
 
+    /// Starts a watcher: ``_MemoryPressureWatcher/start(deliver:ended:)``, or a
+    /// test's.
+    typealias Start =
+        @Sendable (
+            _ deliver: @escaping @Sendable (MemoryPressureLevel) -> Void, _ ended: @escaping @Sendable (String) -> Void
+        ) -> Result<_MemoryPressureWatcher, _MemoryPressureWatcher.Failure>
+
     private let state = Mutex(State())
-    private let logger = Logger(label: "hoard.memory-pressure")
+    private let logger: Logger
+    private let start: Start
+
+    /// A monitor that starts its watchers with `start` and reports through `logger`.
+    init(
+        logger: Logger = Logger(label: "hoard.memory-pressure"),
+        start: @escaping Start = { _MemoryPressureWatcher.start(deliver: $0, ended: $1) }
+    ) {
+        self.logger = logger
+        self.start = start
+    }
 
     /// What the watcher is doing now.
     var status: Status { state.withLock { $0.status } }
@@ -37,7 +61,12 @@ final class _MemoryPressureMonitor: Sendable {
             state.nextID += 1
             state.handlers[id] = handler
             guard state.handlers.count == 1 else { return (id, nil) }
-            switch _MemoryPressureWatcher.start(deliver: { [weak self] level in self?.deliver(level) }) {
+            state.generation += 1
+            let generation = state.generation
+            let started = start(
+                { [weak self] level in self?.deliver(level) },
+                { [weak self] reason in self?.ended(generation: generation, reason: reason) })
+            switch started {
             case .success(let watcher):
                 state.watcher = watcher
                 state.status = .watching(source: watcher.source)
@@ -68,6 +97,20 @@ final class _MemoryPressureMonitor: Sendable {
             return watcher
         }
         watcher?.stop()
+    }
+
+    /// Records that the watcher of `generation` stopped by itself, and says so at
+    /// `warning`, when it is still the current one.
+    private func ended(generation: Int, reason: String) {
+        let source = state.withLock { state -> String? in
+            guard state.generation == generation, let watcher = state.watcher else { return nil }
+            state.status = .ended(source: watcher.source, reason: reason)
+            return watcher.source
+        }
+        guard let source else { return }
+        logger.warning(
+            "the memory-pressure watcher stopped: memory caches react only to their own limits from now on",
+            metadata: ["hoard.error": "\(reason)", "hoard.source": "\(source)"])
     }
 
     /// Calls every handler, outside the lock.
