@@ -94,7 +94,8 @@ extension RedisStore {
         /// primary gets a tracking connection of its own (a node tracks only the
         /// writes it runs), opened when the first stream starts and moved when the
         /// primaries change; a new primary's first tracking subscription reports
-        /// "everything changed", as writes before it were not tracked.
+        /// that changes may have been missed (`RemoteInvalidation.missed`), as
+        /// writes before it were not tracked.
         public var serverAssistedInvalidation: Bool
 
         /// The most connections the store opens for its commands (the pub/sub
@@ -135,7 +136,7 @@ extension RedisStore {
         public var maximumReplyDepth: Int
 
         /// Where connection failures, lost connections and resubscriptions (after
-        /// which every watcher hears "everything may have changed") are logged,
+        /// which every watcher hears `RemoteInvalidation.missed`) are logged,
         /// once each, with `hoard.store` (the server's address), `hoard.tier`
         /// (`remote`), `hoard.operation` and `hoard.error` metadata; commands
         /// themselves are never logged. `nil` (the default) logs nothing.

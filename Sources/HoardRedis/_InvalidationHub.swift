@@ -169,7 +169,7 @@ final class _InvalidationHub: Sendable {
                 state.trackingGaps -= 1
                 return state.subscriptions.values.flatMap { $0.streams.values }
             }
-            for stream in streams { stream.yield(.all) }
+            for stream in streams { stream.yield(.missed) }
         case "subscribe":
             // A resubscription after a lost connection: changes may have been missed.
             let streams = state.withLock { state -> [AsyncStream<RemoteInvalidation>.Continuation] in
@@ -177,7 +177,7 @@ final class _InvalidationHub: Sendable {
                 state.subscriptions[channel]?.resubscribing = false
                 return Array(subscription.streams.values)
             }
-            for stream in streams { stream.yield(.all) }
+            for stream in streams { stream.yield(.missed) }
         default:
             return
         }

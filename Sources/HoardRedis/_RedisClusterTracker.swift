@@ -8,7 +8,7 @@
 /// __redis__:invalidate`); the namespaces' pub/sub channels stay on the store's main
 /// subscriber. When the set of primaries changes (a replica took over, a node was
 /// added) the tracker of a node that left is closed and a new primary gets one, whose
-/// subscription reports "everything may have changed": writes the new primary took
+/// subscription reports `RemoteInvalidation.missed`: writes the new primary took
 /// before it was tracked were not seen.
 actor _RedisClusterTracker {
     private let makeSubscriber:

@@ -26,7 +26,7 @@ actor _RedisSubscriber {
     /// of a cluster), not the namespaces' pub/sub channels.
     private let tracksOnly: Bool
     /// Whether the first tracking subscription, like every later one, reports
-    /// "everything may have changed" (a tracker for a primary that took over from
+    /// `RemoteInvalidation.missed` (a tracker for a primary that took over from
     /// another: writes before it subscribed were not seen).
     private let reportsGapOnFirstConnection: Bool
     /// Called when the connection is lost and after each failed attempt to open it
@@ -96,7 +96,7 @@ actor _RedisSubscriber {
             hub.markResubscribing(toSubscribe)
             resubscribing = false
             log.log(
-                .notice, "resubscribed to invalidations: changes made while away are reported as 'everything changed'",
+                .notice, "resubscribed to invalidations: changes made while away are reported as possibly missed",
                 operation: "subscribe")
         }
         var commands: [_RedisCommand] = []

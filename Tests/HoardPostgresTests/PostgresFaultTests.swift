@@ -243,7 +243,8 @@ struct PostgresFaultTests {
     }
 
     @Test(
-        "Sessions terminated by the server (pg_terminate_backend): the pool reconnects, the listener resumes with .missed")
+        "Sessions terminated by the server (pg_terminate_backend): the pool reconnects, the listener resumes with .missed"
+    )
     func terminatedSessions() async throws {
         var configuration = try PostgresTestServer.configuration()
         configuration.applicationName = "hoard-terminate-\(UUID().uuidString.prefix(8))"
