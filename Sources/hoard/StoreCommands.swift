@@ -328,8 +328,10 @@ struct GetCommand: ParsableCommand {
     @Argument(help: "The key.")
     var key: String
 
-    @Option(name: .shortAndLong, help: "The namespace.")
-    var namespace: String = DiskStore.defaultNamespace
+    @Option(
+        name: .shortAndLong,
+        help: "The namespace (default: the store's only one, else \"default\"; a store of several lists them).")
+    var namespace: String?
 
     @Flag(help: "Write the value's bytes to standard output as they are.")
     var raw = false
@@ -361,6 +363,7 @@ struct GetCommand: ParsableCommand {
 
     func run() throws {
         let store = try location.open()
+        let namespace = try NamespaceChoice.resolve(namespace, in: store)
         guard let entry = try store.entry(for: key, in: namespace) else {
             throw StoreCommandError(
                 "no live entry for key \(StoreFormat.quoted(key)) in namespace \(StoreFormat.quoted(namespace))")
@@ -417,8 +420,10 @@ struct RemoveCommand: ParsableCommand {
     @Argument(help: "The keys to remove.")
     var keys: [String] = []
 
-    @Option(name: .shortAndLong, help: "The namespace.")
-    var namespace: String = DiskStore.defaultNamespace
+    @Option(
+        name: .shortAndLong,
+        help: "The namespace (default: the store's only one, else \"default\"; a store of several lists them).")
+    var namespace: String?
 
     @Flag(help: "Remove every entry of the namespace.")
     var all = false
@@ -429,6 +434,7 @@ struct RemoveCommand: ParsableCommand {
 
     func run() throws {
         let store = try location.open()
+        let namespace = try NamespaceChoice.resolve(namespace, in: store)
         if all {
             let count = try store.removeAll(in: namespace)
             print(
@@ -442,7 +448,9 @@ struct RemoveCommand: ParsableCommand {
                 print("removed \(StoreFormat.quoted(key))")
             } else {
                 missing += 1
-                FileHandle.standardError.write(Data("no entry for \(StoreFormat.quoted(key))\n".utf8))
+                FileHandle.standardError.write(
+                    Data("no entry for \(StoreFormat.quoted(key)) in namespace \(StoreFormat.quoted(namespace))\n".utf8)
+                )
             }
         }
         if missing > 0 { throw ExitCode(1) }

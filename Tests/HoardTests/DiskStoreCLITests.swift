@@ -70,6 +70,35 @@ extension DiskStoreSuites {
             }
         }
 
+        @Test("get and rm without --namespace use a store's only namespace, and list them when there are several")
+        func namespaceChoice() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                do {
+                    let store = try DiskStore(directory: url)
+                    try store.set("Swift feed", for: "swift", in: "feedreader.feeds")
+                    try store.set("other", for: "other", in: "feedreader.feeds")
+                }
+                let path = url.path
+                let found = try Self.hoard("get", path, "swift")
+                #expect(found.status == 0, "\(found.errors)")
+                #expect(found.output == "Swift feed\n")
+                let removed = try Self.hoard("rm", path, "swift")
+                #expect(removed.status == 0, "\(removed.errors)")
+                #expect(try DiskStore(directory: url).entry(for: "swift", in: "feedreader.feeds") == nil)
+
+                try DiskStore(directory: url).set("x", for: "k", in: "second")
+                let ambiguous = try Self.hoard("get", path, "other")
+                #expect(ambiguous.status != 0)
+                #expect(
+                    ambiguous.errors.contains("2 namespaces (\"feedreader.feeds\", \"second\")"), "\(ambiguous.errors)")
+                let refused = try Self.hoard("rm", path, "--all")
+                #expect(refused.status != 0)
+                #expect(try DiskStore(directory: url).usage(in: "feedreader.feeds").count == 1, "nothing was removed")
+                let chosen = try Self.hoard("get", path, "k", "-n", "second")
+                #expect(chosen.output == "x\n")
+            }
+        }
+
         @Test("verify lists damage with its key and exits 1; --repair removes it")
         func verifyDamage() throws {
             try DiskTest.withTemporaryDirectory { url in
