@@ -86,6 +86,33 @@ extension ForwardingStore {
     func verify(repairing: Bool) throws(HoardError) -> VerificationReport { try inner.verify(repairing: repairing) }
 }
 
+/// A remote store that forwards every call to an ``InMemoryRemoteStore``; a
+/// conforming test store writes only the calls it changes. Sends no invalidations
+/// unless it says otherwise.
+protocol ForwardingRemoteStore: RemoteCacheStore {
+    var inner: InMemoryRemoteStore { get }
+}
+
+extension ForwardingRemoteStore {
+    func entry(for key: String, in namespace: String) async throws -> StoredEntry? {
+        try await inner.entry(for: key, in: namespace)
+    }
+    func entries(for keys: [String], in namespace: String) async throws -> [String: StoredEntry] {
+        try await inner.entries(for: keys, in: namespace)
+    }
+    func set(_ data: Data, for key: String, in namespace: String, storedAt: Date, expiresAt: Date?) async throws {
+        try await inner.set(data, for: key, in: namespace, storedAt: storedAt, expiresAt: expiresAt)
+    }
+    func removeValue(for key: String, in namespace: String) async throws {
+        try await inner.removeValue(for: key, in: namespace)
+    }
+    func removeAll(in namespace: String) async throws { try await inner.removeAll(in: namespace) }
+    func write(_ batch: [CacheStoreWrite]) async throws { try await inner.write(batch) }
+    func invalidations(in namespace: String) -> AsyncStream<RemoteInvalidation> {
+        AsyncStream { $0.finish() }
+    }
+}
+
 /// A local store that forwards to another one but holds every batch write until
 /// released, or fails every call on demand.
 final class GatedStore: ForwardingStore {
@@ -219,7 +246,7 @@ final class ReadGatedStore: ForwardingStore {
 /// after fetching the entry, before returning it (`readGate`), and whose batch
 /// writes can stop at another before writing (`writeGate`). Both gates are open
 /// until the test closes them. Sends no invalidations.
-final class GatedRemoteStore: RemoteCacheStore {
+final class GatedRemoteStore: ForwardingRemoteStore {
     let inner = InMemoryRemoteStore()
     let readGate = StoreGate()
     let writeGate = StoreGate()
@@ -229,22 +256,9 @@ final class GatedRemoteStore: RemoteCacheStore {
         await readGate.pass()
         return found
     }
-    func entries(for keys: [String], in namespace: String) async throws -> [String: StoredEntry] {
-        try await inner.entries(for: keys, in: namespace)
-    }
-    func set(_ data: Data, for key: String, in namespace: String, storedAt: Date, expiresAt: Date?) async throws {
-        try await inner.set(data, for: key, in: namespace, storedAt: storedAt, expiresAt: expiresAt)
-    }
-    func removeValue(for key: String, in namespace: String) async throws {
-        try await inner.removeValue(for: key, in: namespace)
-    }
-    func removeAll(in namespace: String) async throws { try await inner.removeAll(in: namespace) }
     func write(_ batch: [CacheStoreWrite]) async throws {
         await writeGate.pass()
         try await inner.write(batch)
-    }
-    func invalidations(in namespace: String) -> AsyncStream<RemoteInvalidation> {
-        AsyncStream { $0.finish() }
     }
 }
 

@@ -205,7 +205,7 @@ struct HTTPResponseCacheStoringTests {
 
 /// A remote store over an ``InMemoryRemoteStore`` whose next read, once
 /// ``holdNextRead()`` armed it, stops at ``gate`` after fetching its entry.
-final class HoldingRemoteStore: RemoteCacheStore {
+final class HoldingRemoteStore: ForwardingRemoteStore {
     let inner = InMemoryRemoteStore()
     let gate = StoreGate()
     private let armed = Atomic<Bool>(false)
@@ -221,20 +221,6 @@ final class HoldingRemoteStore: RemoteCacheStore {
             await gate.pass()
         }
         return found
-    }
-    func entries(for keys: [String], in namespace: String) async throws -> [String: StoredEntry] {
-        try await inner.entries(for: keys, in: namespace)
-    }
-    func set(_ data: Data, for key: String, in namespace: String, storedAt: Date, expiresAt: Date?) async throws {
-        try await inner.set(data, for: key, in: namespace, storedAt: storedAt, expiresAt: expiresAt)
-    }
-    func removeValue(for key: String, in namespace: String) async throws {
-        try await inner.removeValue(for: key, in: namespace)
-    }
-    func removeAll(in namespace: String) async throws { try await inner.removeAll(in: namespace) }
-    func write(_ batch: [CacheStoreWrite]) async throws { try await inner.write(batch) }
-    func invalidations(in namespace: String) -> AsyncStream<RemoteInvalidation> {
-        AsyncStream { $0.finish() }
     }
 }
 
