@@ -58,8 +58,7 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
 
     /// The namespace of this cache's entries in every store: its name, in NFC (as
     /// its keys are: see ``CacheKey``).
-    @inlinable
-    var namespace: String { _normalized(configuration.name) }
+    @usableFromInline let namespace: String
 
     /// Creates a cache.
     ///
@@ -81,6 +80,7 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
     ) throws(HoardError) {
         try configuration.validate()
         self.configuration = configuration
+        namespace = _normalized(configuration.name)
         self.clock = clock
         self.fetch = fetch
         grace = fetch == nil ? 0 : (configuration.staleWhileRevalidate ?? 0)
@@ -149,7 +149,7 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
             }
         }
         writer = _CacheWriter(
-            namespace: _normalized(configuration.name), localStores: localStores, remoteStores: remoteStores,
+            namespace: namespace, localStores: localStores, remoteStores: remoteStores,
             codec: codec, queueByteLimit: configuration.writeQueueByteLimit, size: _defaultCost(of: Value.self),
             timings: configuration.timings,
             onError: logAndHandle, report: report)

@@ -703,7 +703,7 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
             var share = _StoreBatch(count: writes.count)
             while let range = share.next {
                 do {
-                    try _timed(timings, .write, .local(index)) { try store.write(Array(writes[range])) }
+                    try _timed(timings, .write, .local(index)) { try store.write(Self.changes(writes, range)) }
                     share.finish(range, error: nil)
                 } catch {
                     share.finish(range, error: error)
@@ -727,7 +727,9 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
             var share = _StoreBatch(count: writes.count)
             while let range = share.next {
                 do {
-                    try await _timed(timings, .write, .remote(index)) { try await store.write(Array(writes[range])) }
+                    try await _timed(timings, .write, .remote(index)) {
+                        try await store.write(Self.changes(writes, range))
+                    }
                     share.finish(range, error: nil)
                 } catch {
                     share.finish(range, error: error)
@@ -736,6 +738,13 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
             noteFailures(of: share, writes: writes, positions: positions, tier: .remote(index), into: &failures)
         }
         return failures
+    }
+
+    /// The changes of `writes` in `range`: the array itself, uncopied, for the whole
+    /// share (every batch that no store refuses).
+    @inlinable
+    static func changes(_ writes: [CacheStoreWrite], _ range: Range<Int>) -> [CacheStoreWrite] {
+        range.count == writes.count ? writes : Array(writes[range])
     }
 
     /// Reports each change of a store's share that failed, with its key, and keeps
