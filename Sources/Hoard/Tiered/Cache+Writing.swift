@@ -15,7 +15,6 @@ extension Cache {
     ///   - expires: The entry's lifetime; `nil` (the default) uses
     ///     ``Configuration/defaultExpiry``.
     /// - Throws: The first error a store threw. Memory keeps the value either way.
-    @inlinable
     public func set(_ value: Value, for key: Key, expires: Expiry? = nil) async throws {
         let dates = dates(for: expires)
         let cost = memory.cost(of: .value(value))
@@ -92,7 +91,8 @@ extension Cache {
     ///
     /// A cache without stores, with no read in flight, writes memory directly from
     /// code specialised in the caller's module: the common case costs about what
-    /// `MemoryCache.set` costs.
+    /// `MemoryCache.set` costs. Inlinable for that (the memory-only `cache[k] = v`
+    /// row of `CacheBenchmarks`); everything past it is not.
     @inlinable
     func assign(_ value: Value?, for key: Key, expires: Expiry?) {
         if !writer.hasStores, let value, writer.isQuiet {
@@ -101,17 +101,21 @@ extension Cache {
                 value: _CacheSlot.value(value), storedAt: now, expiresAt: memoryExpiry(expires, storedAt: now))
             memory.set(entry, for: key)
             if observers.ifActive != nil { publishSet(key, value) }
-            if !writer.isQuiet {
-                // A read began meanwhile and may have missed this value: give the
-                // write its place in the order, so that the read's fetched value is
-                // dropped, and write memory again over whatever that read put back.
-                let dates = _WriteDates(
-                    storedAt: now, memoryExpiry: entry.expiresAt, localExpiry: nil, remoteExpiry: nil)
-                writer.write(setting(value, for: key, dates: dates)) { memory.set(entry, for: key) }
-            }
+            if !writer.isQuiet { reassignInOrder(value, entry, for: key) }
             return
         }
         assignInOrder(value, for: key, expires: expires)
+    }
+
+    /// After a memory-only assignment that skipped the writer, when a read began
+    /// meanwhile and may have missed the value: gives the write its place in the
+    /// order, so that the read's fetched value is dropped, and writes memory again
+    /// over whatever that read put back.
+    @usableFromInline
+    func reassignInOrder(_ value: Value, _ entry: CacheEntry<_CacheSlot<Value>>, for key: Key) {
+        let dates = _WriteDates(
+            storedAt: entry.storedAt, memoryExpiry: entry.expiresAt, localExpiry: nil, remoteExpiry: nil)
+        writer.write(setting(value, for: key, dates: dates)) { memory.set(entry, for: key) }
     }
 
     /// Publishes a set of `key` to the event and update streams.
@@ -121,7 +125,7 @@ extension Cache {
     }
 
     /// ``assign(_:for:expires:)`` through the writer.
-    @inlinable
+    @usableFromInline
     func assignInOrder(_ value: Value?, for key: Key, expires: Expiry?) {
         // Closure literals passed straight to the writer stay on the stack.
         let blocking = configuration.writeMode == .writeThrough
@@ -154,7 +158,6 @@ extension Cache {
     }
 
     /// The writer's operation for storing `value`.
-    @inlinable
     func setting(_ value: Value, for key: Key, dates: _WriteDates) -> _CacheWriter<Key, Value>.Operation.Kind {
         .set(key, value, dates)
     }
@@ -162,7 +165,6 @@ extension Cache {
     /// The memory side of a write (run by the writer, in order, under its lock):
     /// the value at `cost` (computed before, as the cost closure is user code), the
     /// key's string for invalidations, and the event.
-    @inlinable
     func setMemory(_ value: Value, for key: Key, dates: _WriteDates, cost: Int) {
         memory.set(
             CacheEntry(value: .value(value), storedAt: dates.storedAt, expiresAt: dates.memoryExpiry), for: key,
@@ -172,7 +174,6 @@ extension Cache {
     }
 
     /// The memory side of a removal.
-    @inlinable
     func removeFromMemory(_ key: Key) {
         memory.removeValue(for: key)
         publish(.removed(key), key: key, value: nil)

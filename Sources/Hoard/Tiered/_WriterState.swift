@@ -1,0 +1,297 @@
+import Foundation
+
+/// Everything a ``_CacheWriter`` decides, as a value with no locks and no threads:
+/// the order of changes, what reads must see meanwhile, the queue for the stores,
+/// its byte budget and who waits for it.
+///
+/// Each transition is a mutating method that returns what the writer must do next
+/// (an *outcome*: start applying the queue, wait for room, wake waiters); the
+/// writer calls it under its lock and performs the outcome after. The state is made
+/// of three parts with transitions of their own, each tested by itself:
+/// ``_KeyWriteState`` (one per key with a queued change), ``_ClearState`` (the
+/// queued clears and removals by string) and ``_ReadTickets`` (reads in flight).
+/// `docs/ARCHITECTURE.md` has the table of states and transitions.
+struct _WriterState<Key: CacheKey, Value: Sendable>: Sendable {
+    typealias Operation = _WriteOperation<Key, Value>
+
+    /// What the writer does after ``write(_:ifUnchangedSince:bytes:waitsForRoom:completesLocally:completion:)``.
+    enum WriteOutcome: Equatable, Sendable {
+        /// The key changed since the ticket: nothing was written; the caller's
+        /// completion is called with no error.
+        case dropped
+        /// The cache has no stores: the change is made in memory and complete.
+        case madeInMemory
+        /// The queue is over its byte budget: the caller registers with
+        /// ``waitForRoom(_:)``, waits, and tries again.
+        case waitsForRoom
+        /// The change is queued for the stores; when `startsApplying`, the writer
+        /// starts applying the queue (it was idle).
+        case queued(startsApplying: Bool)
+
+        /// Whether the change was made (memory is written with it).
+        var isMade: Bool {
+            switch self {
+            case .madeInMemory, .queued: true
+            case .dropped, .waitsForRoom: false
+            }
+        }
+    }
+
+    /// What the writer does after ``promote(_:ifUnchangedSince:stores:bytes:)``.
+    enum PromoteOutcome: Equatable, Sendable {
+        /// The key changed since the read's ticket: nothing is copied.
+        case dropped
+        /// Memory takes the copy; the stores do not (none asked for, or the queue is
+        /// over its budget: a promotion never waits).
+        case madeInMemory
+        /// Memory takes the copy and it is queued for the stores; when
+        /// `startsApplying`, the writer starts applying the queue.
+        case queued(startsApplying: Bool)
+    }
+
+    /// The waiters a completed batch releases.
+    struct Completion: Sendable {
+        /// Writers waiting for room in the queue's budget, now under it.
+        var roomWaiters: [@Sendable () -> Void] = []
+        /// Flushes every change of which is now applied.
+        var flushes: [@Sendable () -> Void] = []
+    }
+
+    /// Whether the cache has any store; without, every change is memory only.
+    let hasStores: Bool
+    /// The most bytes of values queued for the stores before a write that waits
+    /// for room waits, and a promotion skips the stores; `nil` for no budget.
+    let queueByteLimit: Int?
+    /// The state of each key with a queued change.
+    private(set) var keys: [Key: _KeyWriteState<Value>] = [:]
+    /// The queued clears and removals by string.
+    private(set) var clears: _ClearState
+    /// The reads in flight.
+    private(set) var tickets = _ReadTickets<Key>()
+    /// The changes queued for the stores, in order, not yet taken by the writer.
+    private(set) var queue: [Operation] = []
+    /// The sequence the next change gets (and a read that starts now takes as its ticket).
+    private(set) var nextSequence: UInt64 = 1
+    /// The sequence of the newest change every store has applied.
+    private(set) var completed: UInt64 = 0
+    /// Whether the writer is applying the queue (so a new change needs no start).
+    private(set) var isApplying = false
+    /// The bytes of the queued values not yet applied (values of unknown size
+    /// counted at ``meanEncodedBytes``).
+    private(set) var queuedBytes = 0
+    /// The mean encoded size of the values written so far (a moving average): what
+    /// a queued value of unknown size counts as.
+    private(set) var meanEncodedBytes = 1_024
+    private var roomWaiters: [@Sendable () -> Void] = []
+    private var flushWaiters: [(target: UInt64, resume: @Sendable () -> Void)] = []
+
+    init(hasStores: Bool, hasRemoteStores: Bool, queueByteLimit: Int?) {
+        self.hasStores = hasStores
+        self.queueByteLimit = queueByteLimit
+        clears = _ClearState(hasRemoteStores: hasRemoteStores)
+    }
+
+    // MARK: Changes
+
+    /// Gives `kind` the next sequence and queues it for the stores, unless the key
+    /// changed since `ticket` (a fetched value) or a write that `waitsForRoom` finds
+    /// the queue over its budget. `bytes` is what the change counts against the
+    /// budget (`nil`: a value of unknown size, counted at ``meanEncodedBytes``).
+    /// The caller writes memory under the same lock when the outcome ``WriteOutcome/isMade``.
+    mutating func write(
+        _ kind: Operation.Kind, ifUnchangedSince ticket: UInt64? = nil, bytes: Int?, waitsForRoom: Bool,
+        completesLocally: Bool = false, completion: (@Sendable ((any Error)?) -> Void)? = nil
+    ) -> WriteOutcome {
+        if let ticket, hasChanged(kind, since: ticket) { return .dropped }
+        guard hasStores else {
+            record(kind, at: takeSequence(), queued: false)
+            return .madeInMemory
+        }
+        let bytes = bytes ?? meanEncodedBytes
+        if waitsForRoom, isOverBudget(adding: bytes) { return .waitsForRoom }
+        let sequence = takeSequence()
+        record(kind, at: sequence, queued: true)
+        return enqueue(
+            Operation(
+                sequence: sequence, kind: kind, completion: completion, completesLocally: completesLocally,
+                bytes: bytes))
+    }
+
+    /// Registers a writer that got ``WriteOutcome/waitsForRoom``: `wake` is
+    /// returned by the ``complete(_:)`` that brings the queue under its budget.
+    mutating func waitForRoom(_ wake: @escaping @Sendable () -> Void) {
+        roomWaiters.append(wake)
+    }
+
+    /// Copies what a read found into faster tiers, unless the key changed since
+    /// the read's `ticket`: memory (the caller writes it under the same lock unless
+    /// the outcome is ``PromoteOutcome/dropped``) and, when `stores` is given and
+    /// the queue has room for its `bytes`, the local stores.
+    mutating func promote(
+        _ key: Key, ifUnchangedSince ticket: UInt64, stores: Operation.Kind?, bytes: Int
+    ) -> PromoteOutcome {
+        if hasChanged(key, since: ticket) { return .dropped }
+        guard let stores, hasStores, !isOverBudget(adding: bytes) else { return .madeInMemory }
+        switch enqueue(Operation(sequence: takeSequence(), kind: stores, completion: nil, bytes: bytes)) {
+        case .queued(let starts): return .queued(startsApplying: starts)
+        case .dropped, .madeInMemory, .waitsForRoom: preconditionFailure("enqueue only queues")
+        }
+    }
+
+    // MARK: Reads
+
+    /// Starts a read below memory: its ticket, and what it must answer for `key`
+    /// instead of the stores (`nil` when nothing queued concerns the key). Every
+    /// ticket is given back with ``endRead(_:)``.
+    mutating func beginRead(_ key: Key) -> (ticket: UInt64, pending: _PendingRead<Value>?) {
+        let ticket = nextSequence
+        tickets.begin(ticket)
+        return (ticket, pending(for: key))
+    }
+
+    /// Holds `ticket` for one more read.
+    mutating func retainRead(_ ticket: UInt64) {
+        tickets.begin(ticket)
+    }
+
+    /// Gives back one hold of `ticket`.
+    mutating func endRead(_ ticket: UInt64) {
+        tickets.end(ticket)
+    }
+
+    /// What a read of `key` answers instead of the stores: its newest queued
+    /// change, or what the queued clears and removals by string leave (`nil` when
+    /// nothing queued concerns it).
+    func pending(for key: Key) -> _PendingRead<Value>? {
+        clears.read(keys[key], keyString: { key.cacheKeyString })
+    }
+
+    /// Whether `key` was changed (or every key, by a clear) at or after `ticket`.
+    func hasChanged(_ key: Key, since ticket: UInt64) -> Bool {
+        tickets.hasChanged(key, keyString: { key.cacheKeyString }, since: ticket)
+    }
+
+    // MARK: Applying
+
+    /// Takes every queued operation for the writer to apply; when there are none,
+    /// the writer stops (the next queued change starts it again).
+    mutating func takeQueued() -> [Operation] {
+        if queue.isEmpty {
+            isApplying = false
+            return []
+        }
+        var taken: [Operation] = []
+        swap(&taken, &queue)
+        return taken
+    }
+
+    /// Marks `batch` applied by every store: its keys settle unless changed again,
+    /// its bytes leave the budget.
+    ///
+    /// - Returns: The waiters to release: writers waiting for room when the queue
+    ///   is now under its budget, and the flushes it satisfies.
+    mutating func complete(_ batch: ArraySlice<Operation>) -> Completion {
+        guard let last = batch.last else { return Completion() }
+        completed = last.sequence
+        var released = Completion()
+        for operation in batch {
+            queuedBytes -= operation.bytes
+            switch operation.kind {
+            case .set(let key, _, _), .remove(let key, _):
+                if let state = keys[key] { keys[key] = state.afterApplying(operation.sequence) }
+            case .removeAll:
+                clears.appliedClear(at: operation.sequence)
+            case .removeLocally(let keyString):
+                clears.appliedRemoval(of: keyString, at: operation.sequence)
+            case .promote:
+                break
+            }
+        }
+        if !roomWaiters.isEmpty, queuedBytes < queueByteLimit ?? .max {
+            swap(&released.roomWaiters, &roomWaiters)
+        }
+        if !flushWaiters.isEmpty {
+            released.flushes = flushWaiters.filter { $0.target <= last.sequence }.map(\.resume)
+            flushWaiters.removeAll { $0.target <= last.sequence }
+        }
+        return released
+    }
+
+    /// Registers a flush of every change made so far.
+    ///
+    /// - Returns: `true` when there is nothing to wait for (the caller resumes at
+    ///   once); otherwise `resume` is returned by the ``complete(_:)`` that applies
+    ///   the last of those changes.
+    mutating func flush(_ resume: @escaping @Sendable () -> Void) -> Bool {
+        let target = nextSequence - 1
+        if completed >= target || !hasStores { return true }
+        flushWaiters.append((target, resume))
+        return false
+    }
+
+    /// Folds the mean encoded size of a batch's values into ``meanEncodedBytes``.
+    mutating func noteEncoded(meanBytes: Int) {
+        meanEncodedBytes = (meanEncodedBytes * 3 + meanBytes) / 4
+    }
+
+    // MARK: Private
+
+    private mutating func takeSequence() -> UInt64 {
+        defer { nextSequence += 1 }
+        return nextSequence
+    }
+
+    private func isOverBudget(adding bytes: Int) -> Bool {
+        guard let queueByteLimit else { return false }
+        return queuedBytes > 0 && queuedBytes + bytes > queueByteLimit
+    }
+
+    private mutating func enqueue(_ operation: Operation) -> WriteOutcome {
+        queuedBytes += operation.bytes
+        queue.append(operation)
+        if isApplying { return .queued(startsApplying: false) }
+        isApplying = true
+        return .queued(startsApplying: true)
+    }
+
+    /// Whether the key `kind` writes changed at or after `ticket`.
+    private func hasChanged(_ kind: Operation.Kind, since ticket: UInt64) -> Bool {
+        guard let key = kind.key else { return tickets.hasClearedAll(since: ticket) }
+        return hasChanged(key, since: ticket)
+    }
+
+    /// Notes what `kind`, at `sequence`, changes: what reads must see (when it is
+    /// `queued` for the stores) and, while reads are in flight, the change that
+    /// drops their promotions.
+    private mutating func record(_ kind: Operation.Kind, at sequence: UInt64, queued: Bool) {
+        switch kind {
+        case .set(let key, let value, let dates):
+            if queued {
+                keys[key] = .setting(
+                    value, storedAt: dates.storedAt, expiresAt: dates.memoryExpiry, at: sequence,
+                    hasRemoteStores: clears.hasRemoteStores)
+            }
+            tickets.noteChange(of: key, at: sequence)
+        case .remove(let key, let remote):
+            if queued {
+                keys[key] = .removing(
+                    remote: remote, at: sequence, after: keys[key], hasRemoteStores: clears.hasRemoteStores)
+            }
+            tickets.noteChange(of: key, at: sequence)
+        case .removeLocally(let keyString):
+            if queued { clears.removeLocally(keyString, at: sequence) }
+            tickets.noteChange(ofString: keyString, at: sequence)
+        case .removeAll(let local, let remote):
+            tickets.noteClear(at: sequence)
+            guard queued else { return }
+            if clears.clear(local: local, remote: remote, at: sequence) {
+                // Every queued change of every key came before it.
+                keys.removeAll()
+            } else {
+                keys = keys.compactMapValues { $0.afterClearing(local: clears.local, remote: clears.remote) }
+            }
+        case .promote:
+            break
+        }
+    }
+}

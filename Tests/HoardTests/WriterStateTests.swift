@@ -1,0 +1,347 @@
+import Foundation
+import Synchronization
+import Testing
+
+@testable import Hoard
+
+/// The writer's decisions, without threads: every sequence of up to three queued
+/// changes, every point at which the stores have applied a prefix of them, every
+/// content the stores held before, checked against a model of the stores.
+@Suite("Cache writer: the state machine's transitions")
+struct WriterStateTests {
+    typealias State = _WriterState<String, Int>
+    typealias Kind = _WriteOperation<String, Int>.Kind
+
+    /// One change of the alphabet the exhaustive tests draw from.
+    enum Change: CaseIterable {
+        case setK, setJ, removeK, invalidateK, removeKByString, clearLocal, clearRemote, clearBoth
+
+        /// The writer's operation for this change, the `step`-th of its sequence
+        /// (a set writes the value `step`).
+        func kind(step: Int) -> Kind {
+            let dates = _WriteDates(
+                storedAt: Date(timeIntervalSince1970: 0), memoryExpiry: nil, localExpiry: nil, remoteExpiry: nil)
+            switch self {
+            case .setK: return .set("k", step, dates)
+            case .setJ: return .set("j", step, dates)
+            case .removeK: return .remove("k", remote: true)
+            case .invalidateK: return .remove("k", remote: false)
+            case .removeKByString: return .removeLocally("k")
+            case .clearLocal: return .removeAll(local: true, remote: false)
+            case .clearRemote: return .removeAll(local: false, remote: true)
+            case .clearBoth: return .removeAll(local: true, remote: true)
+            }
+        }
+
+        /// Whether it changes what a read of `k` may answer.
+        var changesK: Bool { self != .setJ }
+
+        /// The changes that can happen in a cache with or without remote stores
+        /// (invalidations come from remote stores only).
+        static func alphabet(remote: Bool) -> [Change] {
+            remote ? allCases : [.setK, .setJ, .removeK, .clearLocal, .clearRemote, .clearBoth]
+        }
+    }
+
+    /// The stores' content, as the writer's changes leave it.
+    struct Stores: Equatable {
+        var local: [String: Int] = [:]
+        var remote: [String: Int] = [:]
+        let hasRemote: Bool
+
+        mutating func apply(_ kind: Kind) {
+            switch kind {
+            case .set(let key, let value, _):
+                local[key] = value
+                if hasRemote { remote[key] = value }
+            case .remove(let key, let fromRemote):
+                local[key] = nil
+                if fromRemote && hasRemote { remote[key] = nil }
+            case .removeLocally(let key):
+                local[key] = nil
+            case .removeAll(let clearsLocal, let clearsRemote):
+                if clearsLocal { local = [:] }
+                if clearsRemote && hasRemote { remote = [:] }
+            case .promote(let key, _, _, _, _):
+                Issue.record("promotions are not modelled here: \(key)")
+            }
+        }
+
+        /// What a read of `key` that asks the stores answers: the local stores
+        /// first, then the remote ones.
+        func answer(_ key: String) -> Int? { local[key] ?? remote[key] }
+
+        /// What a read answers when the writer says `pending` for its key.
+        func answer(_ key: String, pending: _PendingRead<Int>?) -> Int? {
+            switch pending {
+            case nil: answer(key)
+            case .value(let value, _, _)?: value
+            case .removed(let clearsLocal, let clearsRemote)?:
+                (clearsLocal ? nil : local[key]) ?? (clearsRemote ? nil : remote[key])
+            }
+        }
+    }
+
+    /// Every sequence of `length` or fewer changes from `alphabet`.
+    static func sequences(of alphabet: [Change], upTo length: Int) -> [[Change]] {
+        var all: [[Change]] = [[]]
+        var last: [[Change]] = [[]]
+        for _ in 0..<length {
+            last = last.flatMap { prefix in alphabet.map { prefix + [$0] } }
+            all += last
+        }
+        return all
+    }
+
+    @Test(
+        "A read answers what the stores will hold once every queued change is applied, whatever was applied so far",
+        arguments: [false, true])
+    func readsSeeTheNewestChange(remote: Bool) {
+        var checked = 0
+        for changes in Self.sequences(of: Change.alphabet(remote: remote), upTo: 3) {
+            for initial in [(nil, nil), (100, nil), (nil, 200), (100, 200)] as [(Int?, Int?)] {
+                checked += Self.checkReads(
+                    changes, local: initial.0, remote: remote ? initial.1 : nil, hasRemote: remote)
+            }
+        }
+        #expect(checked > 1_000)
+    }
+
+    /// Queues `changes` over stores holding `local` and `remote` for both keys,
+    /// applies them one by one, and checks every read on the way.
+    ///
+    /// - Returns: How many reads it checked.
+    static func checkReads(_ changes: [Change], local: Int?, remote: Int?, hasRemote: Bool) -> Int {
+        let kinds = changes.enumerated().map { $0.element.kind(step: $0.offset + 1) }
+        var before = Stores(hasRemote: hasRemote)
+        for key in ["k", "j"] {
+            before.local[key] = local
+            before.remote[key] = remote
+        }
+        var final = before
+        for kind in kinds { final.apply(kind) }
+
+        var state = State(hasStores: true, hasRemoteStores: hasRemote, queueByteLimit: nil)
+        for kind in kinds {
+            _ = state.write(kind, bytes: 0, waitsForRoom: false)
+        }
+        let queued = state.takeQueued()
+        #expect(queued.count == kinds.count)
+        // The stores apply the queue one operation at a time; a read may come at
+        // any point.
+        var stores = before
+        var checked = 0
+        for applied in 0...queued.count {
+            if applied > 0 {
+                stores.apply(queued[applied - 1].kind)
+                _ = state.complete(queued[(applied - 1)..<applied])
+            }
+            for key in ["k", "j"] {
+                let answer = stores.answer(key, pending: state.pending(for: key))
+                let expected = final.answer(key)
+                if answer != expected {
+                    Issue.record(
+                        "\(changes) over stores \(local as Any)/\(remote as Any), \(applied) applied: a read of \(key) answers \(answer as Any), the stores will hold \(expected as Any)"
+                    )
+                }
+                checked += 1
+            }
+        }
+        // Once everything is applied, nothing is pending.
+        if !state.keys.isEmpty || state.pending(for: "k") != nil {
+            Issue.record("\(changes): still pending once applied")
+        }
+        return checked
+    }
+
+    @Test(
+        "A read's promotion and its fetched value are dropped exactly when its key changed after the read began",
+        arguments: [false, true])
+    func ticketsDropWhatIsOlder(remote: Bool) {
+        for changes in Self.sequences(of: Change.alphabet(remote: remote), upTo: 3) {
+            for readStart in 0...changes.count {
+                for stores in [false, true] {
+                    var state = State(hasStores: stores, hasRemoteStores: remote && stores, queueByteLimit: nil)
+                    var ticket: UInt64 = 0
+                    for (step, change) in changes.enumerated() {
+                        if step == readStart { ticket = state.beginRead("k").ticket }
+                        _ = state.write(change.kind(step: step + 1), bytes: 0, waitsForRoom: false)
+                    }
+                    if readStart == changes.count { ticket = state.beginRead("k").ticket }
+                    let expected = changes[readStart...].contains { $0.changesK }
+                    #expect(state.hasChanged("k", since: ticket) == expected, "\(changes), read from \(readStart)")
+
+                    // A promotion is dropped when and only when the key changed.
+                    var promoting = state
+                    let promotion = promoting.promote(
+                        "k", ifUnchangedSince: ticket,
+                        stores: .promote("k", Data([1]), storedAt: Date(), expiresAt: nil, localStoresBefore: 1),
+                        bytes: 1)
+                    #expect((promotion == .dropped) == expected, "\(changes), read from \(readStart)")
+
+                    // So is a fetched value written under the ticket, and it changes
+                    // nothing then.
+                    var fetching = state
+                    let fetched = fetching.write(
+                        Change.setK.kind(step: 99), ifUnchangedSince: ticket, bytes: 0, waitsForRoom: false)
+                    #expect((fetched == .dropped) == expected, "\(changes), read from \(readStart)")
+                    if expected {
+                        #expect(fetching.nextSequence == state.nextSequence)
+                        #expect(fetching.queue.count == state.queue.count)
+                    }
+
+                    // The other key changed only through a clear or its own set.
+                    let jChanged = changes[readStart...].contains {
+                        [.setJ, .clearLocal, .clearRemote, .clearBoth].contains($0)
+                    }
+                    #expect(state.hasChanged("j", since: ticket) == jChanged, "\(changes), read from \(readStart)")
+
+                    state.endRead(ticket)
+                    #expect(state.tickets.isEmpty)
+                    #expect(state.tickets.changed.isEmpty && state.tickets.changedStrings.isEmpty)
+                }
+            }
+        }
+    }
+
+    @Test("Changes of keys no read can see are not remembered; a read's changes outlive pruning")
+    func changesAreRememberedOnlyForReads() {
+        var state = State(hasStores: true, hasRemoteStores: false, queueByteLimit: nil)
+        _ = state.write(.set("a", 1, Self.dates), bytes: 0, waitsForRoom: false)
+        #expect(state.tickets.changed.isEmpty)
+        let ticket = state.beginRead("a").ticket
+        for index in 0..<3_000 {
+            _ = state.write(.set("key\(index)", index, Self.dates), bytes: 0, waitsForRoom: false)
+        }
+        // Pruning keeps every change at or after the oldest read's ticket.
+        #expect(state.hasChanged("key0", since: ticket))
+        #expect(state.hasChanged("key2999", since: ticket))
+        #expect(!state.hasChanged("a", since: ticket))
+        state.endRead(ticket)
+        #expect(state.tickets.changed.isEmpty)
+    }
+
+    @Test("A ticket held twice stays until both holds are given back")
+    func retainedTickets() {
+        var state = State(hasStores: true, hasRemoteStores: false, queueByteLimit: nil)
+        let ticket = state.beginRead("k").ticket
+        state.retainRead(ticket)
+        state.endRead(ticket)
+        _ = state.write(.set("k", 1, Self.dates), bytes: 0, waitsForRoom: false)
+        #expect(state.hasChanged("k", since: ticket))
+        state.endRead(ticket)
+        #expect(state.tickets.isEmpty)
+    }
+
+    // MARK: The queue
+
+    static let dates = _WriteDates(storedAt: Date(), memoryExpiry: nil, localExpiry: nil, remoteExpiry: nil)
+
+    @Test("The first change starts the writer; later ones join it until it finds the queue empty")
+    func startingTheWriter() {
+        var state = State(hasStores: true, hasRemoteStores: false, queueByteLimit: nil)
+        #expect(state.write(.set("a", 1, Self.dates), bytes: 0, waitsForRoom: false) == .queued(startsApplying: true))
+        #expect(state.write(.set("b", 2, Self.dates), bytes: 0, waitsForRoom: false) == .queued(startsApplying: false))
+        let taken = state.takeQueued()
+        #expect(taken.map(\.sequence) == [1, 2])
+        #expect(state.isApplying)
+        #expect(
+            state.write(.remove("a", remote: true), bytes: 0, waitsForRoom: false) == .queued(startsApplying: false))
+        _ = state.complete(taken[...])
+        #expect(state.takeQueued().map(\.sequence) == [3])
+        #expect(state.takeQueued().isEmpty)
+        #expect(!state.isApplying)
+        #expect(state.write(.set("c", 3, Self.dates), bytes: 0, waitsForRoom: false) == .queued(startsApplying: true))
+    }
+
+    @Test("A cache without stores makes every change in memory, and a flush has nothing to wait for")
+    func withoutStores() {
+        var state = State(hasStores: false, hasRemoteStores: false, queueByteLimit: 10)
+        #expect(state.write(.set("a", 1, Self.dates), bytes: 1_000, waitsForRoom: true) == .madeInMemory)
+        #expect(state.write(.removeAll(local: true, remote: true), bytes: 0, waitsForRoom: false) == .madeInMemory)
+        #expect(state.queue.isEmpty && state.keys.isEmpty && state.queuedBytes == 0)
+        #expect(state.pending(for: "a") == nil)
+        #expect(state.flush {})
+        #expect(state.nextSequence == 3)
+    }
+
+    @Test("A write that waits for room waits while the queue is over its budget, and is woken when it falls under")
+    func byteBudget() {
+        var state = State(hasStores: true, hasRemoteStores: false, queueByteLimit: 1_000)
+        // Alone, a value larger than the budget is queued: the queue was empty.
+        #expect(
+            state.write(.set("a", 1, Self.dates), bytes: 1_500, waitsForRoom: true) == .queued(startsApplying: true))
+        #expect(state.write(.set("b", 2, Self.dates), bytes: 10, waitsForRoom: true) == .waitsForRoom)
+        #expect(state.nextSequence == 2, "a write that waits gets no sequence")
+        let woken = Counter()
+        state.waitForRoom { woken.add() }
+        // Writes that do not wait (awaited by their callers) are queued over it.
+        #expect(state.write(.set("c", 3, Self.dates), bytes: 10, waitsForRoom: false) == .queued(startsApplying: false))
+        // A promotion never waits: memory takes it, the stores do without.
+        #expect(
+            state.promote(
+                "d", ifUnchangedSince: state.nextSequence,
+                stores: .promote("d", Data(count: 10), storedAt: Date(), expiresAt: nil, localStoresBefore: 1),
+                bytes: 10) == .madeInMemory)
+        #expect(state.queuedBytes == 1_510)
+
+        let taken = state.takeQueued()
+        let first = state.complete(taken[0..<1])
+        #expect(first.roomWaiters.count == 1)
+        for wake in first.roomWaiters { wake() }
+        #expect(woken.value == 1)
+        #expect(state.queuedBytes == 10)
+        let second = state.complete(taken[1..<2])
+        #expect(second.roomWaiters.isEmpty)
+        #expect(state.queuedBytes == 0)
+    }
+
+    @Test("A value of unknown size counts at the mean encoded size")
+    func unknownSizes() {
+        var state = State(hasStores: true, hasRemoteStores: false, queueByteLimit: nil)
+        _ = state.write(.set("a", 1, Self.dates), bytes: nil, waitsForRoom: false)
+        #expect(state.queuedBytes == 1_024)
+        state.noteEncoded(meanBytes: 24)
+        _ = state.write(.set("b", 1, Self.dates), bytes: nil, waitsForRoom: false)
+        #expect(state.queuedBytes == 1_024 + 774)
+    }
+
+    @Test("A flush is released by the completion of the last change made before it, not earlier")
+    func flushes() {
+        var state = State(hasStores: true, hasRemoteStores: true, queueByteLimit: nil)
+        #expect(state.flush {}, "nothing queued")
+        _ = state.write(.set("a", 1, Self.dates), bytes: 0, waitsForRoom: false)
+        _ = state.write(.set("b", 2, Self.dates), bytes: 0, waitsForRoom: false)
+        let flushed = Counter()
+        #expect(!state.flush { flushed.add() })
+        _ = state.write(.set("c", 3, Self.dates), bytes: 0, waitsForRoom: false)
+        let taken = state.takeQueued()
+        #expect(state.complete(taken[0..<1]).flushes.isEmpty)
+        let released = state.complete(taken[1..<2])
+        #expect(released.flushes.count == 1)
+        for resume in released.flushes { resume() }
+        #expect(flushed.value == 1)
+        #expect(state.complete(taken[2..<3]).flushes.isEmpty)
+        #expect(state.flush {}, "everything applied")
+    }
+
+    @Test("A promotion queued for the stores is not a pending change and is dropped by none of its own")
+    func promotionsAreNotPending() {
+        var state = State(hasStores: true, hasRemoteStores: false, queueByteLimit: nil)
+        let ticket = state.beginRead("k").ticket
+        let outcome = state.promote(
+            "k", ifUnchangedSince: ticket,
+            stores: .promote("k", Data([1]), storedAt: Date(), expiresAt: nil, localStoresBefore: 1), bytes: 1)
+        #expect(outcome == .queued(startsApplying: true))
+        #expect(state.pending(for: "k") == nil)
+        #expect(!state.hasChanged("k", since: ticket))
+        #expect(state.promote("k", ifUnchangedSince: ticket, stores: nil, bytes: 0) == .madeInMemory)
+    }
+}
+
+/// A count shared with a `@Sendable` closure.
+final class Counter: Sendable {
+    private let count = Mutex(0)
+    func add() { count.withLock { $0 += 1 } }
+    var value: Int { count.withLock { $0 } }
+}
