@@ -232,7 +232,7 @@ struct MemoryPressureTests {
         let available = ProcessMemory.availableBytes
         #expect(available > 0)
         #expect(available <= Int(clamping: ProcessInfo.processInfo.physicalMemory))
-        let configuration = MemoryCache<String, Data>.Configuration(costLimit: .fractionOfAvailableMemory(0.1))
+        let configuration = MemoryCache<String, Data>.Configuration(costLimit: ProcessMemory.fraction(0.1))
         let limit = try #require(configuration.costLimit)
         #expect(abs(limit - available / 10) <= 1)
         #expect(ProcessMemory.fraction(2) == available, "fractions are clamped to 0…1")

@@ -4,7 +4,7 @@ import Foundation
 ///
 /// ```swift
 /// let images = try MemoryCache<URL, Data>(configuration: .init(
-///     costLimit: .fractionOfAvailableMemory(0.1)))   // a tenth of what the process may use
+///     costLimit: ProcessMemory.fraction(0.1)))   // a tenth of what the process may use
 /// ```
 public enum ProcessMemory {
     /// The bytes this process may use: on Linux the memory limit of its cgroup (v2
@@ -17,7 +17,9 @@ public enum ProcessMemory {
         return min(limit, physical)
     }
 
-    /// `fraction` (between 0 and 1) of ``availableBytes``, rounded down, at least 1.
+    /// `fraction` (between 0 and 1) of ``availableBytes``, rounded down, at least 1:
+    /// for ``MemoryCache/Configuration/costLimit`` when a value's cost is its size
+    /// in bytes, as it is for `Data` and `String`. Computed when it is called.
     /// A fraction below 0 counts as 0, one above 1 as 1, and NaN as 0: the result is
     /// always within `1...availableBytes`, never a trap.
     public static func fraction(_ fraction: Double) -> Int {
@@ -26,15 +28,5 @@ public enum ProcessMemory {
         let bytes = (Double(available) * clamped).rounded(.down)
         // `Double(available)` may round up past `available` (and past `Int.max`).
         return max(1, bytes < Double(available) ? Int(bytes) : available)
-    }
-}
-
-extension Optional where Wrapped == Int {
-    /// A limit of `fraction` (between 0 and 1) of the memory this process may use
-    /// (``ProcessMemory/availableBytes``), computed when it is called; for
-    /// ``MemoryCache/Configuration/costLimit`` when a value's cost is its size in
-    /// bytes, as it is for `Data` and `String`.
-    public static func fractionOfAvailableMemory(_ fraction: Double) -> Int? {
-        ProcessMemory.fraction(fraction)
     }
 }
