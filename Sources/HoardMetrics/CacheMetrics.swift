@@ -15,8 +15,10 @@ import Synchronization
 /// `hoard_cache_memory_pressure_evictions` (the part made for memory pressure) and
 /// `hoard_cache_expirations` of the memory tier. Gauges: `hoard_cache_entries` and `hoard_cache_cost` of the memory
 /// tier. Timers, from ``timings(cache:factory:)``: `hoard_cache_duration` by
-/// `operation` (`fetch`, `read`, `write`), `tier` and `result` (`success`,
-/// `failure`).
+/// `operation` (`fetch`, `read`, `write`), `tier` (`local`, `remote`, `fetch`),
+/// `store` (for `local` and `remote`: the store's position in the configuration's
+/// `localStores` or `remoteStores`, `"0"` first) and `result` (`success`,
+/// `failure`). `tier` means the same on every metric.
 ///
 /// Counters move by what changed since the previous ``update()``; nothing is
 /// counted on the cache's own paths, so a cache without metrics pays nothing, and

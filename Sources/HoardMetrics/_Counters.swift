@@ -1,6 +1,7 @@
 #if Metrics
 import CoreMetrics
 import Hoard
+import Synchronization
 
 /// The counters of one cache, and how each follows its statistics.
 struct _Counters: Sendable {
@@ -79,10 +80,21 @@ struct _Counters: Sendable {
     }
 }
 
-/// The duration timers of one cache, one per operation, tier and result.
-struct _Timers: Sendable {
+/// The duration timers of one cache, one per operation, tier, store and result,
+/// each made the first time it is needed and kept.
+final class _Timers: Sendable {
+    /// What tells one timer from another.
+    private struct Dimensions: Hashable {
+        var operation: CacheTiming.Operation
+        var tier: CacheTier
+        var succeeded: Bool
+    }
+
     private let cache: String
     private let factory: any MetricsFactory
+    /// `Timer` is a class whose handler is `Sendable`; the lock guards the
+    /// dictionary.
+    private let timers = Mutex<[Dimensions: Timer]>([:])
 
     init(cache: String, factory: any MetricsFactory) {
         self.cache = cache
@@ -90,21 +102,32 @@ struct _Timers: Sendable {
     }
 
     func timer(for timing: CacheTiming) -> Timer {
-        let tier: String
-        switch timing.tier {
-        case .memory: tier = "memory"
-        case .local(let index): tier = "local\(index)"
-        case .remote(let index): tier = "remote\(index)"
-        case .fetch: tier = "fetch"
+        let dimensions = Dimensions(operation: timing.operation, tier: timing.tier, succeeded: timing.succeeded)
+        return timers.withLock { timers in
+            if let timer = timers[dimensions] { return timer }
+            let timer = Timer(
+                label: "hoard_cache_duration",
+                dimensions: [("cache", cache), ("operation", timing.operation.rawValue)]
+                    + _MetricLabels.tier(timing.tier) + [("result", timing.succeeded ? "success" : "failure")],
+                factory: factory)
+            timers[dimensions] = timer
+            return timer
         }
-        // swift-metrics factories cache handlers by label and dimensions.
-        return Timer(
-            label: "hoard_cache_duration",
-            dimensions: [
-                ("cache", cache), ("operation", timing.operation.rawValue), ("tier", tier),
-                ("result", timing.succeeded ? "success" : "failure"),
-            ],
-            factory: factory)
+    }
+}
+
+/// The one label scheme of Hoard's metrics: `tier` names the kind of tier
+/// (`memory`, `local`, `remote`, `fetch`), the same on every metric; metrics about
+/// one store of a tier (the timers) add `store`, its position in
+/// `Configuration.localStores` or `remoteStores` (`"0"`, `"1"`, …).
+enum _MetricLabels {
+    static func tier(_ tier: CacheTier) -> [(String, String)] {
+        switch tier {
+        case .memory: [("tier", "memory")]
+        case .local(let index): [("tier", "local"), ("store", String(index))]
+        case .remote(let index): [("tier", "remote"), ("store", String(index))]
+        case .fetch: [("tier", "fetch")]
+        }
     }
 }
 #endif

@@ -62,6 +62,13 @@ struct CacheMetricsTests {
                 $0.dimensions.contains { $0 == ("operation", "read") }
             }
             #expect(reads.reduce(0) { $0 + $1.values.count } == 4)
+            // One label scheme: `tier` is the kind of tier, as on the counters;
+            // `store` says which store of it.
+            #expect(
+                reads.allSatisfy { timer in
+                    timer.dimensions.contains { $0 == ("tier", "local") }
+                        && timer.dimensions.contains { $0 == ("store", "0") }
+                })
 
             // A second update moves the counters only by what happened since.
             #expect(try await cache.value(for: "a") == "fetched a")  // memory hit
@@ -213,6 +220,16 @@ struct CacheMetricsConcurrencyTests {
         }
         #expect(statistics.taken == 20_000)
         #expect(metrics.counterTotal(label: "hoard_cache_fetches", dimensions: [("cache", "concurrent")]) == 20_000)
+    }
+
+    @Test("A timer is made once per operation, tier, store and result, and kept")
+    func timersMadeOnce() {
+        let timers = _Timers(cache: "kept", factory: TestMetrics())
+        let read = CacheTiming(operation: .read, tier: .local(0), duration: .milliseconds(1), succeeded: true)
+        let again = CacheTiming(operation: .read, tier: .local(0), duration: .milliseconds(2), succeeded: true)
+        let otherStore = CacheTiming(operation: .read, tier: .local(1), duration: .milliseconds(1), succeeded: true)
+        #expect(timers.timer(for: read) === timers.timer(for: again))
+        #expect(timers.timer(for: read) !== timers.timer(for: otherStore))
     }
 }
 #endif
