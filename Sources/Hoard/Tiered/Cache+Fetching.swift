@@ -139,7 +139,7 @@ extension Cache {
                     try await store.entry(for: keyString, in: namespace)
                 }
             } catch {
-                report(CacheFailure(key: keyString, tier: .remote(index), operation: .read, error: error))
+                report(CacheFailure(key: key.cacheKeyString, tier: .remote(index), operation: .read, error: error))
                 continue
             }
             let now = clock.now()
@@ -181,7 +181,9 @@ extension Cache {
         do {
             value = try await _timed(configuration.timings, .fetch, .fetch) { try await fetch(key) }
         } catch {
-            counters.fetchFailures.add(1, ordering: .relaxed)
+            // Reported once, where the fetch ran, however many readers joined it
+            // (each of them receives the error too).
+            report(CacheFailure(key: key.cacheKeyString, tier: .fetch, operation: .fetch, error: error))
             throw error
         }
         publish(.fetched(key, found: value != nil))
@@ -216,16 +218,9 @@ extension Cache {
         let (ticket, _) = writer.beginRead(key)
         let started = flights.start(key) {
             defer { self.writer.endRead(ticket) }
-            do {
-                return try await self.fetchOnce(key, using: fetch, ticket: ticket)
-            } catch {
-                // Counted as a fetch failure where the fetch ran. Reported by the
-                // refresh itself: reads that joined it receive the error as well.
-                self.report(
-                    CacheFailure(key: key.cacheKeyString, tier: .fetch, operation: .fetch, error: error), counted: false
-                )
-                throw error
-            }
+            // A failure is reported where the fetch ran; reads that joined the
+            // refresh receive it as well.
+            return try await self.fetchOnce(key, using: fetch, ticket: ticket)
         }
         if !started { writer.endRead(ticket) }
     }

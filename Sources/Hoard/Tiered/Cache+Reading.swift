@@ -172,7 +172,7 @@ extension Cache {
                     try store.entry(for: keyString, in: namespace)
                 }
             } catch {
-                report(CacheFailure(key: keyString, tier: .local(index), operation: .read, error: error))
+                report(CacheFailure(key: key.cacheKeyString, tier: .local(index), operation: .read, error: error))
                 continue
             }
             guard let stored,

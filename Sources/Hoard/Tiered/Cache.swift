@@ -163,11 +163,12 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
 
     // MARK: Reporting
 
-    /// Counts a failure (unless it was `counted` where it happened) and hands it to
-    /// the event streams and `onError`.
+    /// Counts a failure met on a read or a fetch, and hands it to the logger, the
+    /// event streams and `onError`, on the calling thread (the writer's failures
+    /// take ``_CacheWriter/report``). Every failure takes one of the two, once.
     @usableFromInline
-    func report(_ failure: CacheFailure, counted: Bool = true) {
-        if counted { counters.count(failure) }
+    func report(_ failure: CacheFailure) {
+        counters.count(failure)
         configuration.logger?.log(failure, cache: configuration.name)
         observers.ifActive?.publish(.failed(failure))
         configuration.onError?(failure)

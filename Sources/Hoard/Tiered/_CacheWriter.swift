@@ -371,7 +371,9 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
                     share.finish(range, error: error)
                 }
             }
-            noteFailures(of: share, writes: writes, positions: positions, tier: .local(index), into: &failures)
+            noteFailures(
+                of: share, batch: batch, writes: writes, positions: positions, tier: .local(index),
+                into: &failures)
         }
         return (failures, encoded)
     }
@@ -396,7 +398,9 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
                     share.finish(range, error: error)
                 }
             }
-            noteFailures(of: share, writes: writes, positions: positions, tier: .remote(index), into: &failures)
+            noteFailures(
+                of: share, batch: batch, writes: writes, positions: positions, tier: .remote(index),
+                into: &failures)
         }
         return failures
     }
@@ -410,16 +414,26 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
     /// Reports each change of a store's share that failed, with its key, and keeps
     /// the first error of each operation for its completion.
     func noteFailures(
-        of share: _StoreBatch, writes: [CacheStoreWrite], positions: [Int], tier: CacheTier,
-        into failures: inout [(any Error)?]
+        of share: _StoreBatch, batch: ArraySlice<Operation>, writes: [CacheStoreWrite], positions: [Int],
+        tier: CacheTier, into failures: inout [(any Error)?]
     ) {
         for (position, error) in share.failures {
-            if failures[positions[position]] == nil { failures[positions[position]] = error }
-            let write = writes[position]
+            let operation = positions[position]
+            if failures[operation] == nil { failures[operation] = error }
             report(
                 CacheFailure(
-                    key: Self.key(of: write), tier: tier, operation: Self.isRemoval(write) ? .remove : .write,
-                    error: error))
+                    key: Self.keyString(of: batch[batch.startIndex + operation].kind), tier: tier,
+                    operation: Self.isRemoval(writes[position]) ? .remove : .write, error: error))
+        }
+    }
+
+    /// The key a failed change is reported under: the caller's key
+    /// (``CacheKey/cacheKeyString``), as every failure of the cache is.
+    static func keyString(of kind: Operation.Kind) -> String? {
+        switch kind {
+        case .set(let key, _, _), .promote(let key, _, _, _, _), .remove(let key, _): key.cacheKeyString
+        case .removeLocally(let keyString): keyString
+        case .removeAll: nil
         }
     }
 
@@ -470,13 +484,6 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
             positions.append(position)
         }
         return (writes, positions)
-    }
-
-    static func key(of write: CacheStoreWrite) -> String? {
-        switch write {
-        case .set(_, let key, _, _, _), .removeValue(let key, _): key
-        case .removeAll: nil
-        }
     }
 
     /// Whether a failed change removed entries (reported as a removal).
