@@ -1,5 +1,6 @@
 #if Postgres
 import Foundation
+import HoardNIOSupport
 import Logging
 import PostgresNIO
 
@@ -191,27 +192,26 @@ extension PostgresStore {
         /// - Throws: ``PostgresStoreError/Code/invalidConfiguration`` when the URL is not of
         ///   that form.
         public init(url: String) throws(PostgresStoreError) {
-            guard let components = URLComponents(string: url) else {
-                throw PostgresStoreError(.invalidConfiguration, "\"\(url)\" is not a URL.")
+            let parts: ServerURL
+            do {
+                parts = try ServerURL(url, schemes: ["postgres", "postgresql"])
+            } catch {
+                switch error {
+                case .notAURL:
+                    throw PostgresStoreError(.invalidConfiguration, "\"\(url)\" is not a URL.")
+                case .unsupportedScheme:
+                    throw PostgresStoreError(
+                        .invalidConfiguration, "\"\(url)\" does not start with postgres:// or postgresql://.")
+                case .noHost:
+                    throw PostgresStoreError(.invalidConfiguration, "\"\(url)\" names no host.")
+                }
             }
-            guard let scheme = components.scheme?.lowercased(), scheme == "postgres" || scheme == "postgresql" else {
-                throw PostgresStoreError(
-                    .invalidConfiguration, "\"\(url)\" does not start with postgres:// or postgresql://.")
-            }
-            guard let host = components.host, !host.isEmpty else {
-                throw PostgresStoreError(.invalidConfiguration, "\"\(url)\" names no host.")
-            }
-            self.init(host: host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host)
-            if let port = components.port { self.port = port }
-            if let user = components.percentEncodedUser, !user.isEmpty {
-                username = user.removingPercentEncoding ?? user
-            }
-            if let password = components.percentEncodedPassword {
-                self.password = password.removingPercentEncoding ?? password
-            }
-            let path = components.path.drop { $0 == "/" }
-            if !path.isEmpty { database = String(path).removingPercentEncoding ?? String(path) }
-            for item in components.queryItems ?? [] where item.name == "sslmode" {
+            self.init(host: parts.host)
+            if let port = parts.port { self.port = port }
+            if let user = parts.username { username = user }
+            if let password = parts.password { self.password = password }
+            if !parts.path.isEmpty { database = parts.path.removingPercentEncoding ?? parts.path }
+            for item in parts.queryItems where item.name == "sslmode" {
                 switch item.value ?? "" {
                 case "disable": tls = .disable
                 case "allow", "prefer": tls = .prefer(.makeClientConfiguration())

@@ -1,4 +1,6 @@
 #if Postgres
+import HoardNIOSupport
+
 /// The error every `HoardPostgres` API throws.
 ///
 /// (Named so, not `PostgresError`, because postgres-nio, which apps using this
@@ -94,15 +96,9 @@ public struct PostgresStoreError: Error, Sendable, CustomStringConvertible {
     }
 
     public var description: String {
-        var text = "\(code): \(message)"
-        if let operation { text += " (operation: \(operation))" }
-        if let key { text += " (key: \(key.prefix(200)))" }
-        if let serverMessage, !message.contains(serverMessage) { text += " (server: \(serverMessage.prefix(500)))" }
-        if let sqlState { text += " (SQLSTATE \(sqlState))" }
-        if let underlying, serverMessage == nil {
-            text += " — caused by: \(String(describing: underlying).prefix(500))"
-        }
-        return text
+        StoreErrorText.describe(
+            code: code.rawValue, message: message, details: [("operation", operation), ("key", key)],
+            serverMessage: serverMessage, note: sqlState.map { "SQLSTATE \($0)" }, underlying: underlying)
     }
 
     /// The same error, naming `key` (when it names none yet).

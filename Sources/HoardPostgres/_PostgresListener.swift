@@ -1,5 +1,6 @@
 #if Postgres
 import Hoard
+import HoardNIOSupport
 import PostgresNIO
 import Synchronization
 
@@ -62,7 +63,7 @@ final class _PostgresListener: Sendable {
 
     private func listen() async {
         var resumed = false
-        var delay = initialDelay
+        var backoff = ReconnectBackoff(initial: initialDelay, maximum: maximumDelay)
         let hub = self.hub
         let channel = self.channel
         while !Task.isCancelled {
@@ -72,7 +73,7 @@ final class _PostgresListener: Sendable {
                         hub.listening(resumed: resumed)
                         self.state.withLock { $0.lastError = nil }
                         resumed = true
-                        delay = initialDelay
+                        backoff.succeed()
                         for try await notification in notifications { hub.handle(notification.payload) }
                     }
                 }
@@ -89,8 +90,7 @@ final class _PostgresListener: Sendable {
             }
             hub.stoppedListening()
             if Task.isCancelled { break }
-            try? await Task.sleep(for: delay)
-            delay = min(delay * 2, maximumDelay)
+            try? await Task.sleep(for: backoff.fail())
         }
     }
 }

@@ -48,7 +48,8 @@ final class _PostgresPool: Sendable {
         var runner: Task<Void, Never>?
         /// Operations fail at once until then, after a connection could not be had.
         var blockedUntil: ContinuousClock.Instant?
-        var nextDelay: Duration
+        /// The delay the next failure to connect blocks operations for.
+        var backoff: ReconnectBackoff
     }
 
     /// The caller's logger, for the statements run on the pool's connections.
@@ -83,7 +84,10 @@ final class _PostgresPool: Sendable {
         deadlines = _PostgresDeadlines(
             eventLoop: eventLoop, shortestLimit: min(settings.connectionWaitTimeout, settings.commandTimeout))
         self.settings = settings
-        state = Mutex(State(nextDelay: settings.initialReconnectDelay))
+        state = Mutex(
+            State(
+                backoff: ReconnectBackoff(
+                    initial: settings.initialReconnectDelay, maximum: settings.maximumReconnectDelay)))
     }
 
     /// Stops the client: its connections close and later operations fail with `shutdown`.
@@ -274,14 +278,13 @@ final class _PostgresPool: Sendable {
         state.withLock { state in
             guard state.blockedUntil != nil else { return }
             state.blockedUntil = nil
-            state.nextDelay = settings.initialReconnectDelay
+            state.backoff.succeed()
         }
     }
 
     private func noteConnectionFailure() {
         state.withLock { state in
-            state.blockedUntil = .now + state.nextDelay
-            state.nextDelay = min(state.nextDelay * 2, settings.maximumReconnectDelay)
+            state.blockedUntil = .now + state.backoff.fail()
         }
     }
 }

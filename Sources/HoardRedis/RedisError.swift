@@ -1,5 +1,6 @@
 #if Redis
 import Hoard
+import HoardNIOSupport
 
 /// The error every `HoardRedis` API throws.
 ///
@@ -98,11 +99,9 @@ public struct RedisError: Error, Sendable, CustomStringConvertible {
     }
 
     public var description: String {
-        var text = "\(code): \(message)"
-        if let command { text += " (command: \(command))" }
-        if let key { text += " (key: \(key.prefix(200)))" }
-        if let serverMessage, !message.contains(serverMessage) { text += " (server: \(serverMessage.prefix(500)))" }
-        if let underlying { text += " — caused by: \(underlying)" }
+        var text = StoreErrorText.describe(
+            code: code.rawValue, message: message, details: [("command", command), ("key", key)],
+            serverMessage: serverMessage, underlying: underlying)
         if !unappliedChanges.isEmpty {
             let named = unappliedChanges.prefix(10).map { change in
                 switch change {

@@ -1,5 +1,6 @@
 #if Redis
 import Foundation
+import HoardNIOSupport
 import Logging
 
 /// A Redis server's host and TCP port.
@@ -200,28 +201,27 @@ extension RedisStore {
                 try self.init(clusterURL: url)
                 return
             }
-            guard let components = URLComponents(string: url) else {
-                throw RedisError(.invalidConfiguration, "\"\(url)\" is not a URL.")
+            let parts: ServerURL
+            do {
+                parts = try ServerURL(url, schemes: ["redis"])
+            } catch {
+                switch error {
+                case .notAURL:
+                    throw RedisError(.invalidConfiguration, "\"\(url)\" is not a URL.")
+                case .unsupportedScheme:
+                    throw RedisError(
+                        .invalidConfiguration,
+                        "\"\(url)\" does not start with redis:// (rediss://, Redis over TLS, is not supported).")
+                case .noHost:
+                    throw RedisError(.invalidConfiguration, "\"\(url)\" names no host.")
+                }
             }
-            guard components.scheme?.lowercased() == "redis" else {
-                throw RedisError(
-                    .invalidConfiguration,
-                    "\"\(url)\" does not start with redis:// (rediss://, Redis over TLS, is not supported).")
-            }
-            guard let host = components.host, !host.isEmpty else {
-                throw RedisError(.invalidConfiguration, "\"\(url)\" names no host.")
-            }
-            self.init(host: host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host)
-            if let port = components.port { self.port = port }
-            if let user = components.percentEncodedUser, !user.isEmpty {
-                username = user.removingPercentEncoding ?? user
-            }
-            if let password = components.percentEncodedPassword {
-                self.password = password.removingPercentEncoding ?? password
-            }
-            let path = components.path.drop { $0 == "/" }
-            if !path.isEmpty {
-                guard let database = Int(path) else {
+            self.init(host: parts.host)
+            if let port = parts.port { self.port = port }
+            if let user = parts.username { username = user }
+            if let password = parts.password { self.password = password }
+            if !parts.path.isEmpty {
+                guard let database = Int(parts.path) else {
                     throw RedisError(.invalidConfiguration, "\"\(url)\": the path must be a database number.")
                 }
                 self.database = database

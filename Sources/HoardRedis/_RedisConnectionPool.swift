@@ -1,4 +1,5 @@
 #if Redis
+import HoardNIOSupport
 import NIOCore
 import Synchronization
 
@@ -234,18 +235,8 @@ final class _RedisConnectionPool: Sendable {
 
     /// The delay before the next attempt after `failures` failed ones in a row.
     private func reconnectDelay(afterFailures failures: Int) -> Duration {
-        Self.reconnectDelay(
+        ReconnectBackoff.delay(
             afterFailures: failures, initial: settings.initialReconnectDelay, maximum: settings.maximumReconnectDelay)
-    }
-
-    /// `initial` after one failure, doubled after each further one, never above `maximum`.
-    static func reconnectDelay(afterFailures failures: Int, initial: Duration, maximum: Duration) -> Duration {
-        var delay = initial
-        for _ in 1..<max(1, min(failures, 40)) {
-            delay *= 2
-            if delay >= maximum { return maximum }
-        }
-        return min(delay, maximum)
     }
 
     private func backoffError(_ state: State, until retryAt: ContinuousClock.Instant) -> RedisError {

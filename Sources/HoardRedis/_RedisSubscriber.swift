@@ -1,4 +1,5 @@
 #if Redis
+import HoardNIOSupport
 import NIOCore
 
 /// The dedicated pub/sub connection of a ``RedisStore``: keeps one `SUBSCRIBE` per
@@ -149,7 +150,9 @@ actor _RedisSubscriber {
                 failures += 1
                 log.log(.warning, "could not connect to Redis for invalidations", operation: "subscribe", error: error)
                 onConnectionTrouble?()
-                try? await Task.sleep(for: reconnectDelay(afterFailures: failures))
+                try? await Task.sleep(
+                    for: ReconnectBackoff.delay(
+                        afterFailures: failures, initial: initialReconnectDelay, maximum: maximumReconnectDelay))
             }
         }
         connectTask = nil
@@ -194,15 +197,6 @@ actor _RedisSubscriber {
         if !isShutdown, connectTask == nil, !hub.wantedChannels.isEmpty {
             connectTask = Task { await self.connectLoop() }
         }
-    }
-
-    private func reconnectDelay(afterFailures failures: Int) -> Duration {
-        var delay = initialReconnectDelay
-        for _ in 1..<max(1, min(failures, 40)) {
-            delay *= 2
-            if delay >= maximumReconnectDelay { return maximumReconnectDelay }
-        }
-        return min(delay, maximumReconnectDelay)
     }
 }
 #endif

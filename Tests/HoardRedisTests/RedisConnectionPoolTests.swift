@@ -1,5 +1,6 @@
 #if Redis
 import Foundation
+import HoardNIOSupport
 import HoardRemoteTestSupport
 import Testing
 
@@ -118,14 +119,20 @@ struct RedisConnectionPoolTests {
     @Test("The backoff starts at the initial delay, doubles after each failure, and stops at the maximum")
     func backoffSchedule() {
         let delays = (1...8).map {
-            _RedisConnectionPool.reconnectDelay(afterFailures: $0, initial: .milliseconds(100), maximum: .seconds(2))
+            ReconnectBackoff.delay(afterFailures: $0, initial: .milliseconds(100), maximum: .seconds(2))
         }
         #expect(delays == [100, 200, 400, 800, 1_600, 2_000, 2_000, 2_000].map { .milliseconds($0) })
         // Huge failure counts do not overflow.
         #expect(
-            _RedisConnectionPool.reconnectDelay(
-                afterFailures: 10_000, initial: .milliseconds(100), maximum: .seconds(10))
+            ReconnectBackoff.delay(afterFailures: 10_000, initial: .milliseconds(100), maximum: .seconds(10))
                 == .seconds(10))
+        // The stateful form every connection uses: a success starts over.
+        var backoff = ReconnectBackoff(initial: .milliseconds(100), maximum: .seconds(2))
+        let first = backoff.fail()
+        let second = backoff.fail()
+        backoff.succeed()
+        let afterSuccess = backoff.fail()
+        #expect([first, second, afterSuccess] == [.milliseconds(100), .milliseconds(200), .milliseconds(100)])
     }
 
     @Test(
