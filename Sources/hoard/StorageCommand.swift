@@ -21,6 +21,10 @@ struct StorageCommand: ParsableCommand {
             abstract:
                 "List every store with its namespaces, every log and every settings namespace, with counts and sizes.",
             discussion: """
+                A store's size on disk counts every file of it (the index, SQLite's write-ahead log and \
+                shared-memory files, the value files), measured while it is open: the bytes that hoard \
+                stats reports as on disk; a namespace's bytes are its values' bytes. \
+                With --name, only what starts with that prefix is listed. \
                 With --json, one object: {"cachesDirectory": path, "logsDirectory": path, \
                 "stores": [{"name": String, "directory": path, "entries": Int, "bytesOnDisk": Int, \
                 "problem": String or null, "namespaces": [{"name": String, "entries": Int, \
@@ -28,6 +32,12 @@ struct StorageCommand: ParsableCommand {
                 "bytesOnDisk": Int, "problem": String or null}], "settings": [{"namespace": \
                 String, "items": Int, "bytes": Int}]}.
                 """)
+
+        @Option(
+            help: ArgumentHelp(
+                "Only the stores, logs and settings namespaces whose names start with this prefix.", valueName: "prefix"
+            ))
+        var name: String?
 
         @Flag(help: "Print one JSON object (schema above) instead of text.")
         var json = false
@@ -88,7 +98,12 @@ struct StorageCommand: ParsableCommand {
 
         func run() throws {
             let storage = try LocalStorage()
-            let inventory = try storage.inventory()
+            var inventory = try storage.inventory()
+            if let name {
+                inventory.stores.removeAll { !$0.name.hasPrefix(name) }
+                inventory.logs.removeAll { !$0.name.hasPrefix(name) }
+                inventory.settings.removeAll { !$0.namespace.hasPrefix(name) }
+            }
             if json {
                 try JSONOutput.print(
                     Output(

@@ -211,7 +211,7 @@ struct StatsCommand: ParsableCommand {
         print("values     \(StoreFormat.bytes(total.bytes))")
         if let onDisk, let files {
             print(
-                "on disk    \(StoreFormat.bytes(onDisk)) (index and \(StoreFormat.count(files, "value file", "value files")))"
+                "on disk    \(StoreFormat.bytes(onDisk)) (index, its logs and \(StoreFormat.count(files, "value file", "value files")))"
             )
         } else {
             print("on disk    unknown: the store's files cannot be listed")
@@ -333,7 +333,10 @@ struct GetCommand: ParsableCommand {
         help: "The namespace (default: the store's only one, else \"default\"; a store of several lists them).")
     var namespace: String?
 
-    @Flag(help: "Write the value's bytes to standard output as they are.")
+    @Flag(
+        help:
+            "Write the value's bytes to standard output as they are (on a terminal, then a newline if they end without one)."
+    )
     var raw = false
 
     @Flag(help: "Print the entry's metadata as one JSON object (schema above) instead of its value.")
@@ -378,6 +381,11 @@ struct GetCommand: ParsableCommand {
         }
         if raw {
             FileHandle.standardOutput.write(entry.data)
+            // On a terminal, the shell's prompt starts on a line of its own; a pipe or
+            // file receives the bytes exactly.
+            if isatty(STDOUT_FILENO) == 1, entry.data.last != UInt8(ascii: "\n") {
+                FileHandle.standardOutput.write(Data("\n".utf8))
+            }
             return
         }
         let header =

@@ -192,6 +192,81 @@ extension DiskStoreSuites {
             }
         }
 
+        @Test("get --raw ends with a newline on a terminal, and writes the bytes exactly to a pipe")
+        func rawNewlineOnTerminal() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                do {
+                    let store = try DiskStore(directory: url)
+                    try store.set("no newline", for: "k")
+                    try store.set("ends with one\n", for: "n")
+                }
+                let piped = try Self.hoard("get", url.path, "k", "--raw")
+                #expect(piped.output == "no newline")
+                let hoard = try DiskTest.executable(named: "hoard")
+                // The terminal turns "\n" into "\r\n".
+                #expect(try Self.onTerminal(hoard, ["get", url.path, "k", "--raw"]) == "no newline\r\n")
+                #expect(try Self.onTerminal(hoard, ["get", url.path, "n", "--raw"]) == "ends with one\r\n")
+            }
+        }
+
+        /// Runs `executable` with its standard output on a new pseudo-terminal and
+        /// returns what it wrote there.
+        static func onTerminal(_ executable: URL, _ arguments: [String]) throws -> String {
+            let master = PseudoTerminal.openMaster()
+            try #require(master >= 0, "posix_openpt: \(errno)")
+            defer { close(master) }
+            let name = try #require(PseudoTerminal.unlockedName(master), "grantpt, unlockpt, ptsname: \(errno)")
+            let terminal = open(name, O_RDWR | O_NOCTTY)
+            try #require(terminal >= 0, "open the terminal: \(errno)")
+            let process = Process()
+            process.executableURL = executable
+            process.arguments = arguments
+            process.standardOutput = FileHandle(fileDescriptor: terminal, closeOnDealloc: false)
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            process.waitUntilExit()
+            // With every descriptor of the terminal closed, reading the master side
+            // returns what was written, then fails: the end.
+            close(terminal)
+            var output: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 4_096)
+            while true {
+                let count = read(master, &buffer, buffer.count)
+                if count <= 0 { break }
+                output += buffer[0..<count]
+            }
+            #expect(process.terminationStatus == 0)
+            return String(decoding: output, as: UTF8.self)
+        }
+
+        /// The pseudo-terminal calls, which Glibc's module leaves out (its headers
+        /// declare them only for X/Open): looked up by name where they are not
+        /// imported.
+        enum PseudoTerminal {
+            #if canImport(Darwin)
+            static func openMaster() -> Int32 { posix_openpt(O_RDWR | O_NOCTTY) }
+            static func unlockedName(_ master: Int32) -> String? {
+                guard grantpt(master) == 0, unlockpt(master) == 0, let name = ptsname(master) else { return nil }
+                return String(cString: name)
+            }
+            #else
+            static func function<T>(_ name: String, as type: T.Type) -> T {
+                guard let symbol = dlsym(dlopen(nil, RTLD_NOW), name) else { fatalError("no \(name) in the C library") }
+                return unsafeBitCast(symbol, to: type)
+            }
+            static func openMaster() -> Int32 {
+                function("posix_openpt", as: (@convention(c) (Int32) -> Int32).self)(O_RDWR | O_NOCTTY)
+            }
+            static func unlockedName(_ master: Int32) -> String? {
+                let grant = function("grantpt", as: (@convention(c) (Int32) -> Int32).self)
+                let unlock = function("unlockpt", as: (@convention(c) (Int32) -> Int32).self)
+                let name = function("ptsname", as: (@convention(c) (Int32) -> UnsafeMutablePointer<CChar>?).self)
+                guard grant(master) == 0, unlock(master) == 0, let path = name(master) else { return nil }
+                return String(cString: path)
+            }
+            #endif
+        }
+
         /// Decodes one line of JSON as a dictionary.
         static func object(_ line: some StringProtocol) throws -> [String: Any] {
             let value = try JSONSerialization.jsonObject(with: Data(line.utf8), options: [.fragmentsAllowed])

@@ -22,7 +22,9 @@ extension LocalStorage {
         /// Entries and value bytes per namespace; empty when ``problem`` is set.
         public var namespaces: [String: StoreUsage]
         /// The bytes of every regular file in the directory and its `blobs` folder:
-        /// index, write-ahead log, value files.
+        /// index, SQLite's write-ahead log and shared-memory files, value files.
+        /// Measured while the store is open (a store that cannot be opened: as
+        /// found), so it agrees with what `hoard stats` reports for the store.
         public var bytesOnDisk: Int
         /// Why the store could not be read (busy, damaged, …), or `nil`.
         public var problem: HoardError?
@@ -73,7 +75,11 @@ extension LocalStorage {
                 name: name, directory: directory, namespaces: [:], bytesOnDisk: Self.bytes(in: directory.path),
                 problem: nil)
             do {
-                store.namespaces = try openStore(named: name).namespaces()
+                let opened = try openStore(named: name)
+                store.namespaces = try opened.namespaces()
+                // Measured again while the store is open (with its write-ahead log and
+                // shared-memory files), as `hoard stats` measures it: both say the same.
+                store.bytesOnDisk = Self.bytes(in: directory.path)
             } catch {
                 store.problem = error
             }
