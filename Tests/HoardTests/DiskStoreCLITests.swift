@@ -157,7 +157,7 @@ extension DiskStoreSuites {
                 let environment = ["XDG_CACHE_HOME": url.path]
                 let first = try DiskTest.run(DiskTest.executable(named: "hoard"), ["demo"], environment: environment)
                 #expect(first.status == 0, "\(first.errors)")
-                #expect(first.output.contains("DiskStore at \(url.path)/hoard-demo"))
+                #expect(first.output.contains("DiskStore at \(url.path)/hoard/hoard-demo"))
                 #expect(first.output.contains("found nothing: this is the first run"))
                 #expect(first.output.contains("get   notes/large -> 48 KiB, intact"))
                 #expect(first.output.contains("get   token -> miss"))
@@ -169,7 +169,8 @@ extension DiskStoreSuites {
                     ))
                 #expect(second.output.contains("set   visits = 2"))
                 #expect(
-                    FileManager.default.fileExists(atPath: url.appendingPathComponent("hoard-demo/index.sqlite").path))
+                    FileManager.default.fileExists(
+                        atPath: url.appendingPathComponent("hoard/hoard-demo/index.sqlite").path))
             }
         }
 
@@ -416,7 +417,23 @@ extension DiskStoreSuites {
                 #expect(value.output == "one\n")
                 let missing = try DiskTest.run(hoard, ["stats", "com.example.other"], environment: environment)
                 #expect(missing.status != 0)
-                #expect(missing.errors.contains("is not a Hoard store"))
+                #expect(missing.errors.contains("is neither a path nor the name of a store in \(caches.path)"))
+
+                // A store in a program's folder is named by its full name, or by its own
+                // name while no other program has one of that name
+                do {
+                    let store = try DiskStore(directory: caches.appendingPathComponent("feeds/feeds.items"))
+                    try store.set("swift", for: "latest", in: "feeds.items")
+                }
+                for name in ["feeds/feeds.items", "feeds.items"] {
+                    let found = try DiskTest.run(hoard, ["get", name, "latest"], environment: environment)
+                    #expect(found.output == "swift\n", "\(found.errors)")
+                    #expect(found.errors.contains("store \"feeds/feeds.items\": \(caches.path)/feeds/feeds.items"))
+                }
+                _ = try DiskStore(directory: caches.appendingPathComponent("reader/feeds.items"))
+                let ambiguous = try DiskTest.run(hoard, ["get", "feeds.items", "latest"], environment: environment)
+                #expect(ambiguous.status != 0)
+                #expect(ambiguous.errors.contains("\"feeds/feeds.items\", \"reader/feeds.items\""))
                 #expect(
                     !FileManager.default.fileExists(atPath: caches.appendingPathComponent("com.example.other").path))
                 #expect(FileManager.default.fileExists(atPath: directory))

@@ -187,6 +187,41 @@ extension DiskStoreSuites {
             }
         }
 
+        @Test("storage list groups the stores by program, those directly in the cache directory first")
+        func listByProgram() throws {
+            try Self.withFolders { folders in
+                try Self.populate(folders)
+                for (path, key) in [("reader/reader.feeds", "a"), ("reader/reader.http", "b"), ("zeta/cache", "c")] {
+                    try DiskStore(directory: folders.caches.appendingPathComponent(path)).set("v", for: key)
+                }
+                let list = try Self.hoard(folders, "storage", "list")
+                #expect(list.status == 0, "\(list.errors)")
+                let lines = list.output.split(separator: "\n").map(String.init)
+                let stores = lines.prefix { !$0.hasPrefix("logs in") }.filter { !$0.contains("namespace ") }
+                #expect(stores.count == 7, "\(list.output)")
+                #expect(stores.first == "stores in \(folders.caches.path): 4")
+                #expect(stores.dropFirst().first?.hasPrefix("  \"app\"  3 entries, ") == true)
+                #expect(stores.dropFirst(2).first == "  program \"reader\": 2 stores")
+                #expect(stores.dropFirst(3).first?.hasPrefix("    \"reader/reader.feeds\"  1 entry, ") == true)
+                #expect(stores.dropFirst(4).first?.hasPrefix("    \"reader/reader.http\"  1 entry, ") == true)
+                #expect(stores.dropFirst(5).first == "  program \"zeta\": 1 store")
+                #expect(lines.contains("      namespace \"default\"  1 entry, 1 B"))
+
+                let json = try Self.hoard(folders, "storage", "list", "--json", "--name", "reader/")
+                let listed = try #require(
+                    try DiskStoreSuites.DiskStoreCLITests.object(json.output)["stores"] as? [[String: Any]])
+                #expect(listed.map { $0["name"] as? String } == ["reader/reader.feeds", "reader/reader.http"])
+                #expect(listed.map { $0["program"] as? String } == ["reader", "reader"])
+
+                let cleared = try Self.hoard(
+                    folders, "storage", "clear-namespace", "default", "--store", "reader/reader.http")
+                #expect(cleared.status == 0, "\(cleared.errors)")
+                #expect(
+                    try DiskStore(directory: folders.caches.appendingPathComponent("reader/reader.http")).totalUsage()
+                        .count == 0)
+            }
+        }
+
         @Test("storage list --name lists only the stores, logs and settings namespaces of that prefix")
         func listByName() throws {
             try Self.withFolders { folders in

@@ -14,9 +14,23 @@ extension LocalStorage {
 
     /// One ``DiskStore`` directory.
     public struct Store: Sendable {
-        /// The directory's name: what ``DiskStore/init(named:configuration:clock:)``
-        /// takes.
+        /// The store's name: `<program>/<store>` for a store in a program's folder
+        /// (``DiskStore/programFolderName``), `<store>` for one directly in the
+        /// cache directory (where earlier versions kept them). What
+        /// ``LocalStorage/clearNamespace(_:inStore:)`` takes.
         public var name: String
+        /// The program whose folder holds the store, or `nil` for a store directly
+        /// in the cache directory.
+        public var program: String? {
+            guard let slash = name.firstIndex(of: "/") else { return nil }
+            return String(name[..<slash])
+        }
+        /// The store's directory name: what
+        /// ``DiskStore/init(named:configuration:clock:)`` takes in that program.
+        public var storeName: String {
+            guard let slash = name.firstIndex(of: "/") else { return name }
+            return String(name[name.index(after: slash)...])
+        }
         /// The store's directory.
         public var directory: URL
         /// Entries and value bytes per namespace; empty when ``problem`` is set.

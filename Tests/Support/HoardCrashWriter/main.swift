@@ -44,6 +44,10 @@
 //                                           reached it when this says "queued" and calls exit(0)
 //                                           without flush(), from the main thread (FROM main) or a
 //                                           task (FROM task)
+//   HoardCrashWriter named-store PROGRAM NAME
+//                                           open DiskStore(named: NAME), in the program folder
+//                                           PROGRAM ("-": the default one); print "dir PATH", then
+//                                           "old VALUE" or "old miss" for the key "old"; set "new"
 //
 // Every line is written with one write(2) call, so a line the parent reads is whole.
 import Foundation
@@ -619,6 +623,19 @@ func runExitWithoutFlush(directory: String, kind: String, fromTask: Bool) -> Nev
     withExtendedLifetime(kept) { exit(0) }
 }
 
+func runNamedStore(program: String, name: String) {
+    do {
+        if program != "-" { try DiskStore.useProgramFolder(named: program) }
+        let store = try DiskStore(named: name)
+        say("dir \(store.directory.path)")
+        let old: String? = try store.value(for: "old")
+        say("old \(old ?? "miss")")
+        try store.set("written", for: "new")
+    } catch {
+        fail("named-store: \(error)")
+    }
+}
+
 let arguments = CommandLine.arguments
 guard arguments.count >= 3 else {
     fail(
@@ -665,6 +682,9 @@ case "log-wrap-fsize":
     runLogWrapPastSizeLimit(file: arguments[2], batch: batch)
 case "log-ahead-fsize":
     runLogAheadPastSizeLimit(file: arguments[2])
+case "named-store":
+    guard arguments.count >= 4 else { fail("usage: named-store PROGRAM NAME") }
+    runNamedStore(program: arguments[2], name: arguments[3])
 case "exit-without-flush":
     guard arguments.count >= 5, ["main", "task"].contains(arguments[4]) else {
         fail("usage: exit-without-flush DIR cache|http main|task")
