@@ -15,7 +15,10 @@ import Synchronization
 /// try await persist.set(key: "session:42", value: session, expires: .seconds(3_600))
 /// ```
 ///
-/// Values are stored as JSON. What it guarantees, as the protocol asks:
+/// Values are stored as JSON, as ``ValueCodec/json`` writes it: dates as ISO-8601
+/// strings, like the rest of Hoard's JSON. A value stored by an earlier version of
+/// this driver (dates as seconds since 2001, `JSONEncoder`'s default) still reads.
+/// What it guarantees, as the protocol asks:
 /// - ``create(key:value:expires:)`` throws `PersistError.duplicate` when the key holds a
 ///   live value. Two creates of one key through one driver never both succeed;
 ///   through two drivers (or processes) sharing a remote store, they may.
@@ -26,8 +29,12 @@ import Synchronization
 ///   whole milliseconds, never negative, at most `.milliseconds(Int64.max)` (about
 ///   292 million years) for an expiry further away, infinitely far included; it
 ///   never traps on an expiry read back from a store.
-/// - As a `Service`, ``run()`` serves until graceful shutdown, then waits for the
-///   cache's queued writes.
+/// - ``set(key:value:expires:)``, ``create(key:value:expires:)`` and
+///   ``remove(key:)`` return once every store of the cache has the change: they
+///   queue nothing. What queues is the cache's own work behind reads: a value
+///   found in a slower tier (Redis, PostgreSQL, disk) is copied into the faster
+///   stores behind the read. As a `Service`, ``run()`` serves until graceful
+///   shutdown, then waits for those copies (``flush()``).
 public struct HoardPersistDriver: PersistDriver {
     /// The cache values are kept in.
     public let cache: Cache<String, Data>
@@ -54,11 +61,11 @@ public struct HoardPersistDriver: PersistDriver {
         guard creating.begin(key) else { throw PersistError.duplicate }
         defer { creating.end(key) }
         if try await cache.entry(for: key) != nil { throw PersistError.duplicate }
-        try await cache.set(try JSONEncoder().encode(value), for: key, expires: expires.map(Self.expiry) ?? .never)
+        try await cache.set(try Self.encode(value), for: key, expires: expires.map(Self.expiry) ?? .never)
     }
 
     public func set<Object: Codable & Sendable>(key: String, value: Object, expires: Duration?) async throws {
-        let data = try JSONEncoder().encode(value)
+        let data = try Self.encode(value)
         if let expires {
             try await cache.set(data, for: key, expires: Self.expiry(expires))
         } else {
@@ -70,14 +77,14 @@ public struct HoardPersistDriver: PersistDriver {
 
     public func get<Object: Codable & Sendable>(key: String, as type: Object.Type) async throws -> Object? {
         guard let data = try await cache.value(for: key) else { return nil }
-        return try? JSONDecoder().decode(Object.self, from: data)
+        return Self.decode(Object.self, from: data)
     }
 
     public func getWithTTL<Object: Codable & Sendable>(
         key: String, as type: Object.Type
     ) async throws -> (object: Object, ttl: Duration?)? {
         guard let entry = try await cache.entry(for: key),
-            let object = try? JSONDecoder().decode(Object.self, from: entry.value)
+            let object = Self.decode(Object.self, from: entry.value)
         else { return nil }
         return (object, entry.expiresAt.flatMap { Self.timeLeft(until: $0, now: clock.now()) })
     }
@@ -100,6 +107,26 @@ public struct HoardPersistDriver: PersistDriver {
     /// Waits for the writes the cache still queues.
     public func shutdown() async throws {
         await cache.flush()
+    }
+
+    /// Waits until the writes the cache queued so far (copies of values read from
+    /// slower tiers into faster stores) have reached the stores, as
+    /// ``Cache/flush()`` does.
+    public func flush() async {
+        await cache.flush()
+    }
+
+    /// `value` as JSON, dates as ISO-8601 strings (``ValueCodec/json``).
+    static func encode<Object: Codable & Sendable>(_ value: Object) throws -> Data {
+        try ValueCodec<Object>.json.encode(value)
+    }
+
+    /// The object `data` holds: JSON with ISO-8601 dates, or, for a value stored
+    /// before the driver wrote those, `JSONDecoder`'s default (dates as seconds
+    /// since 2001); `nil` when it is neither.
+    static func decode<Object: Codable & Sendable>(_ type: Object.Type, from data: Data) -> Object? {
+        if let object = try? ValueCodec<Object>.json.decode(data) { return object }
+        return try? JSONDecoder().decode(Object.self, from: data)
     }
 
     /// The time from `now` until `expiresAt`, rounded to whole milliseconds and

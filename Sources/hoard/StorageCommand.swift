@@ -9,8 +9,10 @@ struct StorageCommand: ParsableCommand {
         abstract: "List, clear or delete what Hoard keeps on this machine in its default locations.",
         discussion: """
             Stores are the Hoard stores in the user's cache directory ($XDG_CACHE_HOME or \
-            ~/.cache on Linux), logs the message logs in its hoard-logs folder, settings the \
-            SettingsStore namespaces. Nothing else is ever touched.
+            ~/.cache on Linux): each program keeps its own in a folder of its own, named \
+            PROGRAM/STORE here (a store directly in the cache directory, where earlier versions \
+            kept them, is named STORE); logs are the message logs in its hoard-logs folder, \
+            settings the SettingsStore namespaces. Nothing else is ever touched.
             """,
         subcommands: [List.self, ClearNamespace.self, ClearDisk.self, DeleteAll.self]
     )
@@ -21,13 +23,24 @@ struct StorageCommand: ParsableCommand {
             abstract:
                 "List every store with its namespaces, every log and every settings namespace, with counts and sizes.",
             discussion: """
+                A store's size on disk counts every file of it (the index, SQLite's write-ahead log and \
+                shared-memory files, the value files), measured while it is open: the bytes that hoard \
+                stats reports as on disk; a namespace's bytes are its values' bytes. \
+                With --name, only what starts with that prefix is listed. \
                 With --json, one object: {"cachesDirectory": path, "logsDirectory": path, \
-                "stores": [{"name": String, "directory": path, "entries": Int, "bytesOnDisk": Int, \
+                "stores": [{"name": String, "program": String or null, "directory": path, \
+                "entries": Int, "bytesOnDisk": Int, \
                 "problem": String or null, "namespaces": [{"name": String, "entries": Int, \
                 "valueBytes": Int}]}], "logs": [{"name": String, "file": path, "messages": Int, \
                 "bytesOnDisk": Int, "problem": String or null}], "settings": [{"namespace": \
                 String, "items": Int, "bytes": Int}]}.
                 """)
+
+        @Option(
+            help: ArgumentHelp(
+                "Only the stores, logs and settings namespaces whose names start with this prefix.", valueName: "prefix"
+            ))
+        var name: String?
 
         @Flag(help: "Print one JSON object (schema above) instead of text.")
         var json = false
@@ -40,6 +53,7 @@ struct StorageCommand: ParsableCommand {
             }
             struct Store: Encodable {
                 var name: String
+                var program: String?
                 var directory: String
                 var entries: Int
                 var bytesOnDisk: Int
@@ -47,9 +61,12 @@ struct StorageCommand: ParsableCommand {
                 var namespaces: [Namespace]
 
                 func encode(to encoder: any Encoder) throws {
-                    enum Keys: String, CodingKey { case name, directory, entries, bytesOnDisk, problem, namespaces }
+                    enum Keys: String, CodingKey {
+                        case name, program, directory, entries, bytesOnDisk, problem, namespaces
+                    }
                     var container = encoder.container(keyedBy: Keys.self)
                     try container.encode(name, forKey: .name)
+                    try container.encode(program, forKey: .program)  // null directly in the cache directory
                     try container.encode(directory, forKey: .directory)
                     try container.encode(entries, forKey: .entries)
                     try container.encode(bytesOnDisk, forKey: .bytesOnDisk)
@@ -88,14 +105,20 @@ struct StorageCommand: ParsableCommand {
 
         func run() throws {
             let storage = try LocalStorage()
-            let inventory = try storage.inventory()
+            var inventory = try storage.inventory()
+            if let name {
+                inventory.stores.removeAll { !$0.name.hasPrefix(name) }
+                inventory.logs.removeAll { !$0.name.hasPrefix(name) }
+                inventory.settings.removeAll { !$0.namespace.hasPrefix(name) }
+            }
             if json {
                 try JSONOutput.print(
                     Output(
                         cachesDirectory: storage.cachesDirectory.path, logsDirectory: storage.logsDirectory.path,
                         stores: inventory.stores.map { store in
                             Output.Store(
-                                name: store.name, directory: store.directory.path, entries: store.entryCount,
+                                name: store.name, program: store.program, directory: store.directory.path,
+                                entries: store.entryCount,
                                 bytesOnDisk: store.bytesOnDisk, problem: store.problem.map { "\($0)" },
                                 namespaces: store.namespaces.sorted(by: { $0.key < $1.key }).map {
                                     Output.Namespace(name: $0.key, entries: $0.value.count, valueBytes: $0.value.bytes)
@@ -113,16 +136,33 @@ struct StorageCommand: ParsableCommand {
                 return
             }
             print("stores in \(storage.cachesDirectory.path): \(inventory.stores.count)")
-            for store in inventory.stores {
-                var line =
-                    "  \(StoreFormat.quoted(store.name, limit: 60))  \(StoreFormat.count(store.entryCount, "entry", "entries")), "
-                    + "\(StoreFormat.bytes(store.bytesOnDisk)) on disk"
-                if let problem = store.problem { line += "  (unreadable: \(problem))" }
-                print(line)
-                for (namespace, usage) in store.namespaces.sorted(by: { $0.key < $1.key }) {
+            // Those directly in the cache directory first, then each program's.
+            let groups = Dictionary(grouping: inventory.stores, by: \.program)
+            let programs = groups.keys.sorted { first, second in
+                guard let first else { return second != nil }
+                guard let second else { return false }
+                return first < second
+            }
+            for program in programs {
+                let stores = groups[program] ?? []
+                var indent = "  "
+                if let program {
                     print(
-                        "    namespace \(StoreFormat.quoted(namespace, limit: 40))  \(StoreFormat.count(usage.count, "entry", "entries")), \(StoreFormat.bytes(usage.bytes))"
+                        "  program \(StoreFormat.quoted(program, limit: 60)): \(StoreFormat.count(stores.count, "store", "stores"))"
                     )
+                    indent = "    "
+                }
+                for store in stores {
+                    var line =
+                        "\(indent)\(StoreFormat.quoted(store.name, limit: 80))  \(StoreFormat.count(store.entryCount, "entry", "entries")), "
+                        + "\(StoreFormat.bytes(store.bytesOnDisk)) on disk"
+                    if let problem = store.problem { line += "  (unreadable: \(problem))" }
+                    print(line)
+                    for (namespace, usage) in store.namespaces.sorted(by: { $0.key < $1.key }) {
+                        print(
+                            "\(indent)  namespace \(StoreFormat.quoted(namespace, limit: 40))  \(StoreFormat.count(usage.count, "entry", "entries")), \(StoreFormat.bytes(usage.bytes))"
+                        )
+                    }
                 }
             }
             print("logs in \(storage.logsDirectory.path): \(inventory.logs.count)")
@@ -152,7 +192,7 @@ struct StorageCommand: ParsableCommand {
         @Argument(help: "The namespace.")
         var namespace: String
 
-        @Option(help: "The store's name (its directory name in the cache directory).")
+        @Option(help: "The store's name as storage list shows it (PROGRAM/STORE, or STORE).")
         var store: String?
 
         @Flag(help: "Clear the settings namespace of that name instead of a store's namespace.")

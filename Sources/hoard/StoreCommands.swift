@@ -8,25 +8,46 @@ struct StoreLocation: ParsableArguments {
     @Argument(
         help: ArgumentHelp(
             "The store: its directory (the one holding index.sqlite), or the name of a store in the user's cache directory.",
-            discussion: "An argument with a '/', or naming something that exists, is a path; any other is a name.",
+            discussion: """
+                An argument naming something that exists is a path. Otherwise it is a store's name as \
+                `hoard storage list` shows it (PROGRAM/STORE), or a store's own name (STORE) when one \
+                program's folder, or the cache directory itself, holds a store of that name.
+                """,
             valueName: "store"))
     var path: String
 
-    /// The store's directory: `path` as a path when it contains a `/` or names
-    /// something that exists, otherwise the default directory of a store of that name
-    /// (which is then said on standard error).
+    /// The store's directory: `path` as a path when it names something that exists
+    /// (or is absolute or starts with `.` or `~`); otherwise the store of that name in
+    /// the user's cache directory, as `storage list` names it (`PROGRAM/STORE`), or
+    /// the only store whose own name it is (which is then said on standard error).
     func resolve() throws -> URL {
         let expanded = (path as NSString).expandingTildeInPath
-        if path.contains("/") || FileManager.default.fileExists(atPath: expanded) {
+        if FileManager.default.fileExists(atPath: expanded) || path.hasPrefix("/") || path.hasPrefix(".")
+            || path.hasPrefix("~")
+        {
             return URL(fileURLWithPath: expanded)
         }
-        let url: URL
+        let storage: LocalStorage
+        let names: [String]
         do {
-            url = try DiskStore.defaultDirectory(named: path)
+            storage = try LocalStorage()
+            names = try storage.inventory().stores.map(\.name)
         } catch {
-            throw StoreCommandError("\(StoreFormat.quoted(path)) is neither a path nor a store name: \(error.message)")
+            throw StoreCommandError("\(StoreFormat.quoted(path)) is neither a path nor a store name: \(error)")
         }
-        FileHandle.standardError.write(Data("store \(StoreFormat.quoted(path)): \(url.path)\n".utf8))
+        let matches = names.contains(path) ? [path] : names.filter { $0.hasSuffix("/" + path) }
+        guard matches.count == 1, let name = matches.first else {
+            if matches.isEmpty {
+                throw StoreCommandError(
+                    "\(StoreFormat.quoted(path)) is neither a path nor the name of a store in \(storage.cachesDirectory.path) (hoard storage list shows them)"
+                )
+            }
+            throw StoreCommandError(
+                "several programs have a store named \(StoreFormat.quoted(path)): \(matches.map { StoreFormat.quoted($0) }.joined(separator: ", ")); give one of these names"
+            )
+        }
+        let url = storage.cachesDirectory.appendingPathComponent(name, isDirectory: true)
+        FileHandle.standardError.write(Data("store \(StoreFormat.quoted(name)): \(url.path)\n".utf8))
         return url
     }
 
@@ -211,7 +232,7 @@ struct StatsCommand: ParsableCommand {
         print("values     \(StoreFormat.bytes(total.bytes))")
         if let onDisk, let files {
             print(
-                "on disk    \(StoreFormat.bytes(onDisk)) (index and \(StoreFormat.count(files, "value file", "value files")))"
+                "on disk    \(StoreFormat.bytes(onDisk)) (index, its logs and \(StoreFormat.count(files, "value file", "value files")))"
             )
         } else {
             print("on disk    unknown: the store's files cannot be listed")
@@ -333,7 +354,10 @@ struct GetCommand: ParsableCommand {
         help: "The namespace (default: the store's only one, else \"default\"; a store of several lists them).")
     var namespace: String?
 
-    @Flag(help: "Write the value's bytes to standard output as they are.")
+    @Flag(
+        help:
+            "Write the value's bytes to standard output as they are (on a terminal, then a newline if they end without one)."
+    )
     var raw = false
 
     @Flag(help: "Print the entry's metadata as one JSON object (schema above) instead of its value.")
@@ -378,6 +402,11 @@ struct GetCommand: ParsableCommand {
         }
         if raw {
             FileHandle.standardOutput.write(entry.data)
+            // On a terminal, the shell's prompt starts on a line of its own; a pipe or
+            // file receives the bytes exactly.
+            if isatty(STDOUT_FILENO) == 1, entry.data.last != UInt8(ascii: "\n") {
+                FileHandle.standardOutput.write(Data("\n".utf8))
+            }
             return
         }
         let header =

@@ -137,6 +137,29 @@ struct HoardPersistDriverTests {
         #expect(try await second.getWithTTL(key: "session", as: [String: Int].self)?.ttl == .seconds(60))
     }
 
+    struct Stamped: Codable, Sendable, Equatable {
+        var name: String
+        var at: Date
+    }
+
+    @Test("Dates are stored as ISO-8601 strings; a value stored with JSONEncoder's default dates still reads")
+    func isoDates() async throws {
+        let persist = try Self.driver(ManualClock())
+        let date = Date(timeIntervalSince1970: 1_800_000_000.25)
+        try await persist.set(key: "new", value: Stamped(name: "a", at: date))
+        let stored = try #require(try await persist.cache.value(for: "new"))
+        #expect(String(decoding: stored, as: UTF8.self).contains("\"2027-01-15T08:00:00.250Z\""))
+        #expect(try await persist.get(key: "new", as: Stamped.self) == Stamped(name: "a", at: date))
+
+        // Stored the way the driver wrote it before: seconds since 2001.
+        let old = try JSONEncoder().encode(Stamped(name: "b", at: date))
+        #expect(String(decoding: old, as: UTF8.self).contains("\"at\":8"))
+        try await persist.cache.set(old, for: "old")
+        #expect(try await persist.get(key: "old", as: Stamped.self) == Stamped(name: "b", at: date))
+        #expect(try await persist.getWithTTL(key: "old", as: Stamped.self)?.object == Stamped(name: "b", at: date))
+        await persist.flush()
+    }
+
     @Test("getWithTTL of an expiry too far for Int64 milliseconds is the longest Duration of them, not a trap")
     func farExpiries() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hoard-persist-\(UUID())")

@@ -157,7 +157,7 @@ extension DiskStoreSuites {
                 let environment = ["XDG_CACHE_HOME": url.path]
                 let first = try DiskTest.run(DiskTest.executable(named: "hoard"), ["demo"], environment: environment)
                 #expect(first.status == 0, "\(first.errors)")
-                #expect(first.output.contains("DiskStore at \(url.path)/hoard-demo"))
+                #expect(first.output.contains("DiskStore at \(url.path)/hoard/hoard-demo"))
                 #expect(first.output.contains("found nothing: this is the first run"))
                 #expect(first.output.contains("get   notes/large -> 48 KiB, intact"))
                 #expect(first.output.contains("get   token -> miss"))
@@ -169,7 +169,8 @@ extension DiskStoreSuites {
                     ))
                 #expect(second.output.contains("set   visits = 2"))
                 #expect(
-                    FileManager.default.fileExists(atPath: url.appendingPathComponent("hoard-demo/index.sqlite").path))
+                    FileManager.default.fileExists(
+                        atPath: url.appendingPathComponent("hoard/hoard-demo/index.sqlite").path))
             }
         }
 
@@ -190,6 +191,81 @@ extension DiskStoreSuites {
                 }
                 #expect(DiskTest.tree(url) == ["README"])
             }
+        }
+
+        @Test("get --raw ends with a newline on a terminal, and writes the bytes exactly to a pipe")
+        func rawNewlineOnTerminal() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                do {
+                    let store = try DiskStore(directory: url)
+                    try store.set("no newline", for: "k")
+                    try store.set("ends with one\n", for: "n")
+                }
+                let piped = try Self.hoard("get", url.path, "k", "--raw")
+                #expect(piped.output == "no newline")
+                let hoard = try DiskTest.executable(named: "hoard")
+                // The terminal turns "\n" into "\r\n".
+                #expect(try Self.onTerminal(hoard, ["get", url.path, "k", "--raw"]) == "no newline\r\n")
+                #expect(try Self.onTerminal(hoard, ["get", url.path, "n", "--raw"]) == "ends with one\r\n")
+            }
+        }
+
+        /// Runs `executable` with its standard output on a new pseudo-terminal and
+        /// returns what it wrote there.
+        static func onTerminal(_ executable: URL, _ arguments: [String]) throws -> String {
+            let master = PseudoTerminal.openMaster()
+            try #require(master >= 0, "posix_openpt: \(errno)")
+            defer { close(master) }
+            let name = try #require(PseudoTerminal.unlockedName(master), "grantpt, unlockpt, ptsname: \(errno)")
+            let terminal = open(name, O_RDWR | O_NOCTTY)
+            try #require(terminal >= 0, "open the terminal: \(errno)")
+            let process = Process()
+            process.executableURL = executable
+            process.arguments = arguments
+            process.standardOutput = FileHandle(fileDescriptor: terminal, closeOnDealloc: false)
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            process.waitUntilExit()
+            // With every descriptor of the terminal closed, reading the master side
+            // returns what was written, then fails: the end.
+            close(terminal)
+            var output: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 4_096)
+            while true {
+                let count = read(master, &buffer, buffer.count)
+                if count <= 0 { break }
+                output += buffer[0..<count]
+            }
+            #expect(process.terminationStatus == 0)
+            return String(decoding: output, as: UTF8.self)
+        }
+
+        /// The pseudo-terminal calls, which Glibc's module leaves out (its headers
+        /// declare them only for X/Open): looked up by name where they are not
+        /// imported.
+        enum PseudoTerminal {
+            #if canImport(Darwin)
+            static func openMaster() -> Int32 { posix_openpt(O_RDWR | O_NOCTTY) }
+            static func unlockedName(_ master: Int32) -> String? {
+                guard grantpt(master) == 0, unlockpt(master) == 0, let name = ptsname(master) else { return nil }
+                return String(cString: name)
+            }
+            #else
+            static func function<T>(_ name: String, as type: T.Type) -> T {
+                guard let symbol = dlsym(dlopen(nil, RTLD_NOW), name) else { fatalError("no \(name) in the C library") }
+                return unsafeBitCast(symbol, to: type)
+            }
+            static func openMaster() -> Int32 {
+                function("posix_openpt", as: (@convention(c) (Int32) -> Int32).self)(O_RDWR | O_NOCTTY)
+            }
+            static func unlockedName(_ master: Int32) -> String? {
+                let grant = function("grantpt", as: (@convention(c) (Int32) -> Int32).self)
+                let unlock = function("unlockpt", as: (@convention(c) (Int32) -> Int32).self)
+                let name = function("ptsname", as: (@convention(c) (Int32) -> UnsafeMutablePointer<CChar>?).self)
+                guard grant(master) == 0, unlock(master) == 0, let path = name(master) else { return nil }
+                return String(cString: path)
+            }
+            #endif
         }
 
         /// Decodes one line of JSON as a dictionary.
@@ -341,7 +417,23 @@ extension DiskStoreSuites {
                 #expect(value.output == "one\n")
                 let missing = try DiskTest.run(hoard, ["stats", "com.example.other"], environment: environment)
                 #expect(missing.status != 0)
-                #expect(missing.errors.contains("is not a Hoard store"))
+                #expect(missing.errors.contains("is neither a path nor the name of a store in \(caches.path)"))
+
+                // A store in a program's folder is named by its full name, or by its own
+                // name while no other program has one of that name
+                do {
+                    let store = try DiskStore(directory: caches.appendingPathComponent("feeds/feeds.items"))
+                    try store.set("swift", for: "latest", in: "feeds.items")
+                }
+                for name in ["feeds/feeds.items", "feeds.items"] {
+                    let found = try DiskTest.run(hoard, ["get", name, "latest"], environment: environment)
+                    #expect(found.output == "swift\n", "\(found.errors)")
+                    #expect(found.errors.contains("store \"feeds/feeds.items\": \(caches.path)/feeds/feeds.items"))
+                }
+                _ = try DiskStore(directory: caches.appendingPathComponent("reader/feeds.items"))
+                let ambiguous = try DiskTest.run(hoard, ["get", "feeds.items", "latest"], environment: environment)
+                #expect(ambiguous.status != 0)
+                #expect(ambiguous.errors.contains("\"feeds/feeds.items\", \"reader/feeds.items\""))
                 #expect(
                     !FileManager.default.fileExists(atPath: caches.appendingPathComponent("com.example.other").path))
                 #expect(FileManager.default.fileExists(atPath: directory))

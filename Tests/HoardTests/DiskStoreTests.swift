@@ -301,10 +301,11 @@ extension DiskStoreSuites {
             }
         }
 
-        @Test("The default location is the user's cache directory, named after the store")
+        @Test("The default location is the program's folder in the user's cache directory, named after the store")
         func defaultLocation() throws {
+            #expect(DiskStore.programFolderName == "HoardPackageTests.xctest")
             let expected = FileManager.default.urls(for: .cachesDirectory, in: .userDomainMask)[0]
-                .appendingPathComponent("com.example.hoard-tests")
+                .appendingPathComponent("HoardPackageTests.xctest").appendingPathComponent("com.example.hoard-tests")
             #expect(
                 try DiskStore.defaultDirectory(named: "com.example.hoard-tests").standardizedFileURL.path
                     == expected.standardizedFileURL.path)
@@ -312,7 +313,7 @@ extension DiskStoreSuites {
                 #expect(expected.path.hasPrefix(xdg))
             } else {
                 #expect(
-                    expected.path.hasSuffix("/.cache/com.example.hoard-tests")
+                    expected.path.hasSuffix("/.cache/HoardPackageTests.xctest/com.example.hoard-tests")
                         || expected.path.contains("/Library/Caches/"))
             }
             for bad in ["", ".", "..", "a/b", "nul\0", String(repeating: "x", count: 256)] {

@@ -187,6 +187,108 @@ extension DiskStoreSuites {
             }
         }
 
+        @Test("storage list groups the stores by program, those directly in the cache directory first")
+        func listByProgram() throws {
+            try Self.withFolders { folders in
+                try Self.populate(folders)
+                for (path, key) in [("reader/reader.feeds", "a"), ("reader/reader.http", "b"), ("zeta/cache", "c")] {
+                    try DiskStore(directory: folders.caches.appendingPathComponent(path)).set("v", for: key)
+                }
+                let list = try Self.hoard(folders, "storage", "list")
+                #expect(list.status == 0, "\(list.errors)")
+                let lines = list.output.split(separator: "\n").map(String.init)
+                let stores = lines.prefix { !$0.hasPrefix("logs in") }.filter { !$0.contains("namespace ") }
+                #expect(stores.count == 7, "\(list.output)")
+                #expect(stores.first == "stores in \(folders.caches.path): 4")
+                #expect(stores.dropFirst().first?.hasPrefix("  \"app\"  3 entries, ") == true)
+                #expect(stores.dropFirst(2).first == "  program \"reader\": 2 stores")
+                #expect(stores.dropFirst(3).first?.hasPrefix("    \"reader/reader.feeds\"  1 entry, ") == true)
+                #expect(stores.dropFirst(4).first?.hasPrefix("    \"reader/reader.http\"  1 entry, ") == true)
+                #expect(stores.dropFirst(5).first == "  program \"zeta\": 1 store")
+                #expect(lines.contains("      namespace \"default\"  1 entry, 1 B"))
+
+                let json = try Self.hoard(folders, "storage", "list", "--json", "--name", "reader/")
+                let listed = try #require(
+                    try DiskStoreSuites.DiskStoreCLITests.object(json.output)["stores"] as? [[String: Any]])
+                #expect(listed.map { $0["name"] as? String } == ["reader/reader.feeds", "reader/reader.http"])
+                #expect(listed.map { $0["program"] as? String } == ["reader", "reader"])
+
+                let cleared = try Self.hoard(
+                    folders, "storage", "clear-namespace", "default", "--store", "reader/reader.http")
+                #expect(cleared.status == 0, "\(cleared.errors)")
+                #expect(
+                    try DiskStore(directory: folders.caches.appendingPathComponent("reader/reader.http")).totalUsage()
+                        .count == 0)
+            }
+        }
+
+        @Test("storage list --name lists only the stores, logs and settings namespaces of that prefix")
+        func listByName() throws {
+            try Self.withFolders { folders in
+                try Self.populate(folders)
+                do {
+                    let store = try DiskStore(directory: folders.caches.appendingPathComponent("com.example.catalog"))
+                    try store.set("x", for: "one")
+                }
+
+                let list = try Self.hoard(folders, "storage", "list", "--name", "com.example.")
+                #expect(list.status == 0, "\(list.errors)")
+                #expect(list.output.contains("stores in \(folders.caches.path): 1"))
+                #expect(list.output.contains("  \"com.example.catalog\"  1 entry, "))
+                #expect(!list.output.contains("\"app\""))
+                #expect(list.output.contains("logs in \(folders.caches.path)/hoard-logs: 0"))
+                #expect(list.output.contains("  \"com.example.prefs\"  2 items, 14 B"))
+
+                let json = try Self.hoard(folders, "storage", "list", "--name", "app", "--json")
+                #expect(json.status == 0, "\(json.errors)")
+                let inventory = try DiskStoreSuites.DiskStoreCLITests.object(json.output)
+                let stores = try #require(inventory["stores"] as? [[String: Any]])
+                #expect(stores.map { $0["name"] as? String } == ["app"])
+                #expect((inventory["settings"] as? [Any])?.isEmpty == true)
+            }
+        }
+
+        @Test("storage list, its --json and hoard stats report one store's size on disk alike")
+        func sizesAgree() throws {
+            try Self.withFolders { folders in
+                let directory = folders.caches.appendingPathComponent("app")
+                do {
+                    let store = try DiskStore(directory: directory)
+                    for index in 0..<50 { try store.set(String(repeating: "v", count: 100 * index), for: "k\(index)") }
+                    try store.set(Data(count: 200_000), for: "large")
+                }
+                let listed = try Self.hoard(folders, "storage", "list", "--json")
+                let stores = try #require(
+                    try DiskStoreSuites.DiskStoreCLITests.object(listed.output)["stores"] as? [[String: Any]])
+                let listedBytes = try #require(stores.first?["bytesOnDisk"] as? Int)
+                let stats = try Self.hoard(folders, "stats", directory.path, "--json")
+                let statsBytes = try #require(
+                    try DiskStoreSuites.DiskStoreCLITests.object(stats.output)["bytesOnDisk"] as? Int)
+                #expect(listedBytes == statsBytes)
+                #expect(listedBytes > 200_000)
+
+                let text = try Self.hoard(folders, "storage", "list")
+                let statsText = try Self.hoard(folders, "stats", directory.path)
+                let size = StoreSize.text(listedBytes)
+                #expect(text.output.contains("51 entries, \(size) on disk"), "\(text.output)")
+                #expect(statsText.output.contains("on disk    \(size) ("), "\(statsText.output)")
+            }
+        }
+
+        /// The CLI's way of writing a size: 1024-based, one decimal.
+        enum StoreSize {
+            static func text(_ count: Int) -> String {
+                let units = ["B", "KiB", "MiB", "GiB"]
+                var value = Double(count)
+                var unit = 0
+                while value >= 1024, unit < units.count - 1 {
+                    value /= 1024
+                    unit += 1
+                }
+                return unit == 0 ? "\(count) B" : String(format: "%.1f %@", value, units[unit])
+            }
+        }
+
         @Test("clear-disk --name and delete-all --name touch only the stores, logs and settings of that prefix")
         func byName() throws {
             try Self.withFolders { folders in

@@ -95,13 +95,14 @@ extension DiskStoreSuites {
                 let app = try DiskStore(directory: caches.appendingPathComponent("com.example.app"))
                 #expect(try app.keys(in: "texts").isEmpty)
                 #expect(try app.keys(in: "images") == ["big"])
-                for crafted in ["", ".", "..", "../outside/linked-store", "a/b", "nul\u{0}", "/tmp"] {
+                for crafted in ["", ".", "..", "../outside/linked-store", "a/b/c", "a/..", "a/", "nul\u{0}", "/tmp"] {
                     let error = try #require(throws: HoardError.self) {
                         try storage.clearNamespace("keep", inStore: crafted)
                     }
                     #expect(error.code == .invalidName, "\(crafted)")
                 }
-                for foreign in ["some-other-app", "loose-file", "linked-store", "missing", "hoard-logs"] {
+                // `a/b` is a store `b` in program `a`'s folder: there is none.
+                for foreign in ["some-other-app", "loose-file", "linked-store", "missing", "hoard-logs", "a/b"] {
                     let error = try #require(throws: HoardError.self) {
                         try storage.clearNamespace("keep", inStore: foreign)
                     }

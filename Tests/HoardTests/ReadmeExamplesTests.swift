@@ -145,7 +145,7 @@ struct ReadmeExamplesTests {
         // `DiskStore(named:)` opens the user's cache directory; the test checks that
         // location and does the same work in a temporary directory.
         let expected = FileManager.default.urls(for: .cachesDirectory, in: .userDomainMask)[0]
-            .appendingPathComponent("com.example.app")
+            .appendingPathComponent(DiskStore.programFolderName).appendingPathComponent("com.example.app")
         #expect(try DiskStore.defaultDirectory(named: "com.example.app").path == expected.path)
         try DiskTest.withTemporaryDirectory { directory in
             let store = try DiskStore(directory: directory.appendingPathComponent("com.example.app"))

@@ -11,6 +11,6 @@ router.get("/visits") { _, _ -> String in
     try await persist.set(key: "visits", value: visits, expires: .seconds(3_600))
     return "\(visits)"
 }
-let app = Application(router: router, services: [persist])   // run() flushes queued writes on shutdown
+let app = Application(router: router, services: [persist])   // run() waits for queued copies on shutdown
 // try await app.runService()
 #endif

@@ -6,7 +6,7 @@ let cacheURL = FileManager.default.temporaryDirectory.appendingPathComponent("th
 let url = "https://example.com/a.png"
 let pngData = Data([0x89, 0x50, 0x4E, 0x47])
 
-let store = try DiskStore(named: "com.example.app")    // ~/.cache/com.example.app (Caches on Apple platforms)
+let store = try DiskStore(named: "com.example.app")    // ~/.cache/<program>/com.example.app (Caches on Apple platforms)
 try store.set(User(name: "Ada"), for: "user:42", expires: .hours(1), in: "users")
 let user = try store.value(for: "user:42", as: User.self, in: "users")   // User?
 

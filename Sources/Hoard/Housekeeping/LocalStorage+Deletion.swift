@@ -3,7 +3,7 @@ import Foundation
 extension LocalStorage {
     /// What ``LocalStorage/deleteAll(namePrefix:)`` deleted and what it left.
     public struct DeletionReport: Sendable, CustomStringConvertible {
-        /// The stores deleted, by directory name.
+        /// The stores deleted, by name (`<program>/<store>`, or `<store>`).
         public var deletedStores: [String] = []
         /// The log files deleted, by file name.
         public var deletedLogs: [String] = []
@@ -57,14 +57,18 @@ extension LocalStorage {
     public func deleteAll(namePrefix: String? = nil) throws(HoardError) -> DeletionReport {
         var report = DeletionReport()
         let matches = { (name: String) in namePrefix.map { name.hasPrefix($0) } ?? true }
+        var programs: Set<String> = []
         for name in try storeNames() where matches(name) {
             let path = cachesDirectory.path + "/" + name
             if let reason = try _StoreRemoval.delete(path) {
                 report.kept.append((path, reason))
             } else {
                 report.deletedStores.append(name)
+                if let slash = name.firstIndex(of: "/") { programs.insert(String(name[..<slash])) }
             }
         }
+        // A program's folder goes with its last store; one that holds anything else stays.
+        for program in programs { _ = rmdir(cachesDirectory.path + "/" + program) }
         for name in try logNames() where matches(name) {
             try _FileSystem.removeFile(logsDirectory.path + "/" + name)
             report.deletedLogs.append(name)

@@ -14,15 +14,31 @@ extension LocalStorage {
 
     /// One ``DiskStore`` directory.
     public struct Store: Sendable {
-        /// The directory's name: what ``DiskStore/init(named:configuration:clock:)``
-        /// takes.
+        /// The store's name: `<program>/<store>` for a store in a program's folder
+        /// (``DiskStore/programFolderName``), `<store>` for one directly in the
+        /// cache directory (where earlier versions kept them). What
+        /// ``LocalStorage/clearNamespace(_:inStore:)`` takes.
         public var name: String
+        /// The program whose folder holds the store, or `nil` for a store directly
+        /// in the cache directory.
+        public var program: String? {
+            guard let slash = name.firstIndex(of: "/") else { return nil }
+            return String(name[..<slash])
+        }
+        /// The store's directory name: what
+        /// ``DiskStore/init(named:configuration:clock:)`` takes in that program.
+        public var storeName: String {
+            guard let slash = name.firstIndex(of: "/") else { return name }
+            return String(name[name.index(after: slash)...])
+        }
         /// The store's directory.
         public var directory: URL
         /// Entries and value bytes per namespace; empty when ``problem`` is set.
         public var namespaces: [String: StoreUsage]
         /// The bytes of every regular file in the directory and its `blobs` folder:
-        /// index, write-ahead log, value files.
+        /// index, SQLite's write-ahead log and shared-memory files, value files.
+        /// Measured while the store is open (a store that cannot be opened: as
+        /// found), so it agrees with what `hoard stats` reports for the store.
         public var bytesOnDisk: Int
         /// Why the store could not be read (busy, damaged, …), or `nil`.
         public var problem: HoardError?
@@ -73,7 +89,11 @@ extension LocalStorage {
                 name: name, directory: directory, namespaces: [:], bytesOnDisk: Self.bytes(in: directory.path),
                 problem: nil)
             do {
-                store.namespaces = try openStore(named: name).namespaces()
+                let opened = try openStore(named: name)
+                store.namespaces = try opened.namespaces()
+                // Measured again while the store is open (with its write-ahead log and
+                // shared-memory files), as `hoard stats` measures it: both say the same.
+                store.bytesOnDisk = Self.bytes(in: directory.path)
             } catch {
                 store.problem = error
             }

@@ -5,8 +5,10 @@ import Foundation
 ///
 /// It covers
 /// - the ``DiskStore``s in the user's cache directory (the ones
-///   ``DiskStore/init(named:configuration:clock:)`` opens): each directory there
-///   that holds a Hoard store;
+///   ``DiskStore/init(named:configuration:clock:)`` opens): each directory in a
+///   program's folder there (``DiskStore/programFolderName``) that holds a Hoard
+///   store, named `<program>/<store>`, and each directory directly there that does
+///   (where earlier versions kept them), named `<store>`;
 /// - the ``MessageLog`` files in `hoard-logs` inside it (the ones
 ///   ``MessageLog/defaultFileURL(named:)`` names);
 /// - the suites of every ``SettingsStore`` namespace.
@@ -16,7 +18,7 @@ import Foundation
 /// for store in try storage.inventory().stores {
 ///     print(store.name, store.entryCount, store.bytesOnDisk)
 /// }
-/// try storage.clearNamespace("thumbnails", inStore: "com.example.app")
+/// try storage.clearNamespace("thumbnails", inStore: "com.example.app/thumbnails")
 /// ```
 ///
 /// ## What it guarantees
@@ -29,7 +31,8 @@ import Foundation
 /// deleting removes only the file names a store writes, so a link planted inside
 /// a store is removed as a link, its target untouched. A name given to a method is
 /// one path component at most; anything else is refused with
-/// ``HoardError/Code/invalidName``.
+/// ``HoardError/Code/invalidName`` (a store's name is one component, or two:
+/// `<program>/<store>`).
 ///
 /// A store another instance or process has open is not deleted: it is reported
 /// as kept. Clearing (removing entries) is safe while others use a store.
@@ -91,7 +94,8 @@ public struct LocalStorage: Sendable {
     ///
     /// - Parameters:
     ///   - namespace: The namespace inside the store (any string).
-    ///   - store: The store's directory name in ``cachesDirectory``.
+    ///   - store: The store's name as ``inventory()`` lists it: `<program>/<store>`,
+    ///     or `<store>` for one directly in ``cachesDirectory``.
     /// - Returns: How many entries were removed.
     /// - Throws: ``HoardError/Code/invalidName`` when `store` is not one path
     ///   component; ``HoardError/Code/notAStore`` when there is no Hoard store by
@@ -117,7 +121,7 @@ public struct LocalStorage: Sendable {
     /// not touched.
     ///
     /// - Parameter namePrefix: Clear only the stores whose names start with this
-    ///   prefix (say, one application's `com.example.`); `nil` (the default) clears
+    ///   prefix (say, one program's `com.example.app/`); `nil` (the default) clears
     ///   every store.
     /// - Returns: Each store's name with the number of entries removed, sorted by
     ///   name.
@@ -133,10 +137,20 @@ public struct LocalStorage: Sendable {
 
     // MARK: Finding
 
-    /// Opens the store named `name` without creating anything.
+    /// Opens the store named `name` (`<program>/<store>` or `<store>`) without
+    /// creating anything.
     func openStore(named name: String) throws(HoardError) -> DiskStore {
-        try _LocalNames.validateComponent(name, what: "a store name")
+        let components = name.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        guard components.count <= 2 else {
+            throw HoardError(.invalidName, "a store name is <program>/<store> or <store>, not \"\(name.prefix(60))\"")
+        }
+        for component in components { try _LocalNames.validateComponent(component, what: "a store name") }
         let path = cachesDirectory.path + "/" + name
+        if components.count == 2, _FileSystem.kind(at: cachesDirectory.path + "/" + components[0]) != .directory {
+            throw HoardError(
+                .notAStore, "there is no program folder by this name (a symbolic link is not one)",
+                path: cachesDirectory.path + "/" + components[0])
+        }
         guard _FileSystem.kind(at: path) == .directory else {
             throw HoardError(
                 .notAStore, "there is no store directory by this name (a symbolic link is not one)", path: path)
@@ -149,17 +163,33 @@ public struct LocalStorage: Sendable {
             configuration: .init(createsStore: false, collectsOrphansAtOpen: false))
     }
 
-    /// The names of the directories in ``cachesDirectory`` that hold a Hoard store,
-    /// sorted. Links and anything ``DiskStore`` would refuse are left out.
+    /// The names of the stores in ``cachesDirectory``, sorted: `<program>/<store>`
+    /// for a directory holding a Hoard store in a program's folder, `<store>` for
+    /// one directly in ``cachesDirectory``. Links and anything ``DiskStore`` would
+    /// refuse are left out.
     func storeNames() throws(HoardError) -> [String] {
         guard _FileSystem.kind(at: cachesDirectory.path) == .directory else { return [] }
-        return try _FileSystem.contents(of: cachesDirectory.path).filter { name in
+        var names: [String] = []
+        for name in try _FileSystem.contents(of: cachesDirectory.path) where name != Self.logsFolderName {
             let path = cachesDirectory.path + "/" + name
-            guard _FileSystem.kind(at: path) == .directory else { return false }
+            guard _FileSystem.kind(at: path) == .directory else { continue }
             // A directory DiskStore refuses (another program's, or unreadable) is
             // not a store: leaving it out is the answer, not a lost error.
-            return (try? _StoreDirectory.inspect(path)) == .store
-        }.sorted()
+            switch try? _StoreDirectory.inspect(path) {
+            case .store?:
+                names.append(name)
+            case .empty?, .nothing?:
+                break
+            case nil:
+                // Not a store: a program's folder when it holds stores (a folder
+                // that cannot be listed holds none that can be opened).
+                for inner in (try? _FileSystem.contents(of: path)) ?? []
+                where _ProgramFolder.isStore(path + "/" + inner) {
+                    names.append(name + "/" + inner)
+                }
+            }
+        }
+        return names.sorted()
     }
 
     /// The names of the message log files in ``logsDirectory``, sorted: regular

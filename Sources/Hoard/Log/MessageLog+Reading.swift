@@ -13,7 +13,8 @@ extension MessageLog {
     ///
     /// - Throws: ``HoardError/Code/fileCorrupted`` with the offset of the first damaged
     ///   record (``recover()`` keeps every intact one); ``HoardError/Code/decodingFailed``
-    ///   when the codec cannot decode a stored message; ``HoardError/Code/ioFailed``.
+    ///   when the codec cannot decode a stored message (``messages(skippingUndecodable:)``
+    ///   reads the others and reports those instead); ``HoardError/Code/ioFailed``.
     /// - Complexity: O(n) in the log's size; reads the live bytes with one or two reads
     ///   and holds them in memory. ``asyncMessages`` reads in chunks instead. Each
     ///   message is a new `Data` (two allocations) before it is decoded, which is most of

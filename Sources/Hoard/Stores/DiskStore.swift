@@ -200,9 +200,15 @@ public final class DiskStore: CacheStore {
         observers.publish(openingEvents)
     }
 
-    /// Opens (or creates) the store named `name` in the user's cache directory:
-    /// `$XDG_CACHE_HOME/<name>` or `~/.cache/<name>` on Linux,
-    /// `~/Library/Caches/<name>` on Apple platforms.
+    /// Opens (or creates) the store named `name` in this program's folder of the
+    /// user's cache directory: `$XDG_CACHE_HOME/<program>/<name>` or
+    /// `~/.cache/<program>/<name>` on Linux, `~/Library/Caches/<program>/<name>` on
+    /// Apple platforms, where `<program>` is ``programFolderName``.
+    ///
+    /// A store an earlier version of Hoard kept directly in the cache directory
+    /// (`~/.cache/<name>`) is moved into the program's folder when this opens it
+    /// and the program has none of that name yet; if it cannot be moved, it is
+    /// opened where it is.
     ///
     /// - Parameters:
     ///   - name: The store's directory name, usually a reverse-DNS identifier. It
@@ -214,19 +220,23 @@ public final class DiskStore: CacheStore {
     public convenience init(
         named name: String, configuration: Configuration = .init(), clock: any CacheClock = SystemClock()
     ) throws(HoardError) {
-        try self.init(directory: Self.defaultDirectory(named: name), configuration: configuration, clock: clock)
+        try _LocalNames.validateComponent(name, what: "a store name")
+        let directory = _ProgramFolder.directory(
+            named: name, program: Self.programFolderName, in: try LocalStorage.standardCachesDirectory())
+        try self.init(directory: directory, configuration: configuration, clock: clock)
     }
 
-    /// The directory ``init(named:configuration:clock:)`` uses for `name`.
+    /// The directory ``init(named:configuration:clock:)`` uses for `name` once any
+    /// store an earlier version kept directly in the cache directory has been
+    /// moved: `<caches>/<program>/<name>`, `<program>` being ``programFolderName``.
     ///
     /// - Throws: ``HoardError/Code/invalidName`` when `name` is empty, `.` or `..`,
     ///   contains `/` or NUL, or has more than 255 bytes.
     public static func defaultDirectory(named name: String) throws(HoardError) -> URL {
         try _LocalNames.validateComponent(name, what: "a store name")
-        guard let caches = FileManager.default.urls(for: .cachesDirectory, in: .userDomainMask).first else {
-            throw HoardError(.ioFailed, "the user's cache directory could not be determined")
-        }
-        return caches.appendingPathComponent(name, isDirectory: true)
+        return try LocalStorage.standardCachesDirectory()
+            .appendingPathComponent(programFolderName, isDirectory: true)
+            .appendingPathComponent(name, isDirectory: true)
     }
 
     deinit {

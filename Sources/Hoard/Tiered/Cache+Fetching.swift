@@ -59,7 +59,9 @@ extension Cache {
     }
 
     /// The entry for `key` (value, stored date, expiry) from any tier, or fetched;
-    /// reads like ``value(for:maxAge:newerThan:)``.
+    /// reads like ``value(for:maxAge:newerThan:)``. Its ``CacheEntry/source`` says
+    /// which tier answered this read: memory, a write still queued for the stores, a
+    /// local or remote store (by position), or the fetch.
     public func entry(for key: Key, maxAge: TimeInterval? = nil, newerThan: Date? = nil) async throws -> CacheEntry<
         Value
     >? {
@@ -150,7 +152,7 @@ extension Cache {
             counters.remoteHits.add(1, ordering: .relaxed)
             promote(
                 value, stored, for: key, from: .remote(index), ticket: ticket, intoLocalStoresBefore: localStores.count)
-            return hit(value, storedAt: stored.storedAt, expiresAt: stored.expiresAt, now: now)
+            return hit(value, storedAt: stored.storedAt, expiresAt: stored.expiresAt, now: now, source: .remote(index))
         }
         counters.remoteMisses.add(1, ordering: .relaxed)
         return nil
@@ -202,7 +204,8 @@ extension Cache {
             noteDroppedPromotion(key)
         }
         return CacheEntry(
-            value: value, storedAt: dates.storedAt, expiresAt: dates.memoryExpiry.map { $0.addingTimeInterval(-grace) })
+            value: value, storedAt: dates.storedAt, expiresAt: dates.memoryExpiry.map { $0.addingTimeInterval(-grace) },
+            source: .fetch)
     }
 
     /// Starts one background refresh of `key` unless a fetch of it is running

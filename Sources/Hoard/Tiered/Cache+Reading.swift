@@ -124,7 +124,7 @@ extension Cache {
             counters.negativeHits.add(1, ordering: .relaxed)
             return .negative
         }
-        return hit(value, storedAt: entry.storedAt, expiresAt: entry.expiresAt, now: clock.now())
+        return hit(value, storedAt: entry.storedAt, expiresAt: entry.expiresAt, now: clock.now(), source: .memory)
     }
 
     /// The one lookup below memory, for every calling convention: the queue of
@@ -162,7 +162,7 @@ extension Cache {
             if writer.promote(key, ticket: ticket, memory: { memory.set(entry, for: key, cost: cost) }, stores: nil) {
                 remember(key)
             }
-            return hit(value, storedAt: storedAt, expiresAt: expiresAt, now: now)
+            return hit(value, storedAt: storedAt, expiresAt: expiresAt, now: now, source: .pendingWrite)
         }
         let keyString = key._storeKeyString
         for (index, store) in localStores.enumerated() {
@@ -181,17 +181,20 @@ extension Cache {
             else { continue }
             counters.localHits.add(1, ordering: .relaxed)
             promote(value, stored, for: key, from: .local(index), ticket: ticket, intoLocalStoresBefore: index)
-            return hit(value, storedAt: stored.storedAt, expiresAt: stored.expiresAt, now: now)
+            return hit(value, storedAt: stored.storedAt, expiresAt: stored.expiresAt, now: now, source: .local(index))
         }
         if !localStores.isEmpty { counters.localMisses.add(1, ordering: .relaxed) }
         return .miss(masked: remoteCleared)
     }
 
+    /// A hit on `value` that `source` answered.
     @inlinable
-    func hit(_ value: Value, storedAt: Date, expiresAt: Date?, now: Date) -> _LocalLookup<Value> {
+    func hit(
+        _ value: Value, storedAt: Date, expiresAt: Date?, now: Date, source: CacheEntrySource
+    ) -> _LocalLookup<Value> {
         let logicalExpiry = expiresAt.map { $0.addingTimeInterval(-grace) }
         return .hit(
-            CacheEntry(value: value, storedAt: storedAt, expiresAt: logicalExpiry),
+            CacheEntry(value: value, storedAt: storedAt, expiresAt: logicalExpiry, source: source),
             stale: isStale(expiresAt: expiresAt, now: now))
     }
 

@@ -78,6 +78,11 @@ extension Cache {
 
     /// Waits until every write queued so far has reached the stores, and the
     /// configuration's `onError` and `timings` have been called for them.
+    ///
+    /// A short-lived program calls it before it ends. A normal exit without it
+    /// (`exit(_:)`, returning from `main`) still waits for the queued writes, in an
+    /// `atexit` handler, for at most 30 seconds; an `onError`, `timings` or log
+    /// handler that itself calls `exit` makes that handler wait the whole bound.
     public func flush() async {
         await writer.flush()
     }

@@ -29,6 +29,12 @@ import Synchronization
 /// write waits. Blocking store work reached from `async` methods runs on Hoard's
 /// own threads, never on Swift's cooperative pool. Failures behind the caller's
 /// back go to ``events`` and the configuration's `onError`.
+///
+/// A short-lived program (a command-line tool) calls ``flush()`` before it ends, to
+/// know its writes reached the stores and to see their failures. When the process
+/// exits normally without it (`exit(_:)`, or returning from `main`), Hoard's
+/// `atexit` handler still waits for every cache's queued writes, for at most 30
+/// seconds; a crash, a signal or `_exit` loses them.
 public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
     /// The closure that produces a value no tier holds; `nil` means there is none.
     public typealias Fetch = @Sendable (Key) async throws -> Value?
@@ -153,6 +159,8 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
             codec: codec, queueByteLimit: configuration.writeQueueByteLimit, size: _defaultCost(of: Value.self),
             timings: configuration.timings,
             onError: logAndHandle, report: report)
+        // A program that exits normally without `flush()` still loses no write.
+        if writer.hasStores { _ExitFlush.shared.register(writer) }
         startListeningForInvalidations()
     }
 

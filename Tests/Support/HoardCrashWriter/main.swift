@@ -34,6 +34,20 @@
 //                                           at 64, a fourth that wraps to 64 without a marker, so its
 //                                           checkpoint is written and its record fails:
 //                                           "thrown CODE" or "appended", then "done"
+//   HoardCrashWriter exit-without-flush DIR KIND FROM
+//                                           KIND cache: write 100 values (key-N: "value-N") behind
+//                                           through a Cache named "exit" over a DiskStore at DIR;
+//                                           KIND http: one GET of https://example.com/feed through an
+//                                           HTTPResponseCache (storage "exit-http" at DIR, an origin
+//                                           in this process answering "feed", max-age 3600).
+//                                           The store's writes wait until exit begins, so nothing has
+//                                           reached it when this says "queued" and calls exit(0)
+//                                           without flush(), from the main thread (FROM main) or a
+//                                           task (FROM task)
+//   HoardCrashWriter named-store PROGRAM NAME
+//                                           open DiskStore(named: NAME), in the program folder
+//                                           PROGRAM ("-": the default one); print "dir PATH", then
+//                                           "old VALUE" or "old miss" for the key "old"; set "new"
 //
 // Every line is written with one write(2) call, so a line the parent reads is whole.
 import Foundation
@@ -511,6 +525,117 @@ func runLogAheadPastSizeLimit(file: String) {
     say("done")
 }
 
+/// Opens when the process begins to exit: the handler is installed after the first
+/// cache's, so it runs before Hoard's (handlers run in reverse order).
+enum ExitBegan {
+    static let gate = DispatchSemaphore(value: 0)
+    static func install() { atexit { ExitBegan.gate.signal() } }
+}
+
+/// A store whose writes wait until the process begins to exit: without Hoard's exit
+/// flush, nothing reaches it.
+final class HeldUntilExitStore: CacheStore {
+    let inner: DiskStore
+    init(_ inner: DiskStore) { self.inner = inner }
+
+    func entry(for key: String, in namespace: String) throws(HoardError) -> StoredEntry? {
+        try inner.entry(for: key, in: namespace)
+    }
+    func set(_ data: Data, for key: String, in namespace: String, storedAt: Date, expiresAt: Date?) throws(HoardError) {
+        Self.waitForExit()
+        try inner.set(data, for: key, in: namespace, storedAt: storedAt, expiresAt: expiresAt)
+    }
+    func write(_ batch: [CacheStoreWrite]) throws(HoardError) {
+        Self.waitForExit()
+        try inner.write(batch)
+    }
+    static func waitForExit() {
+        ExitBegan.gate.wait()
+        ExitBegan.gate.signal()
+    }
+    func removeValue(for key: String, in namespace: String) throws(HoardError) -> Bool {
+        try inner.removeValue(for: key, in: namespace)
+    }
+    func removeAll(in namespace: String) throws(HoardError) -> Int { try inner.removeAll(in: namespace) }
+    func keys(in namespace: String) throws(HoardError) -> [String] { try inner.keys(in: namespace) }
+    func contains(_ key: String, in namespace: String) throws(HoardError) -> Bool {
+        try inner.contains(key, in: namespace)
+    }
+    func usage(in namespace: String) throws(HoardError) -> StoreUsage { try inner.usage(in: namespace) }
+    func totalUsage() throws(HoardError) -> StoreUsage { try inner.totalUsage() }
+    func removeExpired() throws(HoardError) -> Int { try inner.removeExpired() }
+    func trim(toBytes maxBytes: Int) throws(HoardError) -> Int { try inner.trim(toBytes: maxBytes) }
+    func verify(repairing: Bool) throws(HoardError) -> VerificationReport { try inner.verify(repairing: repairing) }
+}
+
+/// An origin in this process: every GET answers "feed", fresh for an hour.
+struct FeedOrigin: HTTPCacheTransport {
+    func send(method: String, url: URL, headers: [String: String]) async throws -> HTTPTransportResponse {
+        HTTPTransportResponse(statusCode: 200, headers: ["Cache-Control": "max-age=3600"], body: Data("feed".utf8))
+    }
+}
+
+func runExitWithoutFlush(directory: String, kind: String, fromTask: Bool) -> Never {
+    let store = HeldUntilExitStore(open(directory))
+    let done = DispatchSemaphore(value: 0)
+    // Kept alive until exit: a cache that is gone still has its queued writes flushed,
+    // but this is what a program that forgets flush() looks like.
+    var kept: [AnyObject] = []
+    switch kind {
+    case "cache":
+        var configuration = Cache<String, String>.Configuration(name: "exit")
+        configuration.localStores = .stores([store])
+        let cache: Cache<String, String>
+        do { cache = try Cache(configuration: configuration) } catch { fail("cache: \(error)") }
+        ExitBegan.install()
+        for index in 0..<100 { cache["key-\(index)"] = "value-\(index)" }
+        kept.append(cache)
+        done.signal()
+    case "http":
+        var storage = Cache<String, HTTPStoredResponses>.Configuration(name: "exit-http")
+        storage.localStores = .stores([store])
+        let http: HTTPResponseCache
+        do {
+            http = try HTTPResponseCache(configuration: .init(storage: storage), transport: FeedOrigin())
+        } catch {
+            fail("http: \(error)")
+        }
+        ExitBegan.install()
+        kept.append(http)
+        Task {
+            do {
+                let body = try await http.data(from: URL(string: "https://example.com/feed")!)
+                guard body == Data("feed".utf8) else { fail("wrong body") }
+            } catch {
+                fail("request: \(error)")
+            }
+            done.signal()
+        }
+    default:
+        fail("unknown kind \(kind)")
+    }
+    done.wait()
+    say("queued")
+    if fromTask {
+        Task { exit(0) }
+        dispatchMain()
+    }
+    withExtendedLifetime(kept) { exit(0) }
+}
+
+func runNamedStore(program: String, name: String) {
+    do {
+        if program != "-" { try DiskStore.useProgramFolder(named: program) }
+        let store = try DiskStore(named: name)
+        say("dir \(store.directory.path)")
+        let old: String? = try store.value(for: "old")
+        say("old \(old ?? "miss")")
+        try store.set("written", for: "new")
+    } catch {
+        fail("named-store: \(error)")
+    }
+}
+
 let arguments = CommandLine.arguments
 guard arguments.count >= 3 else {
     fail(
@@ -518,7 +643,8 @@ guard arguments.count >= 3 else {
             + " | unreadable-blobs DIR"
             + " | settings-write DOMAIN NAMESPACE COUNT | settings-read DOMAIN NAMESPACE KEY… [-KEY VALUE…]"
             + " | log-default NAME COUNT"
-            + " | log FILE WRITER COUNT BUDGET OVERWRITES | log-wrap-fsize FILE BATCH | log-ahead-fsize FILE")
+            + " | log FILE WRITER COUNT BUDGET OVERWRITES | log-wrap-fsize FILE BATCH | log-ahead-fsize FILE"
+            + " | exit-without-flush DIR KIND FROM")
 }
 switch arguments[1] {
 case "write":
@@ -556,6 +682,14 @@ case "log-wrap-fsize":
     runLogWrapPastSizeLimit(file: arguments[2], batch: batch)
 case "log-ahead-fsize":
     runLogAheadPastSizeLimit(file: arguments[2])
+case "named-store":
+    guard arguments.count >= 4 else { fail("usage: named-store PROGRAM NAME") }
+    runNamedStore(program: arguments[2], name: arguments[3])
+case "exit-without-flush":
+    guard arguments.count >= 5, ["main", "task"].contains(arguments[4]) else {
+        fail("usage: exit-without-flush DIR cache|http main|task")
+    }
+    runExitWithoutFlush(directory: arguments[2], kind: arguments[3], fromTask: arguments[4] == "task")
 default:
     fail("unknown mode \(arguments[1])")
 }
