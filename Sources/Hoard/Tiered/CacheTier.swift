@@ -33,11 +33,13 @@ public struct CacheFailure: Error, Sendable, CustomStringConvertible {
         case decode
         /// Turning a value into bytes.
         case encode
-        /// Running the fetch closure (a background refresh).
+        /// Running the fetch closure (for a read, or a background refresh).
         case fetch
     }
 
-    /// The string form of the key involved, or `nil` for namespace-wide operations.
+    /// The key involved, as its ``CacheKey/cacheKeyString`` (the caller's string,
+    /// not the normalised form the stores keep), or `nil` for namespace-wide
+    /// operations.
     public let key: String?
     /// The tier where it happened.
     public let tier: CacheTier
