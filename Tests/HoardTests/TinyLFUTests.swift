@@ -174,9 +174,16 @@ struct HitRatioTraceTests {
         if name == "loop" {
             return (0..<requests).map { UInt32($0 % 100_000) }
         }
-        let url = traces.appendingPathComponent("\(name).u32.gz")
+        return try expand(traces.appendingPathComponent("\(name).u32.gz"), requests: requests)
+    }
+
+    /// The keys of the gzip-compressed trace at `url`, which must hold `requests`
+    /// little-endian `UInt32` keys.
+    /// - Throws: `TraceError` when the file is missing, gzip fails, or the trace is
+    ///   not `requests` keys.
+    static func expand(_ url: URL, requests: Int) throws -> [UInt32] {
         guard FileManager.default.fileExists(atPath: url.path) else {
-            throw TraceError(description: "trace \(name) is missing: no file at \(url.path)")
+            throw TraceError(description: "trace \(url.lastPathComponent) is missing: no file at \(url.path)")
         }
         let gzip = Process()
         gzip.executableURL = URL(fileURLWithPath: "/usr/bin/env")
@@ -226,7 +233,7 @@ struct HitRatioTraceTests {
     func trace(name: String) async throws {
         let keys = try Self.load(name)
         let isLoop = name == "loop"
-        for (trace, size, lru, _, best) in Self.reference where trace == name {
+        for (trace, size, lru, fixedWindow, best) in Self.reference where trace == name {
             // Replayed on a thread of its own: a minute of CPU work must not hold a
             // thread of the concurrency pool that other suites' tests need.
             let (measuredLRU, draws) = try await Self.onOwnThread {
@@ -245,6 +252,9 @@ struct HitRatioTraceTests {
             )
             #expect(abs(measuredLRU - lru) < 0.00005, "\(name) N=\(size) LRU")
             #expect(measuredTiny > measuredLRU, "\(name) N=\(size) W-TinyLFU above LRU")
+            #expect(
+                measuredTiny >= fixedWindow - Self.recordedFloorSlack,
+                "\(name) N=\(size) W-TinyLFU at least the fixed-window W-TinyLFU")
             #expect(
                 measuredTiny >= best - (isLoop ? Self.loopDrawSpread : Self.drawSpread),
                 "\(name) N=\(size) W-TinyLFU near the best of twelve policies")
