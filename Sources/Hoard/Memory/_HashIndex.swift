@@ -55,6 +55,11 @@ struct _HashIndex: ~Copyable {
     func home(_ hash: UInt64) -> Int { Int(truncatingIfNeeded: hash) & mask }
 
     /// The slot of the entry whose key is `key`, or `nil`.
+    ///
+    /// Every slot a shard works on comes from here or from its own allocation, so
+    /// this is where a slot read from the table is checked against the node table
+    /// in release builds too (`_SlotArray` checks in debug builds only): a corrupted
+    /// bucket traps instead of reading outside the allocation.
     @inlinable
     func find<Key: Equatable, Value>(
         _ key: Key, hash: UInt64, in nodes: borrowing _SlotArray<_MemoryNode<Key, Value>>
@@ -66,6 +71,7 @@ struct _HashIndex: ~Copyable {
             if bucket == Self.empty { return nil }
             if bucket & tagMask == tag {
                 let slot = Int(bucket & ~tagMask)
+                precondition(slot < nodes.count, "hash index names a slot beyond the node table")
                 if nodes[slot].entry?.key == key { return Int32(truncatingIfNeeded: slot) }
             }
             b = (b &+ 1) & mask
