@@ -42,8 +42,10 @@ public struct HTTPCacheControl: Sendable, Hashable {
 
     /// Parses the values of every `Cache-Control` header field of a message.
     public init(_ values: [String]) {
+        var seen: Set<String> = []
         for value in values {
             for directive in Self.directives(value) {
+                guard seen.insert(directive.name).inserted else { continue }
                 let seconds = directive.value.flatMap { Int($0) }.map { max(0, $0) }
                 switch directive.name {
                 case "max-age": maxAge = seconds
