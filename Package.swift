@@ -186,6 +186,9 @@ let package = Package(
             dependencies: [
                 "Hoard", "HoardAsyncHTTPClient", "HoardRedis",
                 .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Hummingbird"])),
+                .product(name: "HummingbirdCore", package: "hummingbird", condition: .when(traits: ["Hummingbird"])),
+                .product(name: "NIOPosix", package: "swift-nio", condition: .when(traits: ["Hummingbird"])),
+                .product(name: "Logging", package: "swift-log"),
             ],
             path: "Examples/HTTPCacheProxy",
             exclude: ["README.md"]

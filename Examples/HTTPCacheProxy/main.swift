@@ -4,6 +4,9 @@ import Hoard
 import HoardAsyncHTTPClient
 import HoardRedis
 import Hummingbird
+import HummingbirdCore
+import Logging
+import NIOPosix
 
 // A caching reverse proxy: every request to it goes through an HTTPResponseCache (a
 // shared cache) to one origin, over AsyncHTTPClient. See README.md next to this file.
@@ -56,11 +59,14 @@ struct Options {
 }
 
 /// Answers every request through `cache`, as a reverse proxy for `origin`.
-struct CachingProxy: HTTPResponder {
-    typealias Context = BasicRequestContext
-
+///
+/// It runs on HummingbirdCore's server rather than a Hummingbird `Application`,
+/// which sets its own `Date` on every response: a cache must pass the stored
+/// `Date` on unchanged (RFC 9110, section 6.6.1).
+struct CachingProxy: Sendable {
     let cache: HTTPResponseCache
     let origin: URL
+    let logger: Logger
 
     /// Request fields that concern the connection to the proxy, not the origin
     /// (`Host` is the origin's, from its URL).
@@ -69,7 +75,7 @@ struct CachingProxy: HTTPResponder {
         "proxy-authorization", "content-length",
     ]
 
-    func respond(to request: Request, context: Context) async throws -> Response {
+    func respond(to request: Request) async throws -> Response {
         // SwiftNIO's HTTP/1 parser names the method M-SEARCH as MSEARCH.
         let method = request.method.rawValue == "MSEARCH" ? "M-SEARCH" : request.method.rawValue
         guard let url = URL(string: origin.absoluteString + request.uri.description) else {
@@ -92,7 +98,7 @@ struct CachingProxy: HTTPResponder {
         do {
             answer = try await cache.response(to: outgoing)
         } catch {
-            context.logger.warning("origin request failed", metadata: ["url": "\(url)", "error": "\(error)"])
+            logger.warning("origin request failed", metadata: ["url": "\(url)", "error": "\(error)"])
             return Response(status: .badGateway)
         }
         var headers = HTTPFields()
@@ -124,11 +130,19 @@ if let redis = options.redis {
 let cache = try HTTPResponseCache(
     configuration: .init(storage: storage, isShared: true, targetedCacheControl: options.targeted),
     transport: AsyncHTTPClientTransport())
-let app = Application(
-    responder: CachingProxy(cache: cache, origin: options.origin),
-    configuration: .init(address: .hostname("127.0.0.1", port: options.port), serverName: nil))
-try await app.runService()
-await cache.flush()
+let logger = Logger(label: "HTTPCacheProxy")
+let proxy = CachingProxy(cache: cache, origin: options.origin, logger: logger)
+let server = Server(
+    childChannelSetup: HTTP1Channel(responder: { request, writer, _ in
+        let response = try await proxy.respond(to: request)
+        try await writer.write(response: response.head, body: response.body)
+    }),
+    configuration: .init(address: .hostname("127.0.0.1", port: options.port)),
+    onServerRunning: { channel in
+        logger.info("listening", metadata: ["address": "\(channel.localAddress.map { "\($0)" } ?? "?")"])
+    },
+    eventLoopGroup: MultiThreadedEventLoopGroup.singleton, logger: logger)
+try await server.run()
 #else
 print(
     "HTTPCacheProxy needs the traits Hummingbird, AsyncHTTPClient and Redis: swift run --enable-all-traits HTTPCacheProxy"
