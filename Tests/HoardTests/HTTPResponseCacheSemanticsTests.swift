@@ -275,6 +275,67 @@ struct HTTPResponseCacheSemanticsTests {
         #expect(try await http.response(for: origin.url("/fails")).isFromCache, "a 500 invalidates nothing")
     }
 
+    @Test("A POST response whose Content-Location is its URL, with an explicit lifetime, answers later GETs")
+    func postResponseReusedForGet() async throws {
+        let clock = ManualClock(start: Self.start)
+        let origin = try Origin(clock: clock) { request, _ in
+            LoopbackResponse(
+                status: 200,
+                headers: ["Cache-Control": "max-age=60", "Content-Location": request.path == "/same" ? "/same" : "/x"],
+                body: "\(request.method) \(request.path)")
+        }
+        let http = try Self.cache(clock)
+        for path in ["/same", "/other"] {
+            _ = try await http.response(to: HTTPCacheRequest(method: "POST", url: origin.url(path)))
+        }
+        let same = try await http.response(for: origin.url("/same"))
+        #expect(same.isFromCache)
+        #expect(same.body == Data("POST /same".utf8))
+        #expect(try await http.response(for: origin.url("/other")).isFromCache == false)
+    }
+
+    @Test(
+        "must-understand stores a status the cache understands despite no-store, and no other",
+        arguments: [(200, true), (299, false)])
+    func mustUnderstand(_ status: Int, stored: Bool) async throws {
+        let clock = ManualClock(start: Self.start)
+        let origin = try Origin(clock: clock) { _, _ in
+            LoopbackResponse(
+                status: status, headers: ["Cache-Control": "max-age=60, no-store, must-understand"], body: "x")
+        }
+        let http = try Self.cache(clock)
+        _ = try await http.response(for: origin.url())
+        #expect(try await http.response(for: origin.url()).isFromCache == stored)
+    }
+
+    @Test("If-Modified-Since against a stored response without Last-Modified compares its Date")
+    func ifModifiedSinceWithoutLastModified() async throws {
+        let clock = ManualClock(start: Self.start)
+        let origin = try Origin(clock: clock) { _, _ in
+            LoopbackResponse(status: 200, headers: ["Cache-Control": "max-age=60"], body: "x")
+        }
+        let http = try Self.cache(clock)
+        _ = try await http.response(for: origin.url())
+        clock.advance(by: 10)
+        let since = _HTTPDate.format(clock.now())
+        #expect(try await http.response(for: origin.url(), headers: ["If-Modified-Since": since]).statusCode == 304)
+        let earlier = _HTTPDate.format(Self.start.addingTimeInterval(-10))
+        #expect(try await http.response(for: origin.url(), headers: ["If-Modified-Since": earlier]).statusCode == 200)
+    }
+
+    @Test("Vary: Accept-Language ignores the order and case of the language ranges")
+    func acceptLanguageNormalised() async throws {
+        let clock = ManualClock(start: Self.start)
+        let origin = try Origin(clock: clock) { _, _ in
+            LoopbackResponse(
+                status: 200, headers: ["Cache-Control": "max-age=60", "Vary": "Accept-Language"], body: "x")
+        }
+        let http = try Self.cache(clock)
+        _ = try await http.response(for: origin.url(), headers: ["Accept-Language": "en, DE"])
+        #expect(try await http.response(for: origin.url(), headers: ["Accept-Language": "de, EN"]).isFromCache)
+        #expect(try await http.response(for: origin.url(), headers: ["Accept-Language": "fr"]).isFromCache == false)
+    }
+
     @Test("A Location on another origin is not invalidated")
     func crossOriginLocationKept() async throws {
         let clock = ManualClock(start: Self.start)

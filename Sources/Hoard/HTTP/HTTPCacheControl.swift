@@ -36,6 +36,9 @@ public struct HTTPCacheControl: Sendable, Hashable {
     public var minFresh: Int?
     /// `only-if-cached` (request): answer from the cache, or with 504.
     public var onlyIfCached = false
+    /// `must-understand` (response): store the response only when the cache
+    /// understands its status, then regardless of `no-store`.
+    public var mustUnderstand = false
 
     /// No directive.
     public init() {}
@@ -61,6 +64,7 @@ public struct HTTPCacheControl: Sendable, Hashable {
                 case "max-stale": maxStale = directive.value == nil ? Int.max : seconds
                 case "min-fresh": minFresh = seconds
                 case "only-if-cached": onlyIfCached = true
+                case "must-understand": mustUnderstand = true
                 default: break
                 }
             }

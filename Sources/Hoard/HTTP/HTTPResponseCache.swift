@@ -208,7 +208,9 @@ public final class HTTPResponseCache: Sendable {
     ///   the origin; a response with a status below 400 removes what is stored
     ///   for the request's URL and for the URLs of its `Location` and
     ///   `Content-Location` fields on the same origin (RFC 9111, section 4.4),
-    ///   before the call returns.
+    ///   before the call returns. A response to `POST` whose `Content-Location`
+    ///   is the request's URL and that has an explicit lifetime is then stored
+    ///   for `GET`s of that URL.
     ///
     /// - Throws: What the transport throws when no stored response may be served
     ///   instead, and `CancellationError` when the calling task is cancelled while
@@ -222,7 +224,11 @@ public final class HTTPResponseCache: Sendable {
             return try await passThrough(request)
         default:
             let response = try await passThrough(request)
-            if response.statusCode < 400 { await invalidate(after: response, to: request) }
+            guard response.statusCode < 400 else { return response }
+            await invalidate(after: response, to: request)
+            if request.method == "POST", isReusableForGet(response, to: request) {
+                await store(response, for: request.asGet)
+            }
             return response
         }
     }
@@ -280,6 +286,19 @@ public final class HTTPResponseCache: Sendable {
             try await self.revalidate(candidate, control: control, request, mayServeStale: mayServeStale)
         }
         return response.isFromCache ? served(response, to: request, now: clock.now()) : response
+    }
+
+    /// Whether a response to a `POST` may answer later `GET`s of its URL (RFC
+    /// 9110, section 9.3.3): it says so with a `Content-Location` of that URL and
+    /// an explicit lifetime.
+    private func isReusableForGet(_ response: HTTPCachedResponse, to request: _HTTPRequest) -> Bool {
+        let control = effectiveControl(response)
+        guard let location = response.headers.values(for: "content-location").first,
+            URL(string: location, relativeTo: request.url)?.absoluteURL.absoluteString == request.url.absoluteString,
+            control.maxAge != nil || (configuration.isShared && control.sharedMaxAge != nil)
+                || response.headers.contains("expires")
+        else { return false }
+        return true
     }
 
     /// The `Cache-Control` directives that govern `response` here: those of the

@@ -59,12 +59,20 @@ struct _HTTPRequest: Sendable {
         let names = stored.varyNames
         guard !names.contains("*") else { return false }
         return names.allSatisfy { name in
-            normalized(headers[name]) == normalized(stored.varyingRequestHeaders[name])
+            Self.normalized(headers[name], name: name)
+                == Self.normalized(stored.varyingRequestHeaders[name], name: name)
         }
     }
 
-    private func normalized(_ value: String?) -> String? {
-        value.map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ",") }
+    /// `value` with the whitespace around its list members removed; for
+    /// `Accept-Language`, whose language ranges are case-insensitive and whose
+    /// order carries no weight of its own (qvalues do), lowercased and sorted.
+    private static func normalized(_ value: String?, name: String) -> String? {
+        value.map {
+            var members = $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            if name == "accept-language" { members = members.map { $0.lowercased() }.sorted() }
+            return members.joined(separator: ",")
+        }
     }
 
     /// `response` as a cached response to this request, without its hop-by-hop
@@ -155,14 +163,23 @@ enum _HTTPStorability {
     /// combine partial responses).
     static let heuristicallyCacheable: Set<Int> = [200, 203, 204, 300, 301, 308, 404, 405, 410, 414, 501]
 
+    /// The final statuses whose caching semantics this cache implements (those
+    /// `must-understand` lets it store).
+    static let understood: Set<Int> = heuristicallyCacheable.union([
+        302, 303, 307, 400, 401, 403, 406, 408, 409, 411, 412, 413, 415, 416, 421, 422, 500, 502, 503, 504,
+    ])
+
     /// Whether `response`, whose effective `Cache-Control` is `control`, may be
     /// stored for `request`.
     static func allows(
         _ response: HTTPCachedResponse, control: HTTPCacheControl, request: _HTTPRequest, shared: Bool
     ) -> Bool {
         let requestControl = request.cacheControl
+        // RFC 9111, section 5.2.2.3: with must-understand, a status this cache
+        // understands overrides no-store, and any other is never stored.
+        let noStore = control.mustUnderstand ? !understood.contains(response.statusCode) : control.noStore
         guard response.statusCode >= 200, response.statusCode != 206, response.statusCode != 304,
-            !control.noStore, !requestControl.noStore, !(shared && control.isPrivate),
+            !noStore, !requestControl.noStore, !(shared && control.isPrivate),
             !response.varyNames.contains("*")
         else { return false }
         if shared, request.headers["authorization"] != nil,

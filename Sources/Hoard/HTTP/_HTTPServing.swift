@@ -4,7 +4,8 @@ import Foundation
 /// RFC 9111, section 4.3.2).
 enum _HTTPClientConditions {
     /// Whether `request`'s `If-None-Match` (weak comparison) or, without it, its
-    /// `If-Modified-Since` says the client already has `stored`.
+    /// `If-Modified-Since` (against its `Last-Modified`, else its `Date`) says the
+    /// client already has `stored`.
     static func notModified(_ stored: HTTPCachedResponse, request: _HTTPRequest) -> Bool {
         let tags = request.headers.listMembers("if-none-match")
         if !tags.isEmpty {
@@ -14,9 +15,11 @@ enum _HTTPClientConditions {
         guard let since = request.headers.values(for: "if-modified-since").first.flatMap(_HTTPDate.parse) else {
             return false
         }
-        guard let modified = stored.headers.values(for: "last-modified").first.flatMap(_HTTPDate.parse) else {
-            return false
-        }
+        // Without Last-Modified, the Date the origin gave (RFC 9110, section 13.1.3).
+        guard
+            let modified = stored.headers.values(for: "last-modified").first.flatMap(_HTTPDate.parse)
+                ?? stored.originDate
+        else { return false }
         return modified <= since
     }
 
