@@ -59,10 +59,10 @@ public protocol HTTPCacheTransport: Sendable {
 
 /// An ``HTTPCacheTransport`` over `URLSession` that never follows a redirect.
 ///
-/// On Linux, `URLSession` (swift-corelibs-foundation) decodes `gzip` and `deflate`
-/// bodies whatever the request asked and fails on an encoding it does not know;
-/// use `AsyncHTTPClientTransport` (product `HoardAsyncHTTPClient`) there when the
-/// origin encodes its responses.
+/// `URLSession` itself may decode a compressed body and, on Linux
+/// (swift-corelibs-foundation), fails on a `Content-Encoding` it does not know:
+/// use `AsyncHTTPClientTransport` (product `HoardAsyncHTTPClient`), which hands
+/// over the bytes as sent, when the origin encodes its responses.
 public struct URLSessionHTTPTransport: HTTPCacheTransport {
     /// The session requests go through.
     public let session: URLSession

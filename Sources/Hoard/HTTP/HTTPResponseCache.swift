@@ -419,7 +419,9 @@ public final class HTTPResponseCache: Sendable {
             var replaced: Set<String> = []
             for field in update {
                 let name = field.name.lowercased()
-                guard !["content-length", "content-encoding", "content-range"].contains(name) else { continue }
+                // RFC 9111, section 3.2: never Content-Length; and the stored body
+                // keeps the encoding it was stored with.
+                guard !["content-length", "content-encoding"].contains(name) else { continue }
                 if replaced.insert(name).inserted { refreshed.headers.removeAll(named: name) }
                 refreshed.headers.append(name: field.name, value: field.value)
             }
