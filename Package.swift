@@ -178,6 +178,21 @@ let package = Package(
             ],
             path: "Examples/HoardServer"
         ),
+        // Not a product: a caching reverse proxy, HTTPResponseCache in front of one
+        // origin (Examples/HTTPCacheProxy/README.md runs the HTTP caching test suite
+        // against it).
+        .executableTarget(
+            name: "HTTPCacheProxy",
+            dependencies: [
+                "Hoard", "HoardAsyncHTTPClient", "HoardRedis",
+                .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Hummingbird"])),
+                .product(name: "HummingbirdCore", package: "hummingbird", condition: .when(traits: ["Hummingbird"])),
+                .product(name: "NIOPosix", package: "swift-nio", condition: .when(traits: ["Hummingbird"])),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Examples/HTTPCacheProxy",
+            exclude: ["README.md"]
+        ),
         // Not a product: what the Redis and PostgreSQL stores share on SwiftNIO (the
         // task executor that runs a caller on a store's event loop).
         .target(

@@ -13,10 +13,23 @@ import NIOHTTP1
 /// let catalog = try await http.data(from: catalogURL)
 /// ```
 ///
-/// Every status comes back as a response (the cache decides what a 304 or a 5xx
-/// means); only transport failures and a body over ``maximumBodyBytes`` throw.
+/// Every status comes back as a response (the cache decides what a 304, a 3xx
+/// or a 5xx means); only transport failures and a body over ``maximumBodyBytes``
+/// throw. Header fields come back in the order received, repeated ones apart.
 public struct AsyncHTTPClientTransport: HTTPCacheTransport {
-    /// The client requests go through. Defaults to `HTTPClient.shared`.
+    /// A process-wide client that never follows a redirect and never decompresses
+    /// (what an HTTP cache must see: the `3xx` itself, and the body, `ETag` and
+    /// lengths of the representation as the origin sent it). Created on first use
+    /// on NIO's singleton event loop group, never shut down, like
+    /// `HTTPClient.shared`.
+    public static let sharedClient = HTTPClient(
+        eventLoopGroupProvider: .singleton,
+        configuration: HTTPClient.Configuration(
+            redirectConfiguration: .disallow, connectionPool: .init(), decompression: .disabled))
+
+    /// The client requests go through. Defaults to ``sharedClient``; a client
+    /// given must not follow redirects nor decompress, for the reasons
+    /// ``sharedClient`` gives.
     public let client: HTTPClient
     /// How long a request may take, body included. Defaults to 30 seconds.
     public let timeout: TimeAmount
@@ -24,23 +37,24 @@ public struct AsyncHTTPClientTransport: HTTPCacheTransport {
     public let maximumBodyBytes: Int
 
     /// Creates a transport; every parameter defaults as its property says.
-    public init(client: HTTPClient = .shared, timeout: TimeAmount = .seconds(30), maximumBodyBytes: Int = 64 << 20) {
+    public init(
+        client: HTTPClient = AsyncHTTPClientTransport.sharedClient, timeout: TimeAmount = .seconds(30),
+        maximumBodyBytes: Int = 64 << 20
+    ) {
         self.client = client
         self.timeout = timeout
         self.maximumBodyBytes = maximumBodyBytes
     }
 
-    public func send(method: String, url: URL, headers: [String: String]) async throws -> HTTPTransportResponse {
-        var request = HTTPClientRequest(url: url.absoluteString)
-        request.method = HTTPMethod(rawValue: method)
-        for (name, value) in headers { request.headers.add(name: name, value: value) }
-        let response = try await client.execute(request, timeout: timeout)
+    public func send(_ request: HTTPCacheRequest) async throws -> HTTPTransportResponse {
+        var outgoing = HTTPClientRequest(url: request.url.absoluteString)
+        outgoing.method = HTTPMethod(rawValue: request.method)
+        for field in request.headers { outgoing.headers.add(name: field.name, value: field.value) }
+        if !request.body.isEmpty { outgoing.body = .bytes(ByteBuffer(bytes: request.body)) }
+        let response = try await client.execute(outgoing, timeout: timeout)
         var body = try await response.body.collect(upTo: maximumBodyBytes)
-        var fields: [String: String] = [:]
-        for (name, value) in response.headers {
-            let name = name.lowercased()
-            fields[name] = fields[name].map { "\($0), \(value)" } ?? value
-        }
+        var fields = HTTPHeaderFields()
+        for (name, value) in response.headers { fields.append(name: name, value: value) }
         let bytes = body.readBytes(length: body.readableBytes) ?? []
         return HTTPTransportResponse(statusCode: Int(response.status.code), headers: fields, body: Data(bytes))
     }

@@ -81,7 +81,7 @@ struct HTTPResponseCacheStoringTests {
             // When a task on a one-thread executor stores a response
             let executor = _BlockingExecutor(label: "test.http-one-thread", width: 1)
             let writing = Task(executorPreference: executor) {
-                await http.write(responses, for: _HTTPRequest(url: url, headers: [:]))
+                await http.write(responses, for: _HTTPRequest(HTTPCacheRequest(url: url)))
             }
             await held.writeGate.arrival()
 
@@ -240,9 +240,9 @@ final class VaryingTransport: HTTPCacheTransport {
     /// How many requests reached the origin.
     var requests: Int { count.load(ordering: .sequentiallyConsistent) }
 
-    func send(method: String, url: URL, headers: [String: String]) async throws -> HTTPTransportResponse {
+    func send(_ request: HTTPCacheRequest) async throws -> HTTPTransportResponse {
         count.add(1, ordering: .sequentiallyConsistent)
-        let language = headers.first { $0.key.lowercased() == "accept-language" }?.value
+        let language = request.headers["accept-language"]
         onRequest(language)
         return HTTPTransportResponse(
             statusCode: 200,
@@ -263,7 +263,7 @@ final class HeldRefreshTransport: HTTPCacheTransport {
 
     init(clock: ManualClock) { self.clock = clock }
 
-    func send(method: String, url: URL, headers: [String: String]) async throws -> HTTPTransportResponse {
+    func send(_ request: HTTPCacheRequest) async throws -> HTTPTransportResponse {
         let date = _HTTPDate.format(clock.now())
         guard answered.exchange(true, ordering: .sequentiallyConsistent) else {
             return HTTPTransportResponse(

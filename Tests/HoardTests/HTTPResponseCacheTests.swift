@@ -431,8 +431,8 @@ final class HeldRevalidationTransport: HTTPCacheTransport {
 
     init(clock: ManualClock) { self.clock = clock }
 
-    func send(method: String, url: URL, headers: [String: String]) async throws -> HTTPTransportResponse {
-        guard answered.withLock({ $0.insert(url).inserted }) else {
+    func send(_ request: HTTPCacheRequest) async throws -> HTTPTransportResponse {
+        guard answered.withLock({ $0.insert(request.url).inserted }) else {
             await revalidations.enter()
             throw Unreachable()
         }

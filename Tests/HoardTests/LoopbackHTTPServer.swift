@@ -9,18 +9,23 @@ import Darwin
 private let streamSocket = SOCK_STREAM
 #endif
 
-/// A request as ``LoopbackHTTPServer`` received it: path and header fields (names
-/// lowercased).
+/// A request as ``LoopbackHTTPServer`` received it: method, path, header fields
+/// (names lowercased; a repeated field keeps its last value) and body (as long as
+/// its `Content-Length`).
 struct LoopbackRequest: Sendable {
+    var method = "GET"
     var path: String
     var headers: [String: String]
+    var body = ""
 }
 
-/// What ``LoopbackHTTPServer`` answers.
+/// What ``LoopbackHTTPServer`` answers: `headers`, then the `lines` in their order
+/// (repeated names kept as separate lines).
 struct LoopbackResponse: Sendable {
     var status: Int
     var headers: [String: String] = [:]
     var body: String = ""
+    var lines: [(name: String, value: String)] = []
 }
 
 /// A minimal HTTP/1.1 server on 127.0.0.1 for tests: answers each request with a
@@ -80,23 +85,39 @@ final class LoopbackHTTPServer: Sendable {
             guard connection >= 0 else { return }
             var request = [UInt8]()
             var buffer = [UInt8](repeating: 0, count: 4_096)
-            while !request.ends(with: Array("\r\n\r\n".utf8)) {
+            var headerEnd = request.endOfHead()
+            while headerEnd == nil {
                 let count = read(connection, &buffer, buffer.count)
                 if count <= 0 { break }
                 request += buffer.prefix(count)
+                headerEnd = request.endOfHead()
             }
-            let lines = String(decoding: request, as: UTF8.self).split(separator: "\r\n")
-            let path = (lines.first ?? "").split(separator: " ").dropFirst().first.map(String.init) ?? "/"
+            let head = request.prefix(headerEnd ?? request.count)
+            let lines = String(decoding: head, as: UTF8.self).split(separator: "\r\n")
+            let requestLine = (lines.first ?? "").split(separator: " ")
+            let method = requestLine.first.map(String.init) ?? "GET"
+            let path = requestLine.dropFirst().first.map(String.init) ?? "/"
             var headers: [String: String] = [:]
             for line in lines.dropFirst() {
                 guard let colon = line.firstIndex(of: ":") else { continue }
                 headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(
                     in: .whitespaces)
             }
+            var requestBody = Array(request.dropFirst(headerEnd ?? request.count))
+            let expected = headers["content-length"].flatMap { Int($0) } ?? 0
+            while requestBody.count < expected {
+                let count = read(connection, &buffer, min(buffer.count, expected - requestBody.count))
+                if count <= 0 { break }
+                requestBody += buffer.prefix(count)
+            }
             counts.withLock { $0[path, default: 0] += 1 }
-            let answer = handler(LoopbackRequest(path: path, headers: headers))
-            let fields = answer.headers.map { "\($0.key): \($0.value)\r\n" }.joined()
-            let body = answer.status == 304 ? "" : answer.body
+            let answer = handler(
+                LoopbackRequest(
+                    method: method, path: path, headers: headers, body: String(decoding: requestBody, as: UTF8.self)))
+            let fields =
+                answer.headers.map { "\($0.key): \($0.value)\r\n" }.joined()
+                + answer.lines.map { "\($0.name): \($0.value)\r\n" }.joined()
+            let body = answer.status == 304 || method == "HEAD" ? "" : answer.body
             let response =
                 "HTTP/1.1 \(answer.status) X\r\n\(fields)Content-Length: \(body.utf8.count)\r\n"
                 + "Connection: close\r\n\r\n\(body)"
@@ -107,7 +128,13 @@ final class LoopbackHTTPServer: Sendable {
 }
 
 extension Array where Element == UInt8 {
-    fileprivate func ends(with suffix: [UInt8]) -> Bool {
-        count >= suffix.count && Array(self[(count - suffix.count)...]) == suffix
+    /// The index just past the first empty line (`\r\n\r\n`), or `nil`.
+    fileprivate func endOfHead() -> Int? {
+        guard count >= 4 else { return nil }
+        for index in 0...(count - 4)
+        where self[index] == 13 && self[index + 1] == 10 && self[index + 2] == 13 && self[index + 3] == 10 {
+            return index + 4
+        }
+        return nil
     }
 }

@@ -36,14 +36,19 @@ public struct HTTPCacheControl: Sendable, Hashable {
     public var minFresh: Int?
     /// `only-if-cached` (request): answer from the cache, or with 504.
     public var onlyIfCached = false
+    /// `must-understand` (response): store the response only when the cache
+    /// understands its status, then regardless of `no-store`.
+    public var mustUnderstand = false
 
     /// No directive.
     public init() {}
 
     /// Parses the values of every `Cache-Control` header field of a message.
     public init(_ values: [String]) {
+        var seen: Set<String> = []
         for value in values {
             for directive in Self.directives(value) {
+                guard seen.insert(directive.name).inserted else { continue }
                 let seconds = directive.value.flatMap { Int($0) }.map { max(0, $0) }
                 switch directive.name {
                 case "max-age": maxAge = seconds
@@ -59,6 +64,7 @@ public struct HTTPCacheControl: Sendable, Hashable {
                 case "max-stale": maxStale = directive.value == nil ? Int.max : seconds
                 case "min-fresh": minFresh = seconds
                 case "only-if-cached": onlyIfCached = true
+                case "must-understand": mustUnderstand = true
                 default: break
                 }
             }

@@ -8,8 +8,10 @@ public struct HTTPCachedResponse: Sendable, Hashable {
     public var url: URL
     /// The status code.
     public var statusCode: Int
-    /// The header fields, names lowercased; repeated fields joined with ", ".
-    public var headers: [String: String]
+    /// The header fields, in the order the origin sent them, repeated fields apart;
+    /// never a hop-by-hop field (`Connection`, those it names, `Keep-Alive`, …)
+    /// once stored.
+    public var headers: HTTPHeaderFields
     /// The body.
     public var body: Data
     /// The values of the request header fields the response's `Vary` names (names
@@ -25,12 +27,12 @@ public struct HTTPCachedResponse: Sendable, Hashable {
 
     /// Creates a response.
     public init(
-        url: URL, statusCode: Int, headers: [String: String], body: Data, varyingRequestHeaders: [String: String] = [:],
+        url: URL, statusCode: Int, headers: HTTPHeaderFields, body: Data, varyingRequestHeaders: [String: String] = [:],
         requestTime: Date, responseTime: Date, isFromCache: Bool = false
     ) {
         self.url = url
         self.statusCode = statusCode
-        self.headers = Dictionary(headers.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { "\($0), \($1)" })
+        self.headers = headers
         self.body = body
         self.varyingRequestHeaders = varyingRequestHeaders
         self.requestTime = requestTime
@@ -38,23 +40,41 @@ public struct HTTPCachedResponse: Sendable, Hashable {
         self.isFromCache = isFromCache
     }
 
-    /// The value of the header field `name` (any case), or `nil`.
-    public subscript(header name: String) -> String? { headers[name.lowercased()] }
+    /// The value of the header field `name` (any case), several fields joined with
+    /// ", ", or `nil`.
+    public subscript(header name: String) -> String? { headers[name] }
 
     /// The response's `Cache-Control` directives.
-    public var cacheControl: HTTPCacheControl { HTTPCacheControl(self[header: "cache-control"].map { [$0] } ?? []) }
+    public var cacheControl: HTTPCacheControl { HTTPCacheControl(headers.values(for: "cache-control")) }
 
     /// The lowercased field names of `Vary`; `["*"]` for `Vary: *`.
-    public var varyNames: [String] {
-        (self[header: "vary"] ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
-            .filter { !$0.isEmpty }
+    public var varyNames: [String] { headers.listMembers("vary").map { $0.lowercased() } }
+
+    /// The `Date` the origin gave, when there is exactly one and it is a valid HTTP
+    /// date.
+    var originDate: Date? {
+        let values = headers.values(for: "date")
+        return values.count == 1 ? _HTTPDate.parse(values[0]) : nil
+    }
+
+    /// The `Age` the response arrived with (RFC 9111, section 5.1): the first
+    /// member of the first `Age` field when it is a non-negative integer (at most
+    /// 2^31), else 0.
+    var ageValue: TimeInterval {
+        guard
+            let first = headers.values(for: "age").first?.split(separator: ",", omittingEmptySubsequences: false).first
+        else { return 0 }
+        let text = first.trimmingCharacters(in: .whitespaces)
+        guard !text.isEmpty, text.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else {
+            return 0
+        }
+        return TimeInterval(min(Int(text.prefix(11)) ?? Int(Int32.max) + 1, Int(Int32.max) + 1))
     }
 
     /// The response's age at `now`, in seconds (RFC 9111, section 4.2.3).
     public func age(at now: Date) -> TimeInterval {
-        let date = self[header: "date"].flatMap(_HTTPDate.parse) ?? responseTime
+        let date = originDate ?? responseTime
         let apparentAge = max(0, responseTime.timeIntervalSince(date))
-        let ageValue = self[header: "age"].flatMap { TimeInterval($0.trimmingCharacters(in: .whitespaces)) } ?? 0
         let responseDelay = max(0, responseTime.timeIntervalSince(requestTime))
         let correctedInitialAge = max(apparentAge, ageValue + responseDelay)
         return correctedInitialAge + max(0, now.timeIntervalSince(responseTime))
@@ -80,7 +100,7 @@ extension HTTPStoredResponses: CacheValue {
     private struct Metadata: Codable {
         var url: URL
         var statusCode: Int
-        var headers: [String: String]
+        var headers: HTTPHeaderFields
         var bodyLength: Int
         var varyingRequestHeaders: [String: String]
         var requestTime: Date

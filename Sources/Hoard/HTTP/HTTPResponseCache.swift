@@ -27,7 +27,9 @@ import Synchronization
 ///   revalidated with `If-None-Match` / `If-Modified-Since`; a `304` refreshes the
 ///   stored headers and dates without a body. `stale-while-revalidate` serves a stale
 ///   response while one background request revalidates it; `stale-if-error` serves
-///   it when the origin fails or answers 5xx. `must-revalidate` (and, for a
+///   it when the origin fails or answers 5xx; without it, a stale response is
+///   served only when the origin cannot be reached at all (see
+///   ``Configuration/servesStaleWhenDisconnected``). `must-revalidate` (and, for a
 ///   shared cache, `proxy-revalidate` and `s-maxage`, which implies it) forbids
 ///   serving the response stale: neither applies, nor does a request's `max-stale`.
 /// - The stored response is chosen by the request header fields its `Vary` names;
@@ -59,6 +61,18 @@ public final class HTTPResponseCache: Sendable {
         /// The most responses kept per URL for different `Vary` selections.
         /// Defaults to 8.
         public var maximumVariants: Int
+        /// Whether a stale response that nothing forbids serving stale
+        /// (`must-revalidate`, `no-cache`, and for a shared cache `proxy-revalidate`
+        /// and `s-maxage`) is served when the origin cannot be reached: the
+        /// transport throws (RFC 9111, section 4.2.4, a disconnected cache). A
+        /// response from the origin, a 5xx included, is returned as it is unless
+        /// `stale-if-error` allows the stale one. Defaults to `true`.
+        public var servesStaleWhenDisconnected: Bool
+        /// The name of a targeted `Cache-Control` field (RFC 9213), such as
+        /// `CDN-Cache-Control`, whose directives a shared cache follows instead of
+        /// `Cache-Control` when a response has it; `nil` (the default) reads
+        /// `Cache-Control` only. A private cache ignores it.
+        public var targetedCacheControl: String?
         /// Where background revalidation failures (still counted in
         /// ``Statistics/backgroundFailures``) and responses that could not be stored
         /// are logged; `nil` logs nothing.
@@ -68,7 +82,8 @@ public final class HTTPResponseCache: Sendable {
         public init(
             storage: Cache<String, HTTPStoredResponses>.Configuration? = nil, isShared: Bool = true,
             heuristicFraction: Double = 0.1, maximumHeuristicLifetime: TimeInterval = 86_400,
-            maximumVariants: Int = 8, logger: Logger? = nil
+            maximumVariants: Int = 8, servesStaleWhenDisconnected: Bool = true, targetedCacheControl: String? = nil,
+            logger: Logger? = nil
         ) {
             if let storage {
                 self.storage = storage
@@ -82,6 +97,8 @@ public final class HTTPResponseCache: Sendable {
             self.heuristicFraction = heuristicFraction
             self.maximumHeuristicLifetime = maximumHeuristicLifetime
             self.maximumVariants = maximumVariants
+            self.servesStaleWhenDisconnected = servesStaleWhenDisconnected
+            self.targetedCacheControl = targetedCacheControl
             self.logger = logger
         }
     }
@@ -173,9 +190,54 @@ public final class HTTPResponseCache: Sendable {
     ///   instead (see `stale-if-error`), and `CancellationError` when the calling
     ///   task is cancelled while the storage is read.
     public func response(for url: URL, headers: [String: String] = [:]) async throws -> HTTPCachedResponse {
-        let request = _HTTPRequest(url: url, headers: headers)
+        try await response(to: HTTPCacheRequest(url: url, headers: HTTPHeaderFields(headers)))
+    }
+
+    /// The response to `request`, any method, as an HTTP cache answers it:
+    /// - `GET`: from storage when HTTP allows (a fresh response, one revalidated, or
+    ///   a stale one `stale-while-revalidate`, `stale-if-error` or `max-stale`
+    ///   allows), else from the origin, stored when HTTP allows. A response from
+    ///   storage carries an `Age` field with its current age (RFC 9111, section
+    ///   5.1), answers the request's own `If-None-Match` / `If-Modified-Since`
+    ///   with a `304` when they match, and a single byte `Range` of a stored `200`
+    ///   with a `206` (or a `416` when no byte of it is in the response).
+    /// - `HEAD`: from a stored response to `GET` when one may be served without
+    ///   asking the origin (no body), else sent to the origin; never stored.
+    /// - `OPTIONS`, `TRACE`: sent to the origin; never stored.
+    /// - Any other method (`POST`, `PUT`, `DELETE`, `PATCH`, unknown ones): sent to
+    ///   the origin; a response with a status below 400 removes what is stored
+    ///   for the request's URL and for the URLs of its `Location` and
+    ///   `Content-Location` fields on the same origin (RFC 9111, section 4.4),
+    ///   before the call returns. A response to `POST` whose `Content-Location`
+    ///   is the request's URL and that has an explicit lifetime is then stored
+    ///   for `GET`s of that URL.
+    ///
+    /// - Throws: What the transport throws when no stored response may be served
+    ///   instead, and `CancellationError` when the calling task is cancelled while
+    ///   the storage is read.
+    public func response(to request: HTTPCacheRequest) async throws -> HTTPCachedResponse {
+        let request = _HTTPRequest(request)
+        switch request.method {
+        case "GET", "HEAD":
+            return try await retrieve(request)
+        case "OPTIONS", "TRACE":
+            return try await passThrough(request)
+        default:
+            let response = try await passThrough(request)
+            guard response.statusCode < 400 else { return response }
+            await invalidate(after: response, to: request)
+            if request.method == "POST", isReusableForGet(response, to: request) {
+                await store(response, for: request.asGet)
+            }
+            return response
+        }
+    }
+
+    /// A `GET` (or a `HEAD` answered as far as storage allows).
+    private func retrieve(_ request: _HTTPRequest) async throws -> HTTPCachedResponse {
         let requestControl = request.cacheControl
-        if requestControl.noStore {
+        let isHead = request.method == "HEAD"
+        if requestControl.noStore && !isHead {
             return try await flights.run(request.flightKey, joined: { self.count { $0.coalescedWaits += 1 } }) {
                 try await self.fetch(request, storing: false)
             }
@@ -185,11 +247,12 @@ public final class HTTPResponseCache: Sendable {
         let now = clock.now()
         guard let candidate = stored?.responses.first(where: { request.selects($0) }) else {
             if requestControl.onlyIfCached { return request.gatewayTimeout(now: now) }
+            if isHead { return try await passThrough(request) }
             return try await flights.run(request.flightKey, joined: { self.count { $0.coalescedWaits += 1 } }) {
                 try await self.fetch(request, storing: true)
             }
         }
-        let control = candidate.cacheControl
+        let control = effectiveControl(candidate)
         let policy = _HTTPFreshness(candidate, control: control, configuration: configuration, now: now)
         // RFC 9111, section 5.2.2.10: for a shared cache, `s-maxage` implies
         // `proxy-revalidate`, which is `must-revalidate` for shared caches.
@@ -203,35 +266,116 @@ public final class HTTPResponseCache: Sendable {
             let minFresh = TimeInterval(requestControl.minFresh ?? 0)
             if policy.age + minFresh < policy.lifetime {
                 count { $0.freshHits += 1 }
-                return candidate
+                return served(candidate, to: request, now: now)
             }
             if mayServeStale, let maxStale = requestControl.maxStale, policy.staleness <= TimeInterval(maxStale) {
                 count { $0.staleHits += 1 }
-                return candidate
+                return served(candidate, to: request, now: now)
             }
             if mayServeStale, let window = control.staleWhileRevalidate, policy.staleness < TimeInterval(window) {
                 count { $0.staleHits += 1 }
-                revalidateInBackground(candidate, control: control, request)
-                return candidate
+                revalidateInBackground(candidate, control: control, request.asGet)
+                return served(candidate, to: request, now: now)
             }
         }
         if requestControl.onlyIfCached { return request.gatewayTimeout(now: now) }
-        return try await flights.run(request.flightKey, joined: { self.count { $0.coalescedWaits += 1 } }) {
+        if isHead { return try await passThrough(request) }
+        let response = try await flights.run(
+            request.flightKey, joined: { self.count { $0.coalescedWaits += 1 } }
+        ) {
             try await self.revalidate(candidate, control: control, request, mayServeStale: mayServeStale)
         }
+        return response.isFromCache ? served(response, to: request, now: clock.now()) : response
+    }
+
+    /// Whether a response to a `POST` may answer later `GET`s of its URL (RFC
+    /// 9110, section 9.3.3): it says so with a `Content-Location` of that URL and
+    /// an explicit lifetime.
+    private func isReusableForGet(_ response: HTTPCachedResponse, to request: _HTTPRequest) -> Bool {
+        let control = effectiveControl(response)
+        guard let location = response.headers.values(for: "content-location").first,
+            URL(string: location, relativeTo: request.url)?.absoluteURL.absoluteString == request.url.absoluteString,
+            control.maxAge != nil || (configuration.isShared && control.sharedMaxAge != nil)
+                || response.headers.contains("expires")
+        else { return false }
+        return true
+    }
+
+    /// The `Cache-Control` directives that govern `response` here: those of the
+    /// field ``Configuration/targetedCacheControl`` names when the cache is
+    /// shared and the response has it as a valid Structured Field dictionary (RFC
+    /// 9213), else its `Cache-Control`.
+    func effectiveControl(_ response: HTTPCachedResponse) -> HTTPCacheControl {
+        if configuration.isShared, let name = configuration.targetedCacheControl {
+            let values = response.headers.values(for: name)
+            if !values.isEmpty, _HTTPTargetedField.isValid(values) { return HTTPCacheControl(values) }
+        }
+        return response.cacheControl
+    }
+
+    /// A stored response as sent to `request` at `now`: its current `Age`, no body
+    /// for `HEAD`, and the request's own conditions and range applied.
+    private func served(_ stored: HTTPCachedResponse, to request: _HTTPRequest, now: Date) -> HTTPCachedResponse {
+        var response = stored
+        response.isFromCache = true
+        response.headers["Age"] = String(Int(min(stored.age(at: now), TimeInterval(Int32.max) + 1)))
+        if response.statusCode == 200 {
+            if _HTTPClientConditions.notModified(response, request: request) {
+                response.statusCode = 304
+                response.headers.removeAll(named: "content-length")
+                response.body = Data()
+                return response
+            }
+        }
+        if response.statusCode == 200, request.method == "GET" {
+            response = _HTTPRange.apply(request, to: response)
+        }
+        if request.method == "HEAD" { response.body = Data() }
+        return response
     }
 
     // MARK: Talking to the origin
 
     /// Sends `request` (with `extraHeaders`), timing it.
     private func send(
-        _ request: _HTTPRequest, extraHeaders: [String: String] = [:]
+        _ request: _HTTPRequest, method: String? = nil, extraHeaders: HTTPHeaderFields = [:]
     ) async throws -> (response: HTTPTransportResponse, requestTime: Date, responseTime: Date) {
         count { $0.originRequests += 1 }
         let requestTime = clock.now()
-        let response = try await transport.send(
-            method: "GET", url: request.url, headers: request.headers.merging(extraHeaders) { $1 })
+        let response = try await transport.send(request.outgoing(method: method, extraHeaders: extraHeaders))
         return (response, requestTime, clock.now())
+    }
+
+    /// Sends `request` as it is and returns the response, storing nothing.
+    private func passThrough(_ request: _HTTPRequest) async throws -> HTTPCachedResponse {
+        let (response, requestTime, responseTime) = try await send(request)
+        count { $0.fetches += 1 }
+        return request.cached(response, requestTime: requestTime, responseTime: responseTime)
+    }
+
+    /// Removes what is stored for `request`'s URL and for the same-origin URLs of
+    /// `response`'s `Location` and `Content-Location` (RFC 9111, section 4.4).
+    private func invalidate(after response: HTTPCachedResponse, to request: _HTTPRequest) async {
+        var urls = [request.url]
+        for name in ["location", "content-location"] {
+            guard let value = response.headers.values(for: name).first,
+                let target = URL(string: value, relativeTo: request.url)?.absoluteURL,
+                target.scheme?.lowercased() == request.url.scheme?.lowercased(),
+                target.host?.lowercased() == request.url.host?.lowercased(), target.port == request.url.port
+            else { continue }
+            urls.append(target)
+        }
+        for url in urls {
+            let key = url.absoluteString
+            await variantUpdates.withLock(key) {
+                do {
+                    try await storage.removeValue(for: key)
+                } catch {
+                    // Memory no longer has it; the storage has reported the store's error.
+                    log("a stored response was not removed from every store", key: key, error: error)
+                }
+            }
+        }
     }
 
     /// A full request to the origin; the response is stored when HTTP allows.
@@ -247,9 +391,9 @@ public final class HTTPResponseCache: Sendable {
     private func revalidate(
         _ candidate: HTTPCachedResponse, control: HTTPCacheControl, _ request: _HTTPRequest, mayServeStale: Bool
     ) async throws -> HTTPCachedResponse {
-        var conditions: [String: String] = [:]
-        if let tag = candidate[header: "etag"] { conditions["if-none-match"] = tag }
-        if let modified = candidate[header: "last-modified"] { conditions["if-modified-since"] = modified }
+        var conditions = HTTPHeaderFields()
+        if let tag = candidate[header: "etag"] { conditions["If-None-Match"] = tag }
+        if let modified = candidate[header: "last-modified"] { conditions["If-Modified-Since"] = modified }
         let staleIfError: Bool = {
             guard mayServeStale else { return false }
             let window = control.staleIfError ?? request.cacheControl.staleIfError
@@ -257,19 +401,29 @@ public final class HTTPResponseCache: Sendable {
                 .staleness
             return window.map { staleness < TimeInterval($0) } ?? false
         }()
+        // The cache's own conditions replace the client's, and a range is asked of
+        // the whole response: what comes back refreshes or replaces the stored one.
         let exchange: (response: HTTPTransportResponse, requestTime: Date, responseTime: Date)
         do {
-            exchange = try await send(request, extraHeaders: conditions)
+            exchange = try await send(request.withoutClientConditions, extraHeaders: conditions)
         } catch {
-            guard staleIfError else { throw error }
+            // RFC 9111, section 4.2.4: a disconnected cache may serve stale what
+            // nothing forbids; an origin that answers (a 5xx) is not disconnected.
+            guard staleIfError || (mayServeStale && configuration.servesStaleWhenDisconnected) else { throw error }
             count { $0.staleHits += 1 }
             return candidate
         }
         if exchange.response.statusCode == 304 {
             var refreshed = candidate
-            for (name, value) in exchange.response.headers
-            where !["content-length", "content-encoding", "transfer-encoding"].contains(name.lowercased()) {
-                refreshed.headers[name.lowercased()] = value
+            let update = _HTTPHopByHop.removed(from: exchange.response.headers)
+            var replaced: Set<String> = []
+            for field in update {
+                let name = field.name.lowercased()
+                // RFC 9111, section 3.2: never Content-Length; and the stored body
+                // keeps the encoding it was stored with.
+                guard !["content-length", "content-encoding"].contains(name) else { continue }
+                if replaced.insert(name).inserted { refreshed.headers.removeAll(named: name) }
+                refreshed.headers.append(name: field.name, value: field.value)
             }
             refreshed.requestTime = exchange.requestTime
             refreshed.responseTime = exchange.responseTime
@@ -343,7 +497,10 @@ public final class HTTPResponseCache: Sendable {
     /// through the tiers asynchronously (never a disk read on the caller's
     /// executor), and written without blocking a thread (see `write(_:for:)`).
     private func store(_ response: HTTPCachedResponse, for request: _HTTPRequest) async {
-        guard _HTTPStorability.allows(response, request: request, shared: configuration.isShared) else { return }
+        guard
+            _HTTPStorability.allows(
+                response, control: effectiveControl(response), request: request, shared: configuration.isShared)
+        else { return }
         let work = pendingWork.begin()
         defer { pendingWork.end(work) }
         await variantUpdates.withLock(request.key) {
@@ -387,10 +544,14 @@ public final class HTTPResponseCache: Sendable {
     }
 
     private func log(_ message: Logger.Message, request: _HTTPRequest, error: any Error) {
+        log(message, key: request.key, error: error)
+    }
+
+    private func log(_ message: Logger.Message, key: String, error: any Error) {
         configuration.logger?.warning(
             message,
             metadata: [
-                "hoard.store": "\(configuration.storage.name)", "hoard.key": "\(request.key)",
+                "hoard.store": "\(configuration.storage.name)", "hoard.key": "\(key)",
                 "hoard.operation": "store", "hoard.error": "\(error)",
             ])
     }

@@ -1,44 +1,86 @@
 import Foundation
 
-/// A `GET` as the cache handles it: header names lowercased.
+/// A request as the cache handles it.
 struct _HTTPRequest: Sendable {
+    let method: String
     let url: URL
-    let headers: [String: String]
+    let headers: HTTPHeaderFields
+    let body: Data
 
-    init(url: URL, headers: [String: String]) {
+    init(_ request: HTTPCacheRequest) {
+        method = request.method
+        url = request.url
+        headers = request.headers
+        body = request.body
+    }
+
+    private init(method: String, url: URL, headers: HTTPHeaderFields, body: Data) {
+        self.method = method
         self.url = url
-        self.headers = Dictionary(headers.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { "\($0), \($1)" })
+        self.headers = headers
+        self.body = body
+    }
+
+    /// This request as a `GET` (what a `HEAD` revalidates in the background).
+    var asGet: _HTTPRequest { _HTTPRequest(method: "GET", url: url, headers: headers, body: body) }
+
+    /// This request without the conditions and range a client may add (what the
+    /// cache sends to refresh a stored response whole, with its own validators).
+    var withoutClientConditions: _HTTPRequest {
+        var fields = headers
+        for name in ["if-none-match", "if-modified-since", "if-match", "if-unmodified-since", "if-range", "range"] {
+            fields.removeAll(named: name)
+        }
+        return _HTTPRequest(method: method, url: url, headers: fields, body: body)
     }
 
     /// The storage key: the URL.
     var key: String { url.absoluteString }
 
     /// What concurrent requests must share to share one request to the origin: the
-    /// URL and every header field.
+    /// method, the URL and every header field, in order.
     var flightKey: String {
-        key + "\n" + headers.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: "\n")
+        ([method, key] + headers.map { "\($0.name.lowercased()): \($0.value)" }).joined(separator: "\n")
     }
 
-    var cacheControl: HTTPCacheControl { HTTPCacheControl(headers["cache-control"].map { [$0] } ?? []) }
+    var cacheControl: HTTPCacheControl { HTTPCacheControl(headers.values(for: "cache-control")) }
+
+    /// The request as the transport sends it, with `extraHeaders` replacing the
+    /// fields of their names, and `method` for the request's own.
+    func outgoing(method: String? = nil, extraHeaders: HTTPHeaderFields = [:]) -> HTTPCacheRequest {
+        var fields = headers
+        for field in extraHeaders { fields.removeAll(named: field.name) }
+        fields.fields += extraHeaders.fields
+        return HTTPCacheRequest(method: method ?? self.method, url: url, headers: fields, body: body)
+    }
 
     /// Whether `stored` may answer this request as far as `Vary` goes.
     func selects(_ stored: HTTPCachedResponse) -> Bool {
         let names = stored.varyNames
         guard !names.contains("*") else { return false }
         return names.allSatisfy { name in
-            normalized(headers[name]) == normalized(stored.varyingRequestHeaders[name])
+            Self.normalized(headers[name], name: name)
+                == Self.normalized(stored.varyingRequestHeaders[name], name: name)
         }
     }
 
-    private func normalized(_ value: String?) -> String? {
-        value.map { $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ",") }
+    /// `value` with the whitespace around its list members removed; for
+    /// `Accept-Language`, whose language ranges are case-insensitive and whose
+    /// order carries no weight of its own (qvalues do), lowercased and sorted.
+    private static func normalized(_ value: String?, name: String) -> String? {
+        value.map {
+            var members = $0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            if name == "accept-language" { members = members.map { $0.lowercased() }.sorted() }
+            return members.joined(separator: ",")
+        }
     }
 
-    /// `response` as a cached response to this request.
+    /// `response` as a cached response to this request, without its hop-by-hop
+    /// fields.
     func cached(_ response: HTTPTransportResponse, requestTime: Date, responseTime: Date) -> HTTPCachedResponse {
         var result = HTTPCachedResponse(
-            url: url, statusCode: response.statusCode, headers: response.headers, body: response.body,
-            requestTime: requestTime, responseTime: responseTime, isFromCache: false)
+            url: url, statusCode: response.statusCode, headers: _HTTPHopByHop.removed(from: response.headers),
+            body: response.body, requestTime: requestTime, responseTime: responseTime, isFromCache: false)
         var varying: [String: String] = [:]
         for name in result.varyNames where name != "*" { varying[name] = headers[name] }
         result.varyingRequestHeaders = varying
@@ -50,6 +92,23 @@ struct _HTTPRequest: Sendable {
         HTTPCachedResponse(
             url: url, statusCode: 504, headers: [:], body: Data(), requestTime: now, responseTime: now,
             isFromCache: true)
+    }
+}
+
+/// The hop-by-hop fields (RFC 9110, section 7.6.1): meaningful for one connection
+/// only, never stored nor forwarded.
+enum _HTTPHopByHop {
+    static let names: Set<String> = [
+        "connection", "keep-alive", "proxy-connection", "te", "transfer-encoding", "upgrade", "trailer",
+        "proxy-authenticate", "proxy-authentication-info", "proxy-authorization",
+    ]
+
+    /// `fields` without the hop-by-hop fields and those `Connection` names.
+    static func removed(from fields: HTTPHeaderFields) -> HTTPHeaderFields {
+        let named = Set(fields.listMembers("connection").map { $0.lowercased() })
+        var kept = fields
+        kept.fields.removeAll { names.contains($0.name.lowercased()) || named.contains($0.name.lowercased()) }
+        return kept
     }
 }
 
@@ -77,13 +136,18 @@ struct _HTTPFreshness {
     ) -> TimeInterval {
         if configuration.isShared, let shared = control.sharedMaxAge { return TimeInterval(shared) }
         if let maxAge = control.maxAge { return TimeInterval(maxAge) }
-        let date = response[header: "date"].flatMap(_HTTPDate.parse) ?? response.responseTime
-        if let expires = response[header: "expires"] {
-            // An Expires that does not parse ("0", say) means already expired.
-            guard let expiry = _HTTPDate.parse(expires) else { return 0 }
+        let date = response.originDate ?? response.responseTime
+        let expires = response.headers.values(for: "expires")
+        if !expires.isEmpty {
+            // An Expires that is not one valid HTTP date ("0", a date in another
+            // form, two fields) means already expired (RFC 9111, section 5.3).
+            guard expires.count == 1, let expiry = _HTTPDate.parse(expires[0]) else { return 0 }
             return max(0, expiry.timeIntervalSince(date))
         }
-        guard _HTTPStorability.heuristicallyCacheable.contains(response.statusCode),
+        // Section 4.2.2: a heuristic for a status cacheable by default, or any
+        // status the response marks cacheable explicitly.
+        let marked = control.isPublic || (!configuration.isShared && control.isPrivate)
+        guard _HTTPStorability.heuristicallyCacheable.contains(response.statusCode) || marked,
             let modified = response[header: "last-modified"].flatMap(_HTTPDate.parse)
         else { return 0 }
         return min(
@@ -99,11 +163,23 @@ enum _HTTPStorability {
     /// combine partial responses).
     static let heuristicallyCacheable: Set<Int> = [200, 203, 204, 300, 301, 308, 404, 405, 410, 414, 501]
 
-    static func allows(_ response: HTTPCachedResponse, request: _HTTPRequest, shared: Bool) -> Bool {
-        let control = response.cacheControl
+    /// The final statuses whose caching semantics this cache implements (those
+    /// `must-understand` lets it store).
+    static let understood: Set<Int> = heuristicallyCacheable.union([
+        302, 303, 307, 400, 401, 403, 406, 408, 409, 411, 412, 413, 415, 416, 421, 422, 500, 502, 503, 504,
+    ])
+
+    /// Whether `response`, whose effective `Cache-Control` is `control`, may be
+    /// stored for `request`.
+    static func allows(
+        _ response: HTTPCachedResponse, control: HTTPCacheControl, request: _HTTPRequest, shared: Bool
+    ) -> Bool {
         let requestControl = request.cacheControl
+        // RFC 9111, section 5.2.2.3: with must-understand, a status this cache
+        // understands overrides no-store, and any other is never stored.
+        let noStore = control.mustUnderstand ? !understood.contains(response.statusCode) : control.noStore
         guard response.statusCode >= 200, response.statusCode != 206, response.statusCode != 304,
-            !control.noStore, !requestControl.noStore, !(shared && control.isPrivate),
+            !noStore, !requestControl.noStore, !(shared && control.isPrivate),
             !response.varyNames.contains("*")
         else { return false }
         if shared, request.headers["authorization"] != nil,

@@ -1,0 +1,150 @@
+#if Hummingbird && AsyncHTTPClient && Redis
+import Foundation
+import Hoard
+import HoardAsyncHTTPClient
+import HoardRedis
+import Hummingbird
+import HummingbirdCore
+import Logging
+import NIOPosix
+
+// A caching reverse proxy: every request to it goes through an HTTPResponseCache (a
+// shared cache) to one origin, over AsyncHTTPClient. See README.md next to this file.
+//
+//     swift run --enable-all-traits HTTPCacheProxy --origin http://127.0.0.1:8000 \
+//         [--port 8080] [--disk DIR] [--redis redis://127.0.0.1:6379] [--memory-mib 64] \
+//         [--cdn-cache-control]
+
+struct Options {
+    var origin = URL(string: "http://127.0.0.1:8000")!
+    var port = 8080
+    var disk: String?
+    var redis: String?
+    var memoryMiB = 64
+    var targeted: String?
+
+    init(_ arguments: [String]) throws {
+        var rest = arguments[...]
+        func value(_ flag: String) throws -> String {
+            guard let next = rest.popFirst() else { throw HoardError(.invalidConfiguration, "\(flag) needs a value") }
+            return next
+        }
+        while let flag = rest.popFirst() {
+            switch flag {
+            case "--origin":
+                let text = try value(flag)
+                guard let url = URL(string: text), url.scheme != nil, url.host != nil else {
+                    throw HoardError(.invalidConfiguration, "--origin \(text) is not an absolute URL")
+                }
+                origin = url
+            case "--port":
+                let text = try value(flag)
+                guard let number = Int(text), (0...65_535).contains(number) else {
+                    throw HoardError(.invalidConfiguration, "--port \(text) is not a port")
+                }
+                port = number
+            case "--disk": disk = try value(flag)
+            case "--redis": redis = try value(flag)
+            case "--memory-mib":
+                let text = try value(flag)
+                guard let number = Int(text), number > 0 else {
+                    throw HoardError(.invalidConfiguration, "--memory-mib \(text) is not a positive number")
+                }
+                memoryMiB = number
+            case "--cdn-cache-control": targeted = "CDN-Cache-Control"
+            default: throw HoardError(.invalidConfiguration, "unknown argument \(flag)")
+            }
+        }
+    }
+}
+
+/// Answers every request through `cache`, as a reverse proxy for `origin`.
+///
+/// It runs on HummingbirdCore's server rather than a Hummingbird `Application`,
+/// which sets its own `Date` on every response: a cache must pass the stored
+/// `Date` on unchanged (RFC 9110, section 6.6.1).
+struct CachingProxy: Sendable {
+    let cache: HTTPResponseCache
+    let origin: URL
+    let logger: Logger
+
+    /// Request fields that concern the connection to the proxy, not the origin
+    /// (`Host` is the origin's, from its URL).
+    static let connectionFields: Set<String> = [
+        "host", "connection", "keep-alive", "proxy-connection", "te", "transfer-encoding", "upgrade", "trailer",
+        "proxy-authorization", "content-length",
+    ]
+
+    func respond(to request: Request) async throws -> Response {
+        // SwiftNIO's HTTP/1 parser names the method M-SEARCH as MSEARCH.
+        let method = request.method.rawValue == "MSEARCH" ? "M-SEARCH" : request.method.rawValue
+        guard let url = URL(string: origin.absoluteString + request.uri.description) else {
+            return Response(status: .badRequest)
+        }
+        let named = Set(
+            request.headers[values: .connection].flatMap { $0.split(separator: ",") }.map {
+                $0.trimmingCharacters(in: .whitespaces).lowercased()
+            })
+        var fields = HTTPHeaderFields()
+        for field in request.headers {
+            let name = field.name.canonicalName
+            guard !Self.connectionFields.contains(name), !named.contains(name) else { continue }
+            fields.append(name: field.name.rawName, value: field.value)
+        }
+        let body = try await request.body.collect(upTo: 64 << 20)
+        let outgoing = HTTPCacheRequest(
+            method: method, url: url, headers: fields, body: Data(body.readableBytesView))
+        let answer: HTTPCachedResponse
+        do {
+            answer = try await cache.response(to: outgoing)
+        } catch {
+            logger.warning("origin request failed", metadata: ["url": "\(url)", "error": "\(error)"])
+            return Response(status: .badGateway)
+        }
+        var headers = HTTPFields()
+        let keepsLength = method == "HEAD"
+        for field in answer.headers {
+            let lowered = field.name.lowercased()
+            if lowered == "content-length" && !keepsLength { continue }
+            guard let name = HTTPFields.Element.Name(field.name) else { continue }
+            headers.append(HTTPFields.Element(name: name, value: field.value))
+        }
+        let status = HTTPResponse.Status(code: answer.statusCode)
+        if method == "HEAD" || answer.statusCode == 304 || answer.statusCode == 204 || answer.statusCode < 200 {
+            return Response(status: status, headers: headers)
+        }
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: answer.body)))
+    }
+}
+
+let options = try Options(Array(CommandLine.arguments.dropFirst()))
+var storage = Cache<String, HTTPStoredResponses>.Configuration(name: "http-cache-proxy")
+storage.memory = .init(costLimit: options.memoryMiB << 20)
+storage.localStores = .none
+if let disk = options.disk {
+    storage.localStores = .stores([try DiskStore(directory: URL(fileURLWithPath: disk))])
+}
+if let redis = options.redis {
+    storage.remoteStores = [try RedisStore(configuration: .init(url: redis))]
+}
+let cache = try HTTPResponseCache(
+    configuration: .init(storage: storage, isShared: true, targetedCacheControl: options.targeted),
+    transport: AsyncHTTPClientTransport())
+let logger = Logger(label: "HTTPCacheProxy")
+let proxy = CachingProxy(cache: cache, origin: options.origin, logger: logger)
+let server = Server(
+    childChannelSetup: HTTP1Channel(responder: { request, writer, _ in
+        let response = try await proxy.respond(to: request)
+        try await writer.write(response: response.head, body: response.body)
+    }),
+    configuration: .init(address: .hostname("127.0.0.1", port: options.port)),
+    onServerRunning: { channel in
+        logger.info("listening", metadata: ["address": "\(channel.localAddress.map { "\($0)" } ?? "?")"])
+    },
+    eventLoopGroup: MultiThreadedEventLoopGroup.singleton, logger: logger)
+try await server.run()
+#else
+print(
+    "HTTPCacheProxy needs the traits Hummingbird, AsyncHTTPClient and Redis: swift run --enable-all-traits HTTPCacheProxy"
+)
+#endif
