@@ -9,7 +9,7 @@ struct CacheExitFlushTests {
     /// from its storage.
     struct Unreachable: HTTPCacheTransport {
         struct Offline: Error {}
-        func send(method: String, url: URL, headers: [String: String]) async throws -> HTTPTransportResponse {
+        func send(_ request: HTTPCacheRequest) async throws -> HTTPTransportResponse {
             throw Offline()
         }
     }

@@ -570,7 +570,7 @@ final class HeldUntilExitStore: CacheStore {
 
 /// An origin in this process: every GET answers "feed", fresh for an hour.
 struct FeedOrigin: HTTPCacheTransport {
-    func send(method: String, url: URL, headers: [String: String]) async throws -> HTTPTransportResponse {
+    func send(_ request: HTTPCacheRequest) async throws -> HTTPTransportResponse {
         HTTPTransportResponse(statusCode: 200, headers: ["Cache-Control": "max-age=3600"], body: Data("feed".utf8))
     }
 }
