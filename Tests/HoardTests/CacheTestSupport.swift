@@ -163,7 +163,7 @@ final class StoreGate: Sendable {
     private struct State {
         var closed = false
         var arrivals = 0
-        var arrivalWaiters: [CheckedContinuation<Void, Never>] = []
+        var arrivalWaiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
         var openWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
@@ -185,10 +185,15 @@ final class StoreGate: Sendable {
 
     /// Waits until a call has arrived at the closed gate.
     func arrival() async {
+        await arrivals(1)
+    }
+
+    /// Waits until `count` calls have arrived at the closed gate.
+    func arrivals(_ count: Int) async {
         await withCheckedContinuation { continuation in
             let arrived = state.withLock { state -> Bool in
-                if state.arrivals > 0 { return true }
-                state.arrivalWaiters.append(continuation)
+                if state.arrivals >= count { return true }
+                state.arrivalWaiters.append((count, continuation))
                 return false
             }
             if arrived { continuation.resume() }
@@ -199,8 +204,10 @@ final class StoreGate: Sendable {
         let (closed, waiters) = state.withLock { state in
             guard state.closed else { return (false, [CheckedContinuation<Void, Never>]()) }
             state.arrivals += 1
-            defer { state.arrivalWaiters = [] }
-            return (true, state.arrivalWaiters)
+            let arrivals = state.arrivals
+            let ready = state.arrivalWaiters.filter { $0.count <= arrivals }.map(\.continuation)
+            state.arrivalWaiters.removeAll { $0.count <= arrivals }
+            return (true, ready)
         }
         for waiter in waiters { waiter.resume() }
         return closed

@@ -58,6 +58,39 @@ extension DiskStoreSuites {
             return (problems, written)
         }
 
+        @Test("Two reads of one instance are in flight at once, on two read connections")
+        func readsRunInParallel() async throws {
+            try await DiskTest.withTemporaryDirectory { url in
+                // Given a store whose read connections stop in a gate, holding the row they read
+                let entered = DispatchSemaphore(value: 0)
+                let release = DispatchSemaphore(value: 0)
+                var configuration = DiskStore.Configuration(readerCount: 2)
+                configuration.readerGate = {
+                    entered.signal()
+                    release.wait()
+                }
+                let store = try DiskStore(directory: url, configuration: configuration)
+                try store.set(Data([1]), for: "a", in: "ns", storedAt: Date(), expiresAt: nil)
+                try store.set(Data([2]), for: "b", in: "ns", storedAt: Date(), expiresAt: nil)
+
+                // When two threads read different keys
+                async let reads = DiskTest.onThreads(2) { i in
+                    (try? store.entry(for: i == 0 ? "a" : "b", in: "ns"))??.data
+                }
+                // Then both are inside the gate before either leaves it (serialised
+                // reads would leave the second outside while the first waits)
+                let first = entered.wait(timeout: .now() + 60)
+                let second = entered.wait(timeout: .now() + 60)
+                #expect(first == .success)
+                #expect(second == .success, "the second read did not start while the first was in flight")
+                // And a write goes through while both hold their connections
+                try store.set(Data([3]), for: "c", in: "ns", storedAt: Date(), expiresAt: nil)
+                release.signal()
+                release.signal()
+                #expect(try await reads == [Data([1]), Data([2])])
+            }
+        }
+
         @Test("Many threads on one instance never read another key's value and leave a healthy store")
         func oneInstanceManyTasks() async throws {
             try await DiskTest.withTemporaryDirectory { url in

@@ -1,6 +1,7 @@
 import Foundation
-import Hoard
 import Testing
+
+@testable import Hoard
 
 extension DiskStoreSuites {
     @Suite("DiskStore limits, eviction and access times")
@@ -149,19 +150,22 @@ extension DiskStoreSuites {
             }
         }
 
-        @Test("Reads record access times in memory and write them in batches")
+        @Test("Reads record access times in memory and write them in batches, off the reading thread")
         func accessTimesAreBatched() throws {
             try DiskTest.withTemporaryDirectory { url in
                 // Given two instances on one directory; A writes accesses every 3 reads
                 let clock = ManualClock(start: Date(timeIntervalSince1970: 0))
                 let a = try DiskStore(
-                    directory: url, configuration: .init(accessTimeResolution: 0, accessFlushCount: 3), clock: clock)
+                    directory: url,
+                    configuration: .init(accessTimeResolution: 0, accessFlushCount: 3, accessFlushInterval: 3_600),
+                    clock: clock)
                 let b = try DiskStore(directory: url, clock: clock)
                 for i in 1...4 {
                     try a.set(Data([UInt8(i)]), for: "k\(i)", in: "ns", storedAt: clock.now(), expiresAt: nil)
                 }
                 func accessed() throws -> [String: Double] {
-                    Dictionary(
+                    a.waitForQueuedAccessFlushes()
+                    return Dictionary(
                         uniqueKeysWithValues: try b.entries(in: "ns").map {
                             ($0.key, $0.accessedAt.timeIntervalSince1970)
                         })
@@ -173,15 +177,38 @@ extension DiskStoreSuites {
                 _ = try a.entry(for: "k2", in: "ns")
                 _ = try a.entry(for: "k2", in: "ns")
                 #expect(try accessed() == ["k1": 0, "k2": 0, "k3": 0, "k4": 0])
-                // The third distinct read writes all three
+                // The third distinct read has all three written
                 _ = try a.entry(for: "k3", in: "ns")
                 #expect(try accessed() == ["k1": 10, "k2": 10, "k3": 10, "k4": 0])
-                // A pending access goes out with the next write
+                // A write does not carry a pending access (it never pays for reads)…
                 clock.advance(by: 5)
                 _ = try a.entry(for: "k4", in: "ns")
-                #expect(try accessed()["k4"] == 0)
                 try a.set(Data([9]), for: "other", in: "ns", storedAt: clock.now(), expiresAt: nil)
+                #expect(try accessed()["k4"] == 0)
+                // …a read that finds the oldest pending access an interval old flushes it
+                clock.advance(by: 3_600)
+                _ = try a.entry(for: "k1", in: "ns")
                 #expect(try accessed()["k4"] == 15)
+                #expect(try accessed()["k1"] == 3_615)
+            }
+        }
+
+        @Test("A trim writes pending access times first")
+        func trimAppliesPendingAccesses() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                let clock = ManualClock(start: Date(timeIntervalSince1970: 1_000))
+                let store = try DiskStore(
+                    directory: url, configuration: .init(accessFlushCount: 1_000, accessFlushInterval: 3_600),
+                    clock: clock)
+                try store.set(Data(count: 100), for: "old", in: "ns", storedAt: clock.now(), expiresAt: nil)
+                clock.advance(by: 2)
+                try store.set(Data(count: 100), for: "new", in: "ns", storedAt: clock.now(), expiresAt: nil)
+                clock.advance(by: 2)
+                // The read of "old" is only in memory when the trim starts
+                #expect(try store.entry(for: "old", in: "ns") != nil)
+                #expect(try store.trim(toBytes: 100) == 1)
+                #expect(try store.contains("old", in: "ns"))
+                #expect(try !store.contains("new", in: "ns"))
             }
         }
 

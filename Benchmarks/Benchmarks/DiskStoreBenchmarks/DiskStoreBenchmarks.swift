@@ -17,7 +17,11 @@ import Hoard
 ///   `mix90/10` (1,000 operations per iteration, `.kilo`: 90% gets, 10% overwrites,
 ///   each in its own transaction; the DiskStore records read access times in
 ///   memory and writes them with the next write, the baseline updates an access
-///   column on every get, as python-diskcache does).
+///   column on every get, as python-diskcache does), `get 2 threads` (two threads
+///   reading 1,000 random keys each per iteration, against the 1-thread row), and
+///   `rounds` (1,000 random gets, then 100 random overwrites each in its own
+///   transaction, per iteration: a server's mix, where the writes follow reads
+///   whose access times are pending).
 ///   Baseline: raw SQLite prepared statements on a table with PRIMARY KEY
 ///   (namespace, key) (a rowid table), WAL, synchronous=NORMAL. Floor (`set`,
 ///   `insert`, `set batch1000`): raw SQLite running DiskStore's own statements on
@@ -49,6 +53,24 @@ let benchmarks: @Sendable () -> Void = {
         make: { try SQLiteSubject(shape: small) }
     ) {
         $0.get(1_000)
+    }
+    register(
+        "disk get 1KiB 2 threads: DiskStore (1,000 gets per thread)", shape: small, perIteration: 1_000,
+        make: { try StoreSubject(shape: small) }
+    ) {
+        $0.getOnThreads(2, 1_000)
+    }
+    register(
+        "disk rounds 1KiB: DiskStore (1,000 random gets, then 100 random overwrites)", shape: small,
+        perIteration: 1_000, make: { try StoreSubject(shape: small) }
+    ) {
+        try $0.rounds(gets: 1_000, overwrites: 100)
+    }
+    register(
+        "disk rounds 1KiB: baseline raw SQLite (1,000 random gets, then 100 random overwrites)", shape: small,
+        perIteration: 1_000, make: { try SQLiteSubject(shape: small) }
+    ) {
+        try $0.rounds(gets: 1_000, overwrites: 100)
     }
     register("disk set 1KiB: DiskStore", shape: small, perIteration: 1, make: { try StoreSubject(shape: small) }) {
         try $0.setOne()

@@ -44,6 +44,34 @@ final class StoreSubject: DiskSubject {
         try store.set(value, for: keys[stream.next()], in: namespace, storedAt: Date(), expiresAt: nil)
     }
 
+    private var threadRound: UInt64 = 0
+
+    /// `count` random gets on each of `threads` threads at once, each thread with
+    /// keys of its own.
+    func getOnThreads(_ threads: Int, _ count: Int) {
+        threadRound &+= 1
+        let round = threadRound
+        let store = store
+        let keys = keys
+        let namespace = namespace
+        DispatchQueue.concurrentPerform(iterations: threads) { thread in
+            var random = SplitMix(state: round &* 31 &+ UInt64(thread))
+            for _ in 0..<count {
+                let key = keys[Int(random.next() % UInt64(keys.count))]
+                let entry = try? store.entry(for: key, in: namespace)
+                precondition(entry != nil, "a present key was not found")
+                blackHole(entry)
+            }
+        }
+    }
+
+    /// A round of `gets` random gets, then a round of `overwrites` random
+    /// overwrites, each in its own transaction.
+    func rounds(gets: Int, overwrites: Int) throws {
+        get(gets)
+        for _ in 0..<overwrites { try setOne() }
+    }
+
     private var inserted = 0
 
     func insertOne() throws {
@@ -145,6 +173,13 @@ final class SQLiteSubject: DiskSubject, RawSQLite {
 
     func setOne() throws {
         try put(keys[stream.next()])
+    }
+
+    /// A round of `gets` random gets, then a round of `overwrites` random
+    /// overwrites, each in its own transaction.
+    func rounds(gets: Int, overwrites: Int) throws {
+        get(gets)
+        for _ in 0..<overwrites { try setOne() }
     }
 
     private var inserted = 0

@@ -50,6 +50,16 @@ extension DiskStore {
         /// whatever this threshold says.
         public var spillThreshold: Int
 
+        /// How many SQLite connections the store reads through, beside its one
+        /// write connection. Defaults to the number of active processor cores, at
+        /// most 16. Must be between 1 and 64.
+        ///
+        /// In the index's WAL mode, reads on different connections run at once and
+        /// never wait for the writer: a read takes a connection free at the time
+        /// and waits only when all are reading. Each connection is opened at its
+        /// first use and keeps a page cache of its own (``pageCacheBytes``).
+        public var readerCount: Int
+
         /// How long a write waits for another connection (another instance, another
         /// process) to release the store's write lock before it throws
         /// ``HoardError/Code/busy``, in seconds. Defaults to 5. Must not be negative;
@@ -61,9 +71,10 @@ extension DiskStore {
         /// access only when this instance has not recorded one for the entry within
         /// this time. Eviction order is least-recently-accessed at this resolution:
         /// with the default of 1 second, an entry read a second or more after
-        /// another was written or read outlives it. Reads record in memory; the
-        /// times reach the index with the next write, a trim, or
-        /// ``accessFlushCount`` of them, not one write per read. Each recorded time
+        /// another was written or read outlives it. Reads record in memory and
+        /// never write: the times reach the index in a transaction of their own,
+        /// off the reader's thread, once ``accessFlushCount`` of them wait or the
+        /// oldest is ``accessFlushInterval`` old, and before every trim. Each recorded time
         /// costs a few microseconds when written (a row of its own, not the
         /// entry's; about 4.5 µs with its share of the checkpoints in
         /// `DiskStoreBenchmarks`, where a 1 KiB read alone takes about 5 µs), so a
@@ -79,13 +90,21 @@ extension DiskStore {
         public var pageCacheBytes: Int
 
         /// How many recorded accesses the store keeps in memory before writing them
-        /// to the index in one transaction. They are also written with the next
-        /// write, before a trim, when the oldest is ``accessFlushInterval`` old, and
-        /// when the store is deallocated. Defaults to 1,000. Must be at least 1.
+        /// to the index in one transaction, on a queue of the store's own (the read
+        /// that reaches the count does not wait for it). They are also written
+        /// before a trim or an eviction, after ``accessFlushInterval``, by
+        /// ``DiskStore/flushAccessTimes()``, and when the store is deallocated;
+        /// a write does not carry them. Defaults to 1,000. Must be at least 1.
         public var accessFlushCount: Int
 
-        /// The longest, in seconds, a recorded access waits in memory before the
-        /// next read or write stores it. Defaults to 60.
+        /// The longest, in seconds, a recorded access waits in memory before it is
+        /// written: a flush is queued that long after the first access recorded
+        /// since the last one (by the system's clock), and a read that finds the
+        /// oldest access this old by the store's clock queues one at once. Defaults
+        /// to 1.
+        ///
+        /// A process that crashes loses at most this interval of access order (the
+        /// entries keep their older access times), never a value or an entry.
         public var accessFlushInterval: TimeInterval
 
         /// Whether a value file is flushed to stable storage (`fsync`) before it is
@@ -138,6 +157,10 @@ extension DiskStore {
         /// SQLite's.
         var indexLengthLimit: Int?
 
+        /// For tests: called on a read connection while it holds the row it looked
+        /// up, before the connection is released. `nil` (the default) for none.
+        var readerGate: (@Sendable () -> Void)?
+
         /// Creates a configuration; every parameter defaults as its property says.
         public init(
             byteLimit: Int? = nil,
@@ -148,7 +171,8 @@ extension DiskStore {
             busyTimeout: TimeInterval = 5,
             accessTimeResolution: TimeInterval = 1,
             accessFlushCount: Int = 1_000,
-            accessFlushInterval: TimeInterval = 60,
+            accessFlushInterval: TimeInterval = 1,
+            readerCount: Int = min(ProcessInfo.processInfo.activeProcessorCount, 16),
             pageCacheBytes: Int = 8 << 20,
             syncsValueFiles: Bool = true,
             createsStore: Bool = true,
@@ -165,6 +189,7 @@ extension DiskStore {
             self.accessTimeResolution = accessTimeResolution
             self.accessFlushCount = accessFlushCount
             self.accessFlushInterval = accessFlushInterval
+            self.readerCount = readerCount
             self.pageCacheBytes = pageCacheBytes
             self.syncsValueFiles = syncsValueFiles
             self.createsStore = createsStore
@@ -198,6 +223,9 @@ extension DiskStore {
             }
             guard pageCacheBytes >= 0 else {
                 throw HoardError(.invalidConfiguration, "pageCacheBytes must not be negative, not \(pageCacheBytes)")
+            }
+            guard (1...64).contains(readerCount) else {
+                throw HoardError(.invalidConfiguration, "readerCount must be between 1 and 64, not \(readerCount)")
             }
             guard accessFlushCount >= 1 else {
                 throw HoardError(

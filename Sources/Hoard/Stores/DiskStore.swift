@@ -14,8 +14,10 @@ import Synchronization
 /// let cached = try store.value(for: "user:42", as: User.self, in: "users")
 /// ```
 ///
-/// Every method is synchronous and thread-safe. Calls on one instance take turns
-/// on its SQLite connection; large values are read and written outside that turn.
+/// Every method is synchronous and thread-safe. Reads run at once on a pool of
+/// read connections (``Configuration/readerCount``) and never wait for a write;
+/// writes take turns on the one write connection; large values are read and
+/// written outside every turn.
 ///
 /// ## What it guarantees
 ///
@@ -61,7 +63,10 @@ import Synchronization
 /// - **Limits.** Over ``Configuration/byteLimit`` or ``Configuration/countLimit``,
 ///   least-recently-accessed entries are evicted down to 75% (by default) of the
 ///   limit exceeded. Reads record accesses in memory, at most one per entry and
-///   second (``Configuration/accessTimeResolution``), and write them in batches.
+///   second (``Configuration/accessTimeResolution``), and never write: the
+///   times are written in batches off the reader's thread, at most
+///   ``Configuration/accessFlushInterval`` later, and before every trim. A crash
+///   loses at most that interval of access order, never a value.
 public final class DiskStore: CacheStore {
     /// The namespace the typed API uses when none is given: `"default"`.
     public static let defaultNamespace = "default"
@@ -76,6 +81,12 @@ public final class DiskStore: CacheStore {
     /// The file deleted to make room when the disk is full (see ``freeingSpace(releasing:_:)``).
     let reserve: _SpaceReserve
     let state: Mutex<_DiskState>
+    /// The read connections; reads never take ``state``'s lock on a hit.
+    let readers: _DiskReaders
+    /// Accesses recorded by reads, written by ``flushAccessTimes()``.
+    let accesses: _DiskAccessLog
+    /// Where recorded accesses are written, off the readers' threads.
+    private let accessQueue = DispatchQueue(label: "Hoard.DiskStore.accesses", qos: .utility)
     let observers: _DiskStoreObservers
     /// The most bytes of value, key and namespace together that a row of the index
     /// holds: the connection's length limit (``_SQLiteConnection/lengthLimit``)
@@ -190,7 +201,20 @@ public final class DiskStore: CacheStore {
         }
         lockDescriptor = lock.descriptor
         rowCapacity = index.connection.lengthLimit - Self.rowMargin
-        state = Mutex(_DiskState(index: index, configuration: configuration))
+        accesses = _DiskAccessLog(
+            resolution: configuration.accessTimeResolution, flushCount: configuration.accessFlushCount,
+            flushInterval: configuration.accessFlushInterval)
+        do {
+            readers = try _DiskReaders(
+                path: indexPath, count: configuration.readerCount, busyTimeout: configuration.busyTimeout,
+                pageCacheBytes: configuration.pageCacheBytes, lengthLimit: configuration.indexLengthLimit,
+                gate: configuration.readerGate)
+        } catch {
+            index.close()
+            lock.release()
+            throw error
+        }
+        state = Mutex(_DiskState(index: index, accesses: accesses, configuration: configuration))
         do {
             try reserve.restore()
         } catch {
@@ -241,6 +265,7 @@ public final class DiskStore: CacheStore {
 
     deinit {
         var effects = _DiskEffects()
+        readers.close()
         state.withLock { $0.close(effects: &effects) }
         close(lockDescriptor)
         finish(effects)
@@ -268,12 +293,20 @@ public final class DiskStore: CacheStore {
     func _entry(for key: String, in namespace: String) throws(HoardError) -> StoredEntry? {
         for _ in 0..<8 {
             let now = clock.now().timeIntervalSince1970
-            var effects = _DiskEffects()
-            let found = try state.withLock { (state) throws(HoardError) -> _DiskState.Found in
-                try state.find(namespace: namespace, key: key, now: now, effects: &effects)
+            var found = found(try readers.lookup(namespace: namespace, key: key), now: now)
+            if found == nil {
+                // Expired or damaged: the write connection removes it, if it still is.
+                var effects = _DiskEffects()
+                var flush = _DiskAccessLog.Flush.none
+                found = try state.withLock { (state) throws(HoardError) -> _DiskState.Found in
+                    try state.find(namespace: namespace, key: key, now: now, effects: &effects) { id in
+                        flush = accesses.record(id: id, now: now)
+                    }
+                }
+                finish(effects)
+                scheduleAccessFlush(flush)
             }
-            finish(effects)
-            switch found {
+            switch found ?? .miss {
             case .miss:
                 return nil
             case .retry:
@@ -314,9 +347,51 @@ public final class DiskStore: CacheStore {
         let key = _normalized(key)
         let namespace = _normalized(namespace)
         let now = clock.now().timeIntervalSince1970
-        return try state.withLock { (state) throws(HoardError) -> Bool in
-            try state.open().contains(namespace: namespace, key: key, now: now)
+        return try readers.contains(namespace: namespace, key: key, now: now)
+    }
+
+    /// What a read connection's `row` answers: a live, well-formed entry is a hit
+    /// and has its access recorded (in memory); `nil` for an expired or damaged
+    /// entry, which only the write connection may remove.
+    func found(_ row: _DiskIndex.Row?, now: Double) -> _DiskState.Found? {
+        guard let row else { return .miss }
+        if row.problem != nil || row.checksumMismatch { return nil }
+        if let expiresAt = row.expiresAt, expiresAt <= now { return nil }
+        scheduleAccessFlush(accesses.record(id: row.id, now: now))
+        let expiresAt = row.expiresAt.map { Date(timeIntervalSince1970: $0) }
+        if let value = row.value {
+            return .inline(
+                StoredEntry(data: value, storedAt: Date(timeIntervalSince1970: row.storedAt), expiresAt: expiresAt))
         }
+        return .file(name: row.blob!, size: row.size, storedAt: row.storedAt, expiresAt: row.expiresAt, crc: row.crc)
+    }
+
+    /// Queues the flush a recorded access asked for on the store's access queue.
+    /// The queued work holds the store weakly: a store deallocated first writes
+    /// its accesses as it closes.
+    func scheduleAccessFlush(_ flush: _DiskAccessLog.Flush) {
+        switch flush {
+        case .none:
+            return
+        case .now:
+            accessQueue.async { [weak self] in self?.flushQueuedAccesses(immediate: true) }
+        case .after(let seconds):
+            // At most a day ahead: the queued flush only has to come, not be exact.
+            accessQueue.asyncAfter(deadline: .now() + min(seconds, 86_400)) { [weak self] in
+                self?.flushQueuedAccesses(immediate: false)
+            }
+        }
+    }
+
+    /// A queued flush: lets reads queue the next one, then writes what is pending.
+    private func flushQueuedAccesses(immediate: Bool) {
+        accesses.flushStarted(immediate: immediate)
+        flushAccessTimes()
+    }
+
+    /// For tests: returns once every flush queued to run at once has run.
+    func waitForQueuedAccessFlushes() {
+        accessQueue.sync {}
     }
 
     /// The keys of the live entries of `namespace`, in byte order of their UTF-8
@@ -358,7 +433,8 @@ public final class DiskStore: CacheStore {
     /// name, flushed, renamed, then the `blobs/` directory flushed, as
     /// ``Configuration/syncsValueFiles`` says) before the index row that refers to
     /// it is committed; when a flush fails, nothing is committed and the file is
-    /// deleted (or, when it cannot be, reported and collected at the next open). Pending access times are written in the same transaction. If
+    /// deleted (or, when it cannot be, reported and collected at the next open).
+    /// Access times recorded by reads are not written with it. If
     /// the store is now over a limit it evicts least-recently-accessed entries,
     /// never this one.
     ///
@@ -622,6 +698,36 @@ public final class DiskStore: CacheStore {
         }
         observers.publish(events)
     }
+}
+
+extension DiskStore: _NonWaitingLookup {
+    /// The entry for `key` if it can be had without waiting: read on a connection
+    /// free now, not waiting for a lock another process holds, and inline (no
+    /// value file to read). `.some(nil)` for a miss; `nil` when it would wait, or
+    /// for an entry that needs more than a read (expired or damaged: removed by
+    /// ``entry(for:in:)``), or on an error (which ``entry(for:in:)`` reports).
+    @usableFromInline
+    func _entryWithoutWaiting(for key: String, in namespace: String) -> StoredEntry?? {
+        let key = _normalized(key)
+        let namespace = _normalized(namespace)
+        let now = clock.now().timeIntervalSince1970
+        guard let row = try? readers.lookupWithoutWaiting(namespace: namespace, key: key) else { return nil }
+        switch found(row, now: now) {
+        case .miss?: return .some(nil)
+        case .inline(let entry)?: return .some(entry)
+        default: return nil
+        }
+    }
+}
+
+/// A local store that can answer a lookup on the caller's thread without waiting
+/// for I/O that can wait (a busy lock, a value file), or say that it would.
+@usableFromInline
+protocol _NonWaitingLookup: CacheStore {
+    /// The entry for `key` (`.some(nil)` for a miss), or `nil` when answering
+    /// would wait: the caller then calls ``CacheStore/entry(for:in:)`` on a thread
+    /// that may block.
+    func _entryWithoutWaiting(for key: String, in namespace: String) -> StoredEntry??
 }
 
 /// `string` in Unicode canonical composition (NFC), so that strings Swift

@@ -138,6 +138,21 @@ final class _DiskIndex {
         try connection.execute("PRAGMA wal_autocheckpoint = 10000")
     }
 
+    /// Opens a read connection to an index the store's write connection has already
+    /// opened and checked (so of the current format): the busy timeout and page
+    /// cache as for the writer, and `query_only`, so that nothing it runs can write.
+    init(readerAt path: String, busyTimeout: TimeInterval, pageCacheBytes: Int, lengthLimit: Int?) throws(HoardError) {
+        connection = try _SQLiteConnection(path: path)
+        statements = Array(repeating: nil, count: _Query.allCases.count)
+        storedVersion = Self.formatVersion
+        if let lengthLimit { connection.lengthLimit = lengthLimit }
+        try connection.setBusyTimeout(milliseconds: Int(min(busyTimeout * 1000, Double(Int32.max))))
+        if pageCacheBytes > 0 {
+            try connection.execute("PRAGMA cache_size = -\(max(1, pageCacheBytes >> 10))")
+        }
+        try connection.execute("PRAGMA query_only = 1")
+    }
+
     /// The format version `meta` records, when this version of Hoard can use it
     /// (``formatVersion``, or an older one ``migrate(blobs:)`` upgrades).
     private func checkFormat() throws(HoardError) -> Int {

@@ -39,38 +39,23 @@ struct _EntryName: Hashable {
     var key: String
 }
 
-/// Everything of a ``DiskStore`` that lives behind its lock: the index connection
-/// and the access times recorded in memory, written or not yet written.
+/// Everything of a ``DiskStore`` that lives behind its writer lock: the write
+/// connection to the index, and the limits it enforces.
 ///
 /// Every method runs with the lock held and never calls user code; events and file
 /// deletions are collected in a ``_DiskEffects`` for after the lock.
 struct _DiskState {
     var index: _DiskIndex?
-    /// Row id → access time, recorded by reads and written in batches.
-    var pendingAccesses: [Int64: Double] = [:]
-    /// Row id → the access time this instance last wrote for it, kept while
-    /// younger than the resolution (pruned when it grows): a read of an entry found
-    /// here is not recorded again. Kept in memory so that a lookup reads the
-    /// entry's row alone, not its access time too.
-    var writtenAccesses: [Int64: Double] = [:]
-    /// The size of ``writtenAccesses`` at which it is next pruned.
-    var writtenAccessesPruneCount = 4_096
-    /// When the oldest pending access was recorded.
-    var pendingSince = Double.infinity
-
-    let accessTimeResolution: Double
-    let accessFlushCount: Int
-    let accessFlushInterval: Double
+    /// The access times reads recorded and no flush has written yet.
+    let accesses: _DiskAccessLog
     let byteLimit: Int
     let countLimit: Int
     let byteLowWater: Int
     let countLowWater: Int
 
-    init(index: _DiskIndex, configuration: DiskStore.Configuration) {
+    init(index: _DiskIndex, accesses: _DiskAccessLog, configuration: DiskStore.Configuration) {
         self.index = index
-        accessTimeResolution = configuration.accessTimeResolution
-        accessFlushCount = configuration.accessFlushCount
-        accessFlushInterval = configuration.accessFlushInterval
+        self.accesses = accesses
         byteLimit = configuration.byteLimit ?? .max
         countLimit = configuration.countLimit ?? .max
         byteLowWater = configuration.byteLowWater
@@ -95,12 +80,13 @@ struct _DiskState {
         case retry
     }
 
-    /// Looks up `key`: a live, well-formed entry is a hit and has its access
-    /// recorded; an expired one is deleted; a malformed one, or an inline value
-    /// that does not match its checksum, is deleted and reported.
-    mutating func find(namespace: String, key: String, now: Double, effects: inout _DiskEffects) throws(HoardError)
-        -> Found
-    {
+    /// Looks up `key` on the write connection: a live, well-formed entry is a hit
+    /// (its row id handed to `hit`, which records the access); an expired one is
+    /// deleted; a malformed one, or an inline value that does not match its
+    /// checksum, is deleted and reported.
+    mutating func find(
+        namespace: String, key: String, now: Double, effects: inout _DiskEffects, hit: (Int64) -> Void
+    ) throws(HoardError) -> Found {
         let index = try open()
         guard let row = try index.lookup(namespace: namespace, key: key) else { return .miss }
         if row.problem != nil || row.checksumMismatch {
@@ -119,10 +105,7 @@ struct _DiskState {
             }
             return .miss
         }
-        recordAccess(id: row.id, now: now)
-        if pendingAccesses.count >= accessFlushCount || now - pendingSince >= accessFlushInterval {
-            flushAccesses(effects: &effects)
-        }
+        hit(row.id)
         let expiresAt = row.expiresAt.map { Date(timeIntervalSince1970: $0) }
         if let value = row.value {
             return .inline(
@@ -206,72 +189,35 @@ struct _DiskState {
 
     // MARK: Access times
 
-    /// Records a read of row `id` at `now` in memory, unless this instance has
-    /// recorded one for it within the resolution. A read the resolution or more
-    /// after a pending one replaces it: the newest time is the one written.
-    @inline(__always)
-    private mutating func recordAccess(id: Int64, now: Double) {
-        if let pending = pendingAccesses[id] {
-            if now - pending >= accessTimeResolution { pendingAccesses[id] = now }
-            return
-        }
-        if let written = writtenAccesses[id], now - written < accessTimeResolution { return }
-        pendingAccesses[id] = now
-        pendingSince = min(pendingSince, now)
-    }
-
     /// Writes the pending access times inside the caller's transaction, in row id
-    /// order (neighbouring rows share pages: about half the page writes of random
-    /// order).
+    /// order.
     private func writePendingAccesses(_ index: _DiskIndex) throws(HoardError) {
-        guard !pendingAccesses.isEmpty else { return }
-        for (id, time) in pendingAccesses.sorted(by: { $0.key < $1.key }) {
+        for (id, time) in accesses.take() {
             try index.touch(id: id, at: time)
         }
     }
 
-    /// Forgets the pending access times once written (or dropped), remembering
-    /// the written ones while they are younger than the resolution.
-    private mutating func clearPendingAccesses() {
-        guard !pendingAccesses.isEmpty else {
-            pendingSince = .infinity
-            return
-        }
-        if accessTimeResolution > 0 {
-            if writtenAccesses.count + pendingAccesses.count > writtenAccessesPruneCount {
-                let newest = pendingAccesses.values.max() ?? 0
-                writtenAccesses = writtenAccesses.filter { newest - $0.value < accessTimeResolution }
-                // Pruned again only once it has doubled: O(1) amortised per access.
-                writtenAccessesPruneCount = max(2 * writtenAccesses.count, 4_096)
-            }
-            writtenAccesses.merge(pendingAccesses) { max($0, $1) }
-        }
-        pendingAccesses.removeAll(keepingCapacity: true)
-        pendingSince = .infinity
-    }
-
     /// Writes the pending access times in their own transaction. A failure is
-    /// reported and the pending times dropped: they only refine eviction order.
+    /// reported and the times dropped: they only refine eviction order.
     mutating func flushAccesses(effects: inout _DiskEffects) {
-        guard !pendingAccesses.isEmpty, let index else { return }
+        guard let index, !accesses.isEmpty else { return }
         do {
             try index.transaction { () throws(HoardError) in try writePendingAccesses(index) }
         } catch {
             effects.events.append(.failed(operation: "record access times", namespace: nil, key: nil, error: error))
         }
-        clearPendingAccesses()
     }
 
     // MARK: Writing
 
-    /// Stores one entry in one transaction, with the pending access times.
+    /// Stores one entry in one transaction. Pending access times are not written
+    /// with it: a write never pays for the reads before it.
     mutating func set(
         namespace: String, key: String, inline: Data?, size: Int, file: String?, storedAt: Double,
         expiresAt: Double?, crc: UInt32, now: Double, effects: inout _DiskEffects
     ) throws(HoardError) {
         let index = try open()
         let oldFile = try index.transaction { () throws(HoardError) -> String? in
-            try writePendingAccesses(index)
             var oldFile: String?
             var mayHaveFiles = file != nil
             if !mayHaveFiles { mayHaveFiles = try index.anyFiles() }
@@ -283,15 +229,14 @@ struct _DiskState {
                 value: inline, size: size, blob: file, crc: crc)
             return oldFile
         }
-        clearPendingAccesses()
         if let oldFile, oldFile != file { effects.filesToRemove.append(oldFile) }
     }
 
-    /// Applies a batch in one transaction, with the pending access times.
+    /// Applies a batch in one transaction (without the pending access times, as
+    /// ``set(namespace:key:inline:size:file:storedAt:expiresAt:crc:now:effects:)``).
     mutating func write(_ batch: [_PreparedWrite], now: Double, effects: inout _DiskEffects) throws(HoardError) {
         let index = try open()
         let oldFiles = try index.transaction { () throws(HoardError) -> [String] in
-            try writePendingAccesses(index)
             var oldFiles: [String] = []
             var mayHaveFiles: Bool?
             for write in batch {
@@ -313,7 +258,6 @@ struct _DiskState {
             }
             return oldFiles
         }
-        clearPendingAccesses()
         effects.filesToRemove += oldFiles
     }
 
@@ -377,7 +321,6 @@ struct _DiskState {
             let done = within() || candidates.count < chunk + protected.count || evicted == 0
             return (evicted, bytes, usage, done, files)
         }
-        clearPendingAccesses()
         effects.filesToRemove += result.4
         return (result.0, result.1, result.2, result.3)
     }

@@ -70,10 +70,7 @@ extension Cache {
 
     // MARK: Below memory
 
-    /// The asynchronous read below memory (or from memory, with `checksMemory`):
-    /// one ticket from before the local lookup to the end of the remote lookup and
-    /// the fetch, so that nothing this read found or fetched lands over a newer
-    /// write.
+    /// The asynchronous read below memory (or from memory, with `checksMemory`).
     @inlinable
     func entry(
         for key: Key, maxAge: TimeInterval?, newerThan: Date?, fetch: Fetch?, checksMemory: Bool
@@ -81,8 +78,57 @@ extension Cache {
         if checksMemory, let found = lookUpMemory(key, maxAge: maxAge, newerThan: newerThan) {
             return answer(found, key: key, fetch: fetch)
         }
-        let (ticket, pending) = writer.beginRead(key)
-        defer { writer.endRead(ticket) }
+        return try await sharedEntryBelowMemory(for: key, maxAge: maxAge, newerThan: newerThan, fetch: fetch)
+    }
+
+    /// The read below memory, shared by concurrent reads of `key` with the same
+    /// filters (``_SharedReads``): the first leads the walk, the others wait for
+    /// its result (counted as ``CacheStatistics/coalescedWaits``). A reader whose
+    /// leader was cancelled walks again itself.
+    @usableFromInline
+    func sharedEntryBelowMemory(
+        for key: Key, maxAge: TimeInterval?, newerThan: Date?, fetch: Fetch?
+    ) async throws -> CacheEntry<Value>? {
+        let name = _SharedReads<Key, CacheEntry<Value>?>.Name(
+            key: key, maxAge: maxAge, newerThan: newerThan, fetches: fetch != nil)
+        while true {
+            let (ticket, pending) = writer.beginRead(key)
+            let lead = _SharedReads<Key, CacheEntry<Value>?>.Walk(ticket: ticket, flight: _Flight())
+            let writer = self.writer
+            if let flight = sharedReads.join(name, leading: lead, mayJoin: { !writer.hasChanged(key, since: $0) }) {
+                writer.endRead(ticket)
+                counters.coalescedWaits.add(1, ordering: .relaxed)
+                do {
+                    return try await flight.wait()
+                } catch is CancellationError where !Task.isCancelled {
+                    continue
+                }
+            }
+            let result: Result<CacheEntry<Value>?, any Error>
+            do {
+                result = .success(
+                    try await walkBelowMemory(
+                        for: key, maxAge: maxAge, newerThan: newerThan, fetch: fetch, ticket: ticket, pending: pending))
+            } catch {
+                result = .failure(error)
+            }
+            sharedReads.finish(name, lead, with: result)
+            writer.endRead(ticket)
+            return try result.get()
+        }
+    }
+
+    /// One walk below memory under `ticket` (from before the local lookup to the
+    /// end of the remote lookup and the fetch), so that nothing it found or
+    /// fetched lands over a newer write. The local stores are read on the
+    /// caller's thread when they can answer without waiting
+    /// (``lookUpLocallyWithoutWaiting(_:maxAge:newerThan:ticket:)``), else on
+    /// Hoard's executor.
+    @inlinable
+    func walkBelowMemory(
+        for key: Key, maxAge: TimeInterval?, newerThan: Date?, fetch: Fetch?, ticket: UInt64,
+        pending: _CacheWriter<Key, Value>.Pending?
+    ) async throws -> CacheEntry<Value>? {
         // A memory-only write that saw no read in flight wrote memory without a
         // sequence number: it is either there now, or made after this ticket.
         // (`contains` counts nothing, so a miss is counted once.)
@@ -93,6 +139,10 @@ extension Cache {
         let local: _LocalLookup<Value>
         if localStores.isEmpty || pending?.hidesLocalStores == true {
             local = lookUpLocally(key, maxAge: maxAge, newerThan: newerThan, pending: pending, ticket: ticket)
+        } else if pending == nil,
+            let found = lookUpLocallyWithoutWaiting(key, maxAge: maxAge, newerThan: newerThan, ticket: ticket)
+        {
+            local = found
         } else {
             local = await executor.run {
                 self.lookUpLocally(key, maxAge: maxAge, newerThan: newerThan, pending: pending, ticket: ticket)

@@ -187,6 +187,36 @@ extension Cache {
         return .miss(masked: remoteCleared)
     }
 
+    /// The local lookup of an `async` read on the caller's own thread, when every
+    /// local store can answer without waiting (``_NonWaitingLookup``): an inline
+    /// value or a miss, read on a connection free now, with no lock to wait for.
+    /// `nil` as soon as one store would wait (a value file to read, damage to
+    /// remove, every connection busy, a lock held): the caller then runs
+    /// ``lookUpLocally(_:maxAge:newerThan:pending:ticket:)`` on Hoard's executor.
+    /// No user code runs here, as it may block: a cache with a timings callback
+    /// always takes the executor, and so do bytes that do not decode (the
+    /// executor's lookup reports them).
+    @inlinable
+    func lookUpLocallyWithoutWaiting(_ key: Key, maxAge: TimeInterval?, newerThan: Date?, ticket: UInt64)
+        -> _LocalLookup<Value>?
+    {
+        guard configuration.timings == nil, let stores = nonWaitingLocalStores, let codec else { return nil }
+        let now = clock.now()
+        let keyString = key._storeKeyString
+        for (index, store) in stores.enumerated() {
+            guard let found = store._entryWithoutWaiting(for: keyString, in: namespace) else { return nil }
+            guard let stored = found,
+                Self.passes(storedAt: stored.storedAt, maxAge: maxAge, newerThan: newerThan, now: now)
+            else { continue }
+            guard let value = try? codec.decode(stored.data) else { return nil }
+            counters.localHits.add(1, ordering: .relaxed)
+            promote(value, stored, for: key, from: .local(index), ticket: ticket, intoLocalStoresBefore: index)
+            return hit(value, storedAt: stored.storedAt, expiresAt: stored.expiresAt, now: now, source: .local(index))
+        }
+        counters.localMisses.add(1, ordering: .relaxed)
+        return .miss(masked: false)
+    }
+
     /// A hit on `value` that `source` answered.
     @inlinable
     func hit(

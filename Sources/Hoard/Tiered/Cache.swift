@@ -52,6 +52,11 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
     /// Where `async` reads run their local-store lookups.
     @usableFromInline let executor = _BlockingExecutor.shared
     let flights = _SingleFlight<Key, CacheEntry<Value>?>()
+    /// The reads below memory in progress, shared by concurrent readers of a key.
+    let sharedReads = _SharedReads<Key, CacheEntry<Value>?>()
+    /// The local stores, when every one can look up without waiting (so that an
+    /// `async` read may run its local lookup on the caller's thread); else `nil`.
+    @usableFromInline let nonWaitingLocalStores: [any _NonWaitingLookup]?
     @usableFromInline let counters = _CacheCounters()
     @usableFromInline let observers = _Observers<Key, Value, CacheEvent<Key>>()
     let invalidationTasks: Mutex<[Task<Void, Never>]>
@@ -132,6 +137,8 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
                     clock: clock)
             ]
         }
+        let nonWaiting = localStores.compactMap { $0 as? any _NonWaitingLookup }
+        nonWaitingLocalStores = !localStores.isEmpty && nonWaiting.count == localStores.count ? nonWaiting : nil
         remoteStores = configuration.remoteStores
         keyStrings = Mutex((keys: [:], pruneAt: (configuration.memory.countLimit ?? 100_000) * 2))
         invalidationTasks = Mutex([])

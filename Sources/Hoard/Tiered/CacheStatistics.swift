@@ -3,8 +3,9 @@
 ///
 /// Every read is counted once, where it was answered: a memory hit counts in
 /// ``memory`` only; a disk hit counts a memory miss and a local hit. Concurrent
-/// readers that wait for one fetch count once as a miss and a fetch; the others
-/// count as ``coalescedWaits``.
+/// `async` readers of one key share one lookup below memory and one fetch: it
+/// counts once, as a hit where it was answered or as a miss and a fetch; the
+/// others count as ``coalescedWaits``.
 public struct CacheStatistics: Sendable, Hashable, CustomStringConvertible {
     /// What one tier answered.
     public struct Tier: Sendable, Hashable, CustomStringConvertible {
@@ -56,8 +57,9 @@ public struct CacheStatistics: Sendable, Hashable, CustomStringConvertible {
     public var fetches = 0
     /// Fetches that threw.
     public var fetchFailures = 0
-    /// Callers that waited for a fetch another caller had started, instead of
-    /// starting their own.
+    /// Callers that waited for a read another caller had started (its lookup of
+    /// the local and remote stores, then its fetch, for the same key and filters),
+    /// or for a fetch of the same key, instead of starting their own.
     public var coalescedWaits = 0
     /// Store reads that failed (a store that could not be read; the read went on
     /// to the next tier).

@@ -222,6 +222,12 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
         return state.withLock { $0.beginRead(key) }
     }
 
+    /// Whether `key` was changed (or every key, by a clear) at or after `ticket`,
+    /// a ticket of a read still in flight.
+    func hasChanged(_ key: Key, since ticket: UInt64) -> Bool {
+        state.withLock { $0.hasChanged(key, since: ticket) }
+    }
+
     /// Holds `ticket` for one more read (a fetch that outlives the caller that
     /// started it); give it back with ``endRead(_:)``.
     @usableFromInline

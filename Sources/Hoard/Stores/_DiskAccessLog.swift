@@ -1,0 +1,115 @@
+import Synchronization
+
+/// The access times a ``DiskStore``'s reads record, kept in memory until a flush
+/// writes them to the index.
+///
+/// Readers record here under a lock of its own, never the store's writer lock, so a
+/// read never writes and never waits for a write. The writer takes the pending times
+/// (in row id order) when it flushes them: in a transaction of their own on the
+/// store's flush queue, when ``DiskStore/Configuration/accessFlushCount`` of them wait
+/// or the oldest is ``DiskStore/Configuration/accessFlushInterval`` old, and before
+/// every trim or eviction, so least-recently-accessed order holds to the resolution
+/// within one process.
+final class _DiskAccessLog: Sendable {
+    /// What a recording asks of its caller, once the lock is released.
+    enum Flush: Equatable {
+        case none
+        /// Schedule a flush now (enough times wait, or the oldest is old enough).
+        case now
+        /// Schedule a flush after this many seconds (the first time to wait).
+        case after(Double)
+    }
+
+    private struct State {
+        /// Row id → access time, recorded by reads and not yet written.
+        var pending: [Int64: Double] = [:]
+        /// Row id → the access time last written for it, kept while younger than
+        /// the resolution (pruned when it grows): a read of an entry found here is
+        /// not recorded again.
+        var written: [Int64: Double] = [:]
+        /// The size of ``written`` at which it is next pruned.
+        var writtenPruneCount = 4_096
+        /// When the oldest pending access was recorded.
+        var pendingSince = Double.infinity
+        /// Whether a flush is queued to run at once.
+        var immediateQueued = false
+        /// Whether a flush is queued to run after the interval.
+        var timerQueued = false
+    }
+
+    private let state = Mutex(State())
+    let resolution: Double
+    let flushCount: Int
+    let flushInterval: Double
+
+    init(resolution: Double, flushCount: Int, flushInterval: Double) {
+        self.resolution = resolution
+        self.flushCount = flushCount
+        self.flushInterval = flushInterval
+    }
+
+    /// Records a read of row `id` at `now`, unless one was recorded for it within
+    /// the resolution. A read the resolution or more after a pending one replaces
+    /// it: the newest time is the one written.
+    ///
+    /// - Returns: Whether the caller is to queue a flush.
+    @inline(__always)
+    func record(id: Int64, now: Double) -> Flush {
+        state.withLock { state -> Flush in
+            if let pending = state.pending[id] {
+                if now - pending >= resolution { state.pending[id] = now }
+            } else {
+                if let written = state.written[id], now - written < resolution { return .none }
+                state.pending[id] = now
+                state.pendingSince = min(state.pendingSince, now)
+            }
+            if !state.immediateQueued,
+                state.pending.count >= flushCount || now - state.pendingSince >= flushInterval
+            {
+                state.immediateQueued = true
+                return .now
+            }
+            if !state.timerQueued {
+                state.timerQueued = true
+                return .after(flushInterval)
+            }
+            return .none
+        }
+    }
+
+    /// Notes that a queued flush started (so that later reads queue the next one).
+    func flushStarted(immediate: Bool) {
+        state.withLock { state in
+            if immediate { state.immediateQueued = false } else { state.timerQueued = false }
+        }
+    }
+
+    /// Whether no access waits to be written.
+    var isEmpty: Bool { state.withLock { $0.pending.isEmpty } }
+
+    /// Takes the pending access times, in row id order (neighbouring rows share
+    /// pages: about half the page writes of random order), and remembers them as
+    /// written while they are younger than the resolution. The caller writes them,
+    /// or reports why it could not: they only refine eviction order.
+    func take() -> [(id: Int64, time: Double)] {
+        state.withLock { state -> [(id: Int64, time: Double)] in
+            guard !state.pending.isEmpty else {
+                state.pendingSince = .infinity
+                return []
+            }
+            let taken = state.pending.sorted { $0.key < $1.key }.map { (id: $0.key, time: $0.value) }
+            if resolution > 0 {
+                if state.written.count + state.pending.count > state.writtenPruneCount {
+                    let newest = state.pending.values.max() ?? 0
+                    state.written = state.written.filter { newest - $0.value < resolution }
+                    // Pruned again only once it has doubled: O(1) amortised per access.
+                    state.writtenPruneCount = max(2 * state.written.count, 4_096)
+                }
+                state.written.merge(state.pending) { max($0, $1) }
+            }
+            state.pending.removeAll(keepingCapacity: true)
+            state.pendingSince = .infinity
+            return taken
+        }
+    }
+}
