@@ -78,11 +78,14 @@ extension DiskStoreSuites {
                     (try? store.entry(for: i == 0 ? "a" : "b", in: "ns"))??.data
                 }
                 // Then both are inside the gate before either leaves it (serialised
-                // reads would leave the second outside while the first waits)
-                let first = entered.wait(timeout: .now() + 60)
-                let second = entered.wait(timeout: .now() + 60)
-                #expect(first == .success)
-                #expect(second == .success, "the second read did not start while the first was in flight")
+                // reads would leave the second outside while the first waits, and
+                // the test would end at its time limit). Waited for on a thread of
+                // its own: a task blocked here would hold a thread of the
+                // cooperative pool, which the reads' tasks need to start.
+                try await DiskTest.onThread {
+                    entered.wait()
+                    entered.wait()
+                }
                 // And a write goes through while both hold their connections
                 try store.set(Data([3]), for: "c", in: "ns", storedAt: Date(), expiresAt: nil)
                 release.signal()
