@@ -79,8 +79,10 @@ extension DiskStoreSuites {
                 }
                 // Then both are inside the gate before either leaves it (serialised
                 // reads would leave the second outside while the first waits)
-                let first = entered.wait(timeout: .now() + 60)
-                let second = entered.wait(timeout: .now() + 60)
+                // (waited for on a thread of its own: the cooperative pool starts the reads)
+                let (first, second) = try await DiskTest.onThread {
+                    (entered.wait(timeout: .now() + 60), entered.wait(timeout: .now() + 60))
+                }
                 #expect(first == .success)
                 #expect(second == .success, "the second read did not start while the first was in flight")
                 // And a write goes through while both hold their connections
