@@ -15,7 +15,7 @@ import Synchronization
 /// try await persist.set(key: "session:42", value: session, expires: .seconds(3_600))
 /// ```
 ///
-/// Values are stored as JSON, as ``ValueCodec/json`` writes it: dates as ISO-8601
+/// Values are stored as JSON, as `ValueCodec.json` writes it: dates as ISO-8601
 /// strings, like the rest of Hoard's JSON. A value stored by an earlier version of
 /// this driver (dates as seconds since 2001, `JSONEncoder`'s default) still reads.
 /// What it guarantees, as the protocol asks:
@@ -111,7 +111,7 @@ public struct HoardPersistDriver: PersistDriver {
 
     /// Waits until the writes the cache queued so far (copies of values read from
     /// slower tiers into faster stores) have reached the stores, as
-    /// ``Cache/flush()`` does.
+    /// `Cache.flush()` does.
     public func flush() async {
         await cache.flush()
     }
