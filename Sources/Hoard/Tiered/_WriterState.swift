@@ -111,10 +111,11 @@ struct _WriterState<Key: CacheKey, Value: Sendable>: Sendable {
         if waitsForRoom, isOverBudget(adding: bytes) { return .waitsForRoom }
         let sequence = takeSequence()
         record(kind, at: sequence, queued: true)
-        return enqueue(
+        let startsApplying = enqueue(
             Operation(
                 sequence: sequence, kind: kind, completion: completion, completesLocally: completesLocally,
                 bytes: bytes))
+        return .queued(startsApplying: startsApplying)
     }
 
     /// Registers a writer that got ``WriteOutcome/waitsForRoom``: `wake` is
@@ -132,10 +133,9 @@ struct _WriterState<Key: CacheKey, Value: Sendable>: Sendable {
     ) -> PromoteOutcome {
         if hasChanged(key, since: ticket) { return .dropped }
         guard let stores, hasStores, !isOverBudget(adding: bytes) else { return .madeInMemory }
-        switch enqueue(Operation(sequence: takeSequence(), kind: stores, completion: nil, bytes: bytes)) {
-        case .queued(let starts): return .queued(startsApplying: starts)
-        case .dropped, .madeInMemory, .waitsForRoom: preconditionFailure("enqueue only queues")
-        }
+        let startsApplying = enqueue(
+            Operation(sequence: takeSequence(), kind: stores, completion: nil, bytes: bytes))
+        return .queued(startsApplying: startsApplying)
     }
 
     // MARK: Reads
@@ -246,12 +246,14 @@ struct _WriterState<Key: CacheKey, Value: Sendable>: Sendable {
         return queuedBytes > 0 && queuedBytes + bytes > queueByteLimit
     }
 
-    private mutating func enqueue(_ operation: Operation) -> WriteOutcome {
+    /// Appends `operation` to the queue; whether the caller must start the applier
+    /// (none is running).
+    private mutating func enqueue(_ operation: Operation) -> Bool {
         queuedBytes += operation.bytes
         queue.append(operation)
-        if isApplying { return .queued(startsApplying: false) }
+        if isApplying { return false }
         isApplying = true
-        return .queued(startsApplying: true)
+        return true
     }
 
     /// Whether the key `kind` writes changed at or after `ticket`.
