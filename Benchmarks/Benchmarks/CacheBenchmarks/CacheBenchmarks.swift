@@ -78,6 +78,9 @@ func configuration(scaling: BenchmarkScalingFactor, seconds: Int = 2, extra: [Be
 // MARK: Memory hit
 
 let memoryKeyCount = 100_000
+// The memory-hit caches hold twice as many entries as there are keys: a 16-shard
+// cache (the default at this size) starts evicting in its fullest shard before it
+// holds `countLimit` keys, and every read here must hit.
 let memoryRequests = uniformKeys(count: 1 << 20, upperBound: memoryKeyCount)
 
 final class MemoryHitFixture {
@@ -101,7 +104,26 @@ func registerMemoryHit() {
         },
         setup: {
             var settings = Cache<Int, Int>.Configuration(name: "bench-memory")
-            settings.memory = .init(countLimit: memoryKeyCount, lowWaterMark: 1.0)
+            settings.memory = .init(countLimit: 2 * memoryKeyCount, lowWaterMark: 1.0)
+            settings.localStores = .none
+            let cache = try Cache<Int, Int>(configuration: settings)
+            for key in 0..<memoryKeyCount { cache[key] = key }
+            precondition(cache.memoryCount == memoryKeyCount, "not every key is held")
+            return (cache, MemoryHitFixture())
+        }
+    )
+    Benchmark(
+        "memory hit: Cache async value(for:)",
+        configuration: configuration(scaling: .kilo),
+        closure: { (_, state: (Cache<Int, Int>, MemoryHitFixture)) in
+            let (cache, fixture) = state
+            var sum = 0
+            for key in fixture.nextBatch() { sum &+= ((try? await cache.value(for: key)) ?? nil) ?? -1 }
+            blackHole(sum)
+        },
+        setup: {
+            var settings = Cache<Int, Int>.Configuration(name: "bench-memory-async")
+            settings.memory = .init(countLimit: 2 * memoryKeyCount, lowWaterMark: 1.0)
             settings.localStores = .none
             let cache = try Cache<Int, Int>(configuration: settings)
             for key in 0..<memoryKeyCount { cache[key] = key }
@@ -119,7 +141,7 @@ func registerMemoryHit() {
             blackHole(sum)
         },
         setup: {
-            let cache = try MemoryCache<Int, Int>(configuration: .init(countLimit: memoryKeyCount, lowWaterMark: 1.0))
+            let cache = try MemoryCache<Int, Int>(configuration: .init(countLimit: 2 * memoryKeyCount, lowWaterMark: 1.0))
             for key in 0..<memoryKeyCount { _ = cache.set(key, for: key) }
             precondition(cache.count == memoryKeyCount, "not every key is held")
             return (cache, MemoryHitFixture())

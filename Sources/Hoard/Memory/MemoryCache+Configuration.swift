@@ -44,17 +44,15 @@ extension MemoryCache {
         /// (close to, but not exactly, the global order). A value whose cost exceeds
         /// `costLimit / shards` is not stored. Keys never spread exactly evenly, so a
         /// sharded cache starts evicting in its fullest shard, down to that shard's
-        /// low-water mark, before it holds `countLimit` entries in all: given
-        /// 100,000 distinct keys, the default 100,000-entry cache (16 shards, low-water
-        /// mark 0.75) kept about 87,500 in the package's benchmark. Over time each
-        /// shard cycles between its low-water mark and its limit, as one shard does.
+        /// low-water mark, before it holds `countLimit` entries in all (a 16-shard
+        /// cache given exactly `countLimit` distinct keys holds noticeably fewer).
+        /// Over time each shard cycles between its low-water mark and its limit, as
+        /// one shard does.
         ///
-        /// Give a cache that several threads read at once 16 or more shards: in the
-        /// package's benchmark (two threads, Zipf-distributed hits on 100,000 keys)
-        /// one shard served half to two thirds of the aggregate throughput of a
-        /// dictionary behind one lock, and 8 to 64 shards about one and a third to
-        /// one and a half times it. On one thread the shard count made no consistent
-        /// difference.
+        /// Give a cache that several threads read at once 16 or more shards: one
+        /// shard is one lock that every reader takes in turn, while readers of
+        /// different shards never wait for each other. On one thread the shard count
+        /// makes no consistent difference. `Benchmarks/README.md` has the figures.
         public var shards: Int {
             get { chosenShards ?? Self.defaultShards(countLimit: countLimit, costLimit: costLimit) }
             set { chosenShards = newValue }

@@ -5,7 +5,10 @@ import Synchronization
 /// or W-TinyLFU eviction, and per-entry lifetimes.
 ///
 /// Every method can be called from any thread or task without `await`: state lives
-/// behind a lock (one per shard), held only for O(1) work and never across user code.
+/// behind a lock (one per shard), held for O(1) work plus O(1) per entry evicted.
+/// The cost closure and the key's hashing run before the lock is taken; the key's
+/// `==` runs under it, and so may the `deinit` of a value replaced, removed or
+/// evicted. Neither may call back into the same cache.
 /// A value just written is readable until it is evicted, expires or is removed.
 ///
 /// ```swift

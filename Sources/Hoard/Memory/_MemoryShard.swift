@@ -4,7 +4,9 @@ import Foundation
 /// table, the eviction policy's lists over those nodes, and the shard's counters.
 ///
 /// Every method runs with the shard's lock held (the shard lives in a `Mutex`), so
-/// none of them calls user code. Changes are published to observers from inside
+/// none of them calls the cost closure or hashes a key (callers do both first);
+/// only a key's `==` and the `deinit` of a released value, user code that must not
+/// call back into the cache, run here. Changes are published to observers from inside
 /// the lock, which keeps per-key updates in order; publishing only enqueues into
 /// `AsyncStream` buffers.
 ///

@@ -92,6 +92,8 @@ public final class InMemoryRemoteStore: RemoteCacheStore {
     /// answered.
     public var writeCount: Int { calls.withLock { $0.writes } }
 
+    /// The entry the server holds for `key`, or `nil` when it holds none or the
+    /// entry has expired by the server's clock. Throws ``failsWith`` when it is set.
     public func entry(for key: String, in namespace: String) async throws -> StoredEntry? {
         try answerRead()
         let now = server.clock.now()
@@ -102,6 +104,8 @@ public final class InMemoryRemoteStore: RemoteCacheStore {
         }
     }
 
+    /// The unexpired entries the server holds among `keys`, in one call (counted as
+    /// one read). Throws ``failsWith`` when it is set.
     public func entries(for keys: [String], in namespace: String) async throws -> [String: StoredEntry] {
         try answerRead()
         let now = server.clock.now()
@@ -116,6 +120,10 @@ public final class InMemoryRemoteStore: RemoteCacheStore {
         }
     }
 
+    /// Stores `data` for `key` on the server (an entry already expired by the
+    /// server's clock removes the key instead) and tells the server's other
+    /// instances that `key` changed. Throws ``failsWith`` when it is set, changing
+    /// nothing.
     public func set(_ data: Data, for key: String, in namespace: String, storedAt: Date, expiresAt: Date?) async throws
     {
         let now = server.clock.now()
@@ -128,10 +136,15 @@ public final class InMemoryRemoteStore: RemoteCacheStore {
         }
     }
 
+    /// Removes `key` from the server and tells its other instances. Throws
+    /// ``failsWith`` when it is set, changing nothing.
     public func removeValue(for key: String, in namespace: String) async throws {
         try mutate(namespace: namespace, invalidation: .key(key)) { $0[key] = nil }
     }
 
+    /// Removes every entry of `namespace` from the server and tells its other
+    /// instances that everything changed. Throws ``failsWith`` when it is set,
+    /// changing nothing.
     public func removeAll(in namespace: String) async throws {
         try mutate(namespace: namespace, invalidation: .all) { $0 = [:] }
     }

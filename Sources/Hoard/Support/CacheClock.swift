@@ -19,6 +19,7 @@ public struct SystemClock: CacheClock {
     /// Creates the system clock.
     public init() {}
 
+    /// The current date, `Date()`.
     @inlinable
     public func now() -> Date { Date() }
 }
@@ -44,6 +45,8 @@ public final class ManualClock: CacheClock {
         bits = Atomic(start.timeIntervalSinceReferenceDate.bitPattern)
     }
 
+    /// The date the clock stands at: the start, moved by every ``advance(by:)``
+    /// and ``set(to:)`` so far.
     public func now() -> Date {
         Date(timeIntervalSinceReferenceDate: Double(bitPattern: bits.load(ordering: .relaxed)))
     }

@@ -5,13 +5,11 @@ import Foundation
 /// only.
 ///
 /// On Linux it reads `CLOCK_REALTIME_COARSE`, the time the kernel stored at its
-/// last timer tick (every 1 to 10 ms as the kernel is built; 4 ms on the Linux VM
-/// the benchmarks ran on, as `clock_getres` reports). That read takes no
-/// timestamp from the processor, so it neither waits for the instructions before
-/// it nor holds up those after. On that 2-core VM, a `MemoryCache` overwrite took
-/// a median 68 ns on this clock against 110 to 115 ns on ``SystemClock``
-/// (`MemoryCacheBenchmarks`, see `Benchmarks/README.md`). On Apple platforms it is
-/// ``SystemClock``.
+/// last timer tick (every 1 to 10 ms as the kernel is built; `clock_getres` says
+/// which). That read takes no timestamp from the processor, so it neither waits
+/// for the instructions before it nor holds up those after: a write that reads
+/// the time is cheaper than on ``SystemClock`` (`Benchmarks/README.md` has the
+/// `MemoryCacheBenchmarks` figures). On Apple platforms it is ``SystemClock``.
 ///
 /// What the coarser time changes, compared with ``SystemClock``:
 /// - A stored date is never later than the precise time of the write, and may be

@@ -21,7 +21,7 @@ extension Cache {
     /// - Throws: The fetch closure's error (every waiter receives the same one; nothing
     ///   is stored and the next call fetches again), or `CancellationError` when the
     ///   calling task is cancelled while waiting. Store failures are reported, not thrown.
-    @inlinable
+    @inlinable  // CacheBenchmarks "memory hit: Cache async value(for:)"
     public func value(for key: Key, maxAge: TimeInterval? = nil, newerThan: Date? = nil) async throws -> Value? {
         try await value(for: key, maxAge: maxAge, newerThan: newerThan, fetch: fetch)
     }
@@ -31,7 +31,7 @@ extension Cache {
     /// Like ``value(for:maxAge:newerThan:)`` with a per-call fetch closure (`nil`
     /// for none). If a fetch for `key` is already running, this call waits for that
     /// one instead.
-    @inlinable
+    @inlinable  // CacheBenchmarks "memory hit: Cache async value(for:)"
     public func value(
         for key: Key, maxAge: TimeInterval? = nil, newerThan: Date? = nil,
         fetch: Fetch?
@@ -71,7 +71,7 @@ extension Cache {
     // MARK: Below memory
 
     /// The asynchronous read below memory (or from memory, with `checksMemory`).
-    @inlinable
+    @usableFromInline
     func entry(
         for key: Key, maxAge: TimeInterval?, newerThan: Date?, fetch: Fetch?, checksMemory: Bool
     ) async throws -> CacheEntry<Value>? {
@@ -85,7 +85,6 @@ extension Cache {
     /// filters (``_SharedReads``): the first leads the walk, the others wait for
     /// its result (counted as ``CacheStatistics/coalescedWaits``). A reader whose
     /// leader was cancelled walks again itself.
-    @usableFromInline
     func sharedEntryBelowMemory(
         for key: Key, maxAge: TimeInterval?, newerThan: Date?, fetch: Fetch?
     ) async throws -> CacheEntry<Value>? {
@@ -124,7 +123,6 @@ extension Cache {
     /// caller's thread when they can answer without waiting
     /// (``lookUpLocallyWithoutWaiting(_:maxAge:newerThan:ticket:)``), else on
     /// Hoard's executor.
-    @inlinable
     func walkBelowMemory(
         for key: Key, maxAge: TimeInterval?, newerThan: Date?, fetch: Fetch?, ticket: UInt64,
         pending: _CacheWriter<Key, Value>.Pending?
@@ -165,7 +163,6 @@ extension Cache {
 
     /// The entry a hit or a negative hit answers with, starting a background
     /// refresh for a stale one.
-    @inlinable
     func answer(_ found: _LocalLookup<Value>, key: Key, fetch: Fetch?) -> CacheEntry<Value>? {
         guard case .hit(let entry, let stale) = found else { return nil }
         if stale { serveStale(key, fetch: fetch) }
@@ -178,7 +175,6 @@ extension Cache {
     /// every local store unless the key changed since `ticket`.
     ///
     /// - Returns: The hit (stale or not, for ``answer(_:key:fetch:)``), or `nil`.
-    @usableFromInline
     func lookUpRemotely(
         _ key: Key, maxAge: TimeInterval?, newerThan: Date?, ticket: UInt64
     ) async -> _LocalLookup<Value>? {
@@ -211,7 +207,6 @@ extension Cache {
     /// Runs `fetch` once for every concurrent caller missing `key`, and stores what
     /// it returns in every tier (unless the key changed since `ticket`, the ticket
     /// of the caller that started the fetch) before any caller resumes.
-    @usableFromInline
     func fetchAndStore(_ key: Key, using fetch: @escaping Fetch, ticket: UInt64) async throws -> CacheEntry<Value>? {
         let writer = self.writer
         return try await flights.run(
@@ -264,7 +259,6 @@ extension Cache {
     /// The refresh is a flight of its own, started and registered in one step, so
     /// that of stale reads that race, one refreshes; foreground reads that miss
     /// meanwhile join it.
-    @usableFromInline
     func serveStale(_ key: Key, fetch: Fetch? = nil) {
         counters.staleHits.add(1, ordering: .relaxed)
         guard let fetch = fetch ?? self.fetch else { return }

@@ -4,7 +4,6 @@ import Synchronization
 
 /// What a tier knows about a key: memory, queued writes and the local stores
 /// (which answer synchronously), or a remote store (a hit only).
-@usableFromInline
 enum _LocalLookup<Value: Sendable>: Sendable {
     /// A value, with its stored date and logical expiry; `stale` when it is past its
     /// lifetime but within the stale-while-revalidate grace period.
@@ -34,7 +33,7 @@ extension Cache {
     ///   - maxAge: The oldest, in seconds since it was stored, an entry may be.
     ///   - newerThan: A date the entry must have been stored after.
     /// - Complexity: O(1) for a memory hit.
-    @inlinable @inline(__always)
+    @inlinable @inline(__always)  // CacheBenchmarks "memory hit: Cache"
     public func cachedValue(for key: Key, maxAge: TimeInterval? = nil, newerThan: Date? = nil) -> Value? {
         if grace == 0, let slot = memory.value(for: key, maxAge: maxAge, newerThan: newerThan) {
             if case .value(let value) = slot { return value }
@@ -60,7 +59,7 @@ extension Cache {
     /// once and the stores behind (or, in write-through mode, every store before
     /// it returns), with the default lifetime. Assigning `nil` removes the entry
     /// from every tier.
-    @inlinable
+    @inlinable  // CacheBenchmarks "memory hit: Cache", "memory set: Cache (no stores)"
     public subscript(key: Key) -> Value? {
         get { cachedValue(for: key) }
         set { assign(newValue, for: key, expires: nil) }
@@ -89,7 +88,7 @@ extension Cache {
 
     /// A synchronous read once memory has missed (or, with `checksMemory`, from the
     /// start): the local lookup under a ticket of its own, counting the miss.
-    @inlinable
+    @usableFromInline
     func cachedEntryBelowMemory(
         for key: Key, maxAge: TimeInterval?, newerThan: Date?, checksMemory: Bool
     ) -> CacheEntry<Value>? {
@@ -107,7 +106,6 @@ extension Cache {
 
     /// ``lookUpLocally(_:maxAge:newerThan:checksMemory:ticket:)`` under a ticket of
     /// its own.
-    @inlinable
     func lookUpLocally(_ key: Key, maxAge: TimeInterval?, newerThan: Date?, checksMemory: Bool) -> _LocalLookup<Value> {
         if checksMemory, let found = lookUpMemory(key, maxAge: maxAge, newerThan: newerThan) { return found }
         guard writer.hasStores else { return .miss(masked: false) }
@@ -117,7 +115,6 @@ extension Cache {
     }
 
     /// The memory tier's answer, or `nil` when it holds nothing for `key`.
-    @inlinable
     func lookUpMemory(_ key: Key, maxAge: TimeInterval?, newerThan: Date?) -> _LocalLookup<Value>? {
         guard let entry = memory.entry(for: key, maxAge: maxAge, newerThan: newerThan) else { return nil }
         guard case .value(let value) = entry.value else {
@@ -134,7 +131,6 @@ extension Cache {
     /// caller knows whether slower tiers follow). Blocks for as long as the stores
     /// take (unless `pending` hides them): `async` callers run it on Hoard's
     /// executor.
-    @inlinable
     func lookUpLocally(
         _ key: Key, maxAge: TimeInterval?, newerThan: Date?, pending: _CacheWriter<Key, Value>.Pending?, ticket: UInt64
     ) -> _LocalLookup<Value> {
@@ -196,7 +192,6 @@ extension Cache {
     /// No user code runs here, as it may block: a cache with a timings callback
     /// always takes the executor, and so do bytes that do not decode (the
     /// executor's lookup reports them).
-    @inlinable
     func lookUpLocallyWithoutWaiting(_ key: Key, maxAge: TimeInterval?, newerThan: Date?, ticket: UInt64)
         -> _LocalLookup<Value>?
     {
@@ -218,7 +213,6 @@ extension Cache {
     }
 
     /// A hit on `value` that `source` answered.
-    @inlinable
     func hit(
         _ value: Value, storedAt: Date, expiresAt: Date?, now: Date, source: CacheEntrySource
     ) -> _LocalLookup<Value> {
@@ -228,7 +222,6 @@ extension Cache {
             stale: isStale(expiresAt: expiresAt, now: now))
     }
 
-    @inlinable
     static func passes(storedAt: Date, maxAge: TimeInterval?, newerThan: Date?, now: Date) -> Bool {
         if let maxAge, now.timeIntervalSince(storedAt) > maxAge { return false }
         if let newerThan, !(storedAt > newerThan) { return false }
@@ -237,7 +230,6 @@ extension Cache {
 
     /// Counts (and logs at `debug`) a promotion or fetched value that was not
     /// written because the key changed after the read began.
-    @usableFromInline
     func noteDroppedPromotion(_ key: Key) {
         counters.droppedPromotions.add(1, ordering: .relaxed)
         configuration.logger?.debug(
@@ -252,7 +244,6 @@ extension Cache {
     /// stays: its bytes are intact (the store checks that), they are just not a
     /// `Value` this codec reads (another type's, or an older format), and a write
     /// or a fetch replaces them.
-    @inlinable
     func decode(_ stored: StoredEntry, key: Key, tier: CacheTier) -> Value? {
         guard let codec else { return nil }
         do {
@@ -267,7 +258,6 @@ extension Cache {
     /// that come before `index` (every local store for a remote hit), through the
     /// writer: dropped when the key changed since `ticket`. The local copies expire
     /// no later than ``Configuration/localExpiry`` allows from now.
-    @inlinable
     func promote(
         _ value: Value, _ stored: StoredEntry, for key: Key, from tier: CacheTier, ticket: UInt64,
         intoLocalStoresBefore index: Int

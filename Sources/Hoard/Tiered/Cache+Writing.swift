@@ -98,7 +98,7 @@ extension Cache {
     /// code specialised in the caller's module: the common case costs about what
     /// `MemoryCache.set` costs. Inlinable for that (the memory-only `cache[k] = v`
     /// row of `CacheBenchmarks`); everything past it is not.
-    @inlinable
+    @inlinable  // CacheBenchmarks "memory set: Cache (no stores)"
     func assign(_ value: Value?, for key: Key, expires: Expiry?) {
         if !writer.hasStores, let value, writer.isQuiet {
             let now = clock.now()

@@ -43,21 +43,21 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
     public let configuration: Configuration
     @usableFromInline let memory: MemoryCache<Key, _CacheSlot<Value>>
 
-    @usableFromInline let localStores: [any CacheStore]
-    @usableFromInline let remoteStores: [any RemoteCacheStore]
-    @usableFromInline let codec: ValueCodec<Value>?
+    let localStores: [any CacheStore]
+    let remoteStores: [any RemoteCacheStore]
+    let codec: ValueCodec<Value>?
     @usableFromInline let fetch: Fetch?
     @usableFromInline let clock: any CacheClock
     @usableFromInline let writer: _CacheWriter<Key, Value>
     /// Where `async` reads run their local-store lookups.
-    @usableFromInline let executor = _BlockingExecutor.shared
+    let executor = _BlockingExecutor.shared
     let flights = _SingleFlight<Key, CacheEntry<Value>?>()
     /// The reads below memory in progress, shared by concurrent readers of a key.
     let sharedReads = _SharedReads<Key, CacheEntry<Value>?>()
     /// The local stores, when every one can look up without waiting (so that an
     /// `async` read may run its local lookup on the caller's thread); else `nil`.
-    @usableFromInline let nonWaitingLocalStores: [any _NonWaitingLookup]?
-    @usableFromInline let counters = _CacheCounters()
+    let nonWaitingLocalStores: [any _NonWaitingLookup]?
+    let counters = _CacheCounters()
     @usableFromInline let observers = _Observers<Key, Value, CacheEvent<Key>>()
     let invalidationTasks: Mutex<[Task<Void, Never>]>
     /// The keys noted by ``remember(_:)``, by their strings, pruned to those memory
@@ -69,7 +69,7 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
 
     /// The namespace of this cache's entries in every store: its name, in NFC (as
     /// its keys are: see ``CacheKey``).
-    @usableFromInline let namespace: String
+    let namespace: String
 
     /// Creates a cache.
     ///
@@ -181,7 +181,6 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
     /// Counts a failure met on a read or a fetch, and hands it to the logger, the
     /// event streams and `onError`, on the calling thread (the writer's failures
     /// take ``_CacheWriter/report``). Every failure takes one of the two, once.
-    @usableFromInline
     func report(_ failure: CacheFailure) {
         counters.count(failure)
         configuration.logger?.log(failure, cache: configuration.name)
@@ -190,13 +189,11 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
     }
 
     /// Publishes an event that changes no key's value.
-    @usableFromInline
     func publish(_ event: CacheEvent<Key>) {
         observers.ifActive?.publish(event)
     }
 
     /// Publishes an event and the key's new value to its update streams.
-    @usableFromInline
     func publish(_ event: CacheEvent<Key>, key: Key, value: Value?) {
         observers.ifActive?.publish(event, key: key, value: value)
     }
@@ -207,7 +204,6 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
     /// the keys memory does not hold when it emptied the local stores only. Memory
     /// emptied over local stores that still hold the values is not a change (as
     /// for an eviction).
-    @usableFromInline
     func publishClear(_ event: CacheEvent<Key>, memory clearsMemory: Bool, localStores clearsLocalStores: Bool) {
         guard let observers = observers.ifActive else { return }
         if clearsMemory && (clearsLocalStores || localStores.isEmpty) {
@@ -222,7 +218,6 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
 
     // MARK: Lifetimes
 
-    @inlinable
     func dates(for expiry: Expiry?) -> _WriteDates {
         let now = clock.now()
         let own = jittered(expiry ?? configuration.defaultExpiry).date(storedAt: now)
@@ -243,7 +238,6 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
     /// (``Configuration/localExpiry`` or ``Configuration/remoteExpiry``) allows for
     /// a copy made at `now`: a value copied into a tier of stores (a promotion, an
     /// entry written as it is) lives there no longer than a value written there.
-    @inlinable
     func capped(_ expiresAt: Date?, by tier: Expiry?, now: Date) -> Date? {
         guard let tier, let cap = jittered(tier).date(storedAt: now)?.addingTimeInterval(grace) else {
             return expiresAt
@@ -254,7 +248,7 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
 
     /// The memory tier's expiry of a value written at `now` with `expiry` (`nil`:
     /// the default), jittered, with the stale-while-revalidate grace.
-    @inlinable
+    @inlinable  // CacheBenchmarks "memory set: Cache (no stores)"
     func memoryExpiry(_ expiry: Expiry?, storedAt now: Date) -> Date? {
         var own = expiry ?? configuration.defaultExpiry
         if configuration.expiryJitter > 0 { own = jittered(own) }
@@ -270,7 +264,6 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
 
     /// Whether an entry whose stored expiry (grace included) is `expiresAt` is past
     /// its own lifetime, and so is served only as a stale value.
-    @inlinable
     func isStale(expiresAt: Date?, now: Date) -> Bool {
         guard grace > 0, let expiresAt else { return false }
         return now >= expiresAt.addingTimeInterval(-grace)
@@ -280,7 +273,6 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
     /// invalidation of that string finds the key in memory (``key(forCacheKeyString:)``).
     /// Nothing to note without remote stores, or when the key type rebuilds the key
     /// from its string (`String`, the integers, `UUID`).
-    @usableFromInline
     func remember(_ key: Key) {
         guard !remoteStores.isEmpty else { return }
         let string = key.cacheKeyString
@@ -313,14 +305,12 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
 /// The dates a ``Cache`` write stores: the entry's own expiry (jittered) plus the
 /// grace period, and the store-specific expiries. (Not nested in the generic
 /// `Cache`, so that using it costs no generic metadata lookup.)
-@usableFromInline
 struct _WriteDates: Sendable {
-    @usableFromInline var storedAt: Date
-    @usableFromInline var memoryExpiry: Date?
-    @usableFromInline var localExpiry: Date?
-    @usableFromInline var remoteExpiry: Date?
+    var storedAt: Date
+    var memoryExpiry: Date?
+    var localExpiry: Date?
+    var remoteExpiry: Date?
 
-    @inlinable
     init(storedAt: Date, memoryExpiry: Date?, localExpiry: Date?, remoteExpiry: Date?) {
         self.storedAt = storedAt
         self.memoryExpiry = memoryExpiry

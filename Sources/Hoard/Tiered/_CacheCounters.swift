@@ -6,25 +6,24 @@ import Synchronization
 /// under its lock, which keeps an atomic increment off the hottest path; the
 /// snapshot corrects them for negative hits (memory holds a "not found") and for
 /// reads answered by a queued write.
-@usableFromInline
 final class _CacheCounters: Sendable {
-    @usableFromInline let pendingHits = Atomic<Int>(0)
-    @usableFromInline let negativeHits = Atomic<Int>(0)
-    @usableFromInline let localHits = Atomic<Int>(0)
-    @usableFromInline let localMisses = Atomic<Int>(0)
-    @usableFromInline let remoteHits = Atomic<Int>(0)
-    @usableFromInline let remoteMisses = Atomic<Int>(0)
-    @usableFromInline let memoryPromotions = Atomic<Int>(0)
-    @usableFromInline let localPromotions = Atomic<Int>(0)
-    @usableFromInline let droppedPromotions = Atomic<Int>(0)
-    @usableFromInline let misses = Atomic<Int>(0)
-    @usableFromInline let staleHits = Atomic<Int>(0)
-    @usableFromInline let fetches = Atomic<Int>(0)
-    @usableFromInline let fetchFailures = Atomic<Int>(0)
-    @usableFromInline let coalescedWaits = Atomic<Int>(0)
-    @usableFromInline let readFailures = Atomic<Int>(0)
-    @usableFromInline let writeFailures = Atomic<Int>(0)
-    @usableFromInline let decodeFailures = Atomic<Int>(0)
+    let pendingHits = Atomic<Int>(0)
+    let negativeHits = Atomic<Int>(0)
+    let localHits = Atomic<Int>(0)
+    let localMisses = Atomic<Int>(0)
+    let remoteHits = Atomic<Int>(0)
+    let remoteMisses = Atomic<Int>(0)
+    let memoryPromotions = Atomic<Int>(0)
+    let localPromotions = Atomic<Int>(0)
+    let droppedPromotions = Atomic<Int>(0)
+    let misses = Atomic<Int>(0)
+    let staleHits = Atomic<Int>(0)
+    let fetches = Atomic<Int>(0)
+    let fetchFailures = Atomic<Int>(0)
+    let coalescedWaits = Atomic<Int>(0)
+    let readFailures = Atomic<Int>(0)
+    let writeFailures = Atomic<Int>(0)
+    let decodeFailures = Atomic<Int>(0)
 
     func snapshot(memoryTier: MemoryCacheStatistics) -> CacheStatistics {
         let pending = pendingHits.load(ordering: .relaxed)

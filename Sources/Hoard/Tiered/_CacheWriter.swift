@@ -29,8 +29,8 @@ import Synchronization
 ///   waits for the writer.
 @usableFromInline
 final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
-    @usableFromInline typealias Operation = _WriteOperation<Key, Value>
-    @usableFromInline typealias Pending = _PendingRead<Value>
+    typealias Operation = _WriteOperation<Key, Value>
+    typealias Pending = _PendingRead<Value>
 
     /// Every decision of the writer: the order, what reads see, the queue and its
     /// waiters. The writer calls its transitions under this lock and performs their
@@ -144,7 +144,6 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
     ///     their pace instead of growing the queue). Other writes are bounded by
     ///     their callers, which wait for them.
     /// - Returns: Whether the write was made.
-    @usableFromInline
     @discardableResult
     func write(
         _ kind: Operation.Kind,
@@ -185,7 +184,6 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
     /// Like ``write(_:ifUnchangedSince:waitsForRoom:memory:completesLocally:completion:)``,
     /// and returns once every store has applied the write, with the first error a
     /// store threw.
-    @usableFromInline
     func apply(_ kind: Operation.Kind, memory: () -> Void) async throws {
         let result = await withUnsafeContinuation { (continuation: UnsafeContinuation<(any Error)?, Never>) in
             write(kind, memory: memory) { continuation.resume(returning: $0) }
@@ -198,7 +196,6 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
     /// (the subscript setter in write-through mode; the remote stores follow in the
     /// background). The writer never needs the calling thread or the cooperative
     /// pool to get there.
-    @usableFromInline
     func applyBlocking(_ kind: Operation.Kind, memory: () -> Void) throws {
         let done = DispatchSemaphore(value: 0)
         let result = Mutex<(any Error)?>(nil)
@@ -216,7 +213,6 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
     /// (`nil` when nothing queued concerns it; `.removed` from the tiers a queued
     /// clear empties, for keys with no newer write). Every ticket must be given
     /// back with ``endRead(_:)``.
-    @usableFromInline
     func beginRead(_ key: Key) -> (ticket: UInt64, pending: Pending?) {
         readsInFlight.add(1, ordering: .sequentiallyConsistent)
         return state.withLock { $0.beginRead(key) }
@@ -230,14 +226,12 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
 
     /// Holds `ticket` for one more read (a fetch that outlives the caller that
     /// started it); give it back with ``endRead(_:)``.
-    @usableFromInline
     func retainRead(_ ticket: UInt64) {
         readsInFlight.add(1, ordering: .sequentiallyConsistent)
         state.withLock { $0.retainRead(ticket) }
     }
 
     /// Ends a read started with ``beginRead(_:)``.
-    @usableFromInline
     func endRead(_ ticket: UInt64) {
         state.withLock { $0.endRead(ticket) }
         readsInFlight.subtract(1, ordering: .sequentiallyConsistent)
@@ -248,7 +242,6 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
     ///
     /// - Returns: Whether the promotion was made; `false` when it was dropped
     ///   because a newer write, removal, clear or invalidation came first.
-    @usableFromInline
     func promote(_ key: Key, ticket: UInt64, memory: () -> Void, stores: Operation.Kind?) -> Bool {
         let bytes = stores.flatMap(queuedSize(of:)) ?? 0
         let outcome = state.withLock { state in

@@ -16,18 +16,16 @@
 /// after the whole share failed is safe because a store's `write` either applied
 /// nothing (a local store's transaction) or applied a prefix of idempotent changes
 /// (a remote store's rounds), which the same changes in the same order restore.
-@usableFromInline
 struct _StoreBatch {
     /// How many changes the share holds.
-    @usableFromInline let count: Int
+    let count: Int
     /// The changes to try next, by position in the share; `nil` once every change
     /// was applied or has failed.
-    @usableFromInline private(set) var next: Range<Int>?
+    private(set) var next: Range<Int>?
     /// Each change that failed, by position in the share, with its error, in order.
-    @usableFromInline private(set) var failures: [(position: Int, error: any Error)] = []
+    private(set) var failures: [(position: Int, error: any Error)] = []
 
     /// Plans a share of `count` changes.
-    @inlinable
     init(count: Int) {
         self.count = count
         next = count == 0 ? nil : 0..<count
@@ -35,7 +33,6 @@ struct _StoreBatch {
 
     /// Records the outcome of trying `range` (the last ``next``): `error` is `nil`
     /// when the store applied it.
-    @inlinable
     mutating func finish(_ range: Range<Int>, error: (any Error)?) {
         guard let error else {
             next = range.count == 1 && range.upperBound < count ? range.upperBound..<range.upperBound + 1 : nil
@@ -56,7 +53,6 @@ struct _StoreBatch {
 
     /// Whether `error` concerns the change that was tried rather than the store, so
     /// that the next change may still succeed.
-    @inlinable
     static func isChangeSpecific(_ error: any Error) -> Bool {
         guard let error = error as? HoardError else { return false }
         switch error.code {

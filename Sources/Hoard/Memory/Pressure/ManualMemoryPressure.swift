@@ -24,6 +24,8 @@ public final class ManualMemoryPressure: MemoryPressureSource {
     /// How many handlers are registered now.
     public var observerCount: Int { state.withLock { $0.handlers.count } }
 
+    /// Registers `handler`, called on the thread of every later ``signal(_:)``
+    /// until the returned observation ends.
     public func observe(_ handler: @escaping @Sendable (MemoryPressureLevel) -> Void) -> MemoryPressureObservation {
         let id = state.withLock { state in
             defer { state.nextID += 1 }

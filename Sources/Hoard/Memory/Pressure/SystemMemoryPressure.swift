@@ -15,6 +15,10 @@ public struct SystemMemoryPressure: MemoryPressureSource {
     /// Creates a handle on the process's one watcher.
     public init() {}
 
+    /// Registers `handler` with the process's one watcher, which starts with the
+    /// first observation and stops when the last one ends; the handler is called
+    /// by the watcher (a thread of its own on Linux, a dispatch queue on Apple
+    /// platforms).
     public func observe(_ handler: @escaping @Sendable (MemoryPressureLevel) -> Void) -> MemoryPressureObservation {
         let monitor = _MemoryPressureMonitor.shared
         let id = monitor.add(handler)
