@@ -16,13 +16,15 @@ import Synchronization
 /// ```
 ///
 /// Values are stored as JSON, as `ValueCodec.json` writes it: dates as ISO-8601
-/// strings, like the rest of Hoard's JSON. A value stored by an earlier version of
-/// this driver (dates as seconds since 2001, `JSONEncoder`'s default) still reads.
+/// strings, like the rest of Hoard's JSON. A value whose dates are `JSONEncoder`'s
+/// default (seconds since 2001) reads too.
 /// What it guarantees, as the protocol asks:
 /// - ``create(key:value:expires:)`` throws `PersistError.duplicate` when the key holds a
 ///   live value. Two creates of one key through one driver never both succeed;
 ///   through two drivers (or processes) sharing a remote store, they may.
-/// - ``set(key:value:expires:)`` without `expires` keeps the lifetime the key had.
+/// - ``set(key:value:expires:)`` without `expires` keeps the lifetime the key had;
+///   for a new key, and for ``create(key:value:expires:)`` without `expires`, the
+///   value never expires (the cache's `defaultExpiry` is not applied).
 /// - ``get(key:as:)`` returns `nil` for a value that does not decode as the type
 ///   asked for, and leaves it stored.
 /// - ``getWithTTL(key:as:)`` returns the time left before the value expires, in

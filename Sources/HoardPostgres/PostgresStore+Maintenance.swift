@@ -18,8 +18,8 @@ extension PostgresStore {
     }
 
     /// Deletes the oldest rows (by `stored_at`, across namespaces) until at most
-    /// `rows` rows and `bytes` value bytes remain, as Rails' Solid Cache trims: one
-    /// `DELETE` ranking the rows newest first. A row written again while it runs is
+    /// `rows` rows and `bytes` value bytes remain: one `DELETE` ranking the rows
+    /// newest first. A row written again while it runs is
     /// kept.
     ///
     /// - Parameters:

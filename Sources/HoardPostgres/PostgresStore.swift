@@ -108,6 +108,13 @@ public final class PostgresStore: RemoteCacheStore {
     /// Writes made so far, for ``Configuration/maintenanceInterval``.
     let writes = Atomic<Int>(0)
 
+    /// Where postgres-nio logs when the configuration gives no logger: nowhere.
+    static let silentLogger = Logger(label: "hoard.postgres", factory: { _ in SwiftLogNoOpLogHandler() })
+
+    /// The configuration's logger (or a silent one), given to postgres-nio for
+    /// every statement.
+    var logger: Logger { pool.logger }
+
     /// Creates a store. It connects, and creates its table if needed, when it is first used.
     ///
     /// - Parameters:
@@ -119,13 +126,6 @@ public final class PostgresStore: RemoteCacheStore {
     ///     postgres-nio's default group.
     /// - Throws: ``PostgresStoreError/Code/invalidConfiguration`` when a setting is out of
     ///   range or a name is not allowed.
-    /// Where postgres-nio logs when the configuration gives no logger: nowhere.
-    static let silentLogger = Logger(label: "hoard.postgres", factory: { _ in SwiftLogNoOpLogHandler() })
-
-    /// The configuration's logger (or a silent one), given to postgres-nio for
-    /// every statement.
-    var logger: Logger { pool.logger }
-
     public init(
         configuration: Configuration,
         clock: any CacheClock = SystemClock(),

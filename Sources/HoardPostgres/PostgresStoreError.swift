@@ -3,9 +3,6 @@ import HoardNIOSupport
 
 /// The error every `HoardPostgres` API throws.
 ///
-/// (Named so, not `PostgresError`, because postgres-nio, which apps using this
-/// library often import too, has a type of that name.)
-///
 /// A `PostgresStoreError` carries a ``Code`` a caller can switch on, a message a person
 /// can read, the operation and the cache key involved when there are any, the
 /// server's own message and SQLSTATE for ``Code/serverError``, and the underlying

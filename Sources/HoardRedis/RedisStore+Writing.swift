@@ -191,15 +191,12 @@ extension RedisStore {
     /// Removes every entry of `namespace` and no other, then publishes
     /// `RemoteInvalidation.all`.
     ///
-    /// It walks the keyspace with `SCAN … MATCH <prefix>:<n>:<namespace>:*` (glob
-    /// characters escaped) and removes each page of keys with `UNLINK`, which frees
-    /// memory on a background thread of the server. `KEYS` is never used: `SCAN`
-    /// does not block the server. The alternative, a per-namespace generation counter
-    /// in every key, clears in O(1) but costs every read an extra lookup of the
-    /// counter, and leaves the old generation's entries taking memory until they
-    /// expire, forever for entries without a lifetime; a cache must not leak like
-    /// that. The price of `SCAN` is a walk over the whole database, and no atomicity:
-    /// a value written to the namespace while the walk runs may survive it.
+    /// It walks the keyspace with `SCAN … MATCH` on the namespace's key pattern
+    /// (glob characters escaped) and removes each page of keys with `UNLINK`, which
+    /// frees memory on a background thread of the server; it never uses `KEYS`, so
+    /// the server is never blocked. It is not atomic: a value written to the
+    /// namespace while the walk runs may survive it. On a Redis Cluster every
+    /// primary is walked.
     ///
     /// - Complexity: O(keys in the database), in pages of about 1,000 keys.
     /// - Throws: ``RedisError`` when the server cannot answer; some entries may have

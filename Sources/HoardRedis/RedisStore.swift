@@ -31,8 +31,9 @@ import NIOPosix
 ///   messages; ``invalidations(in:)`` delivers the others'. ``write(_:)`` announces the
 ///   keys one round trip changes in a namespace in one message.
 ///   With ``Configuration/serverAssistedInvalidation`` the server also reports
-///   writes by any other client (`CLIENT TRACKING … BCAST PREFIX`): a value set or
-///   deleted with `redis-cli` drops the key from every instance's memory tier.
+///   writes by every client, this instance included (`CLIENT TRACKING … BCAST
+///   PREFIX`): a value set or deleted with `redis-cli` drops the key from every
+///   instance's memory tier.
 /// - **Connections.** Commands go over at most ``Configuration/maximumConnections``
 ///   connections, opened when first needed, each shared by up to
 ///   ``Configuration/pipeliningLimit`` operations with their commands pipelined: an
@@ -284,14 +285,16 @@ public final class RedisStore: RemoteCacheStore {
 
     // MARK: Invalidations
 
-    /// Keys other instances changed or removed in `namespace` (never this instance's
-    /// own writes), for cross-instance invalidation.
+    /// Keys other instances changed or removed in `namespace`, for cross-instance
+    /// invalidation. This instance's own writes are left out, except with
+    /// ``Configuration/serverAssistedInvalidation``, where the server reports every
+    /// write under the key prefix, this instance's included.
     ///
     /// The first stream of a namespace subscribes to its channel on the store's
     /// dedicated pub/sub connection, which is opened on first use and reopened, with
     /// backoff, whenever it is lost. After a resubscription every stream of the
-    /// namespace receives `RemoteInvalidation.all`, since changes made while
-    /// the connection was down were missed. Changes made before the server confirmed
+    /// namespace receives `RemoteInvalidation.missed`: changes made while the
+    /// connection was down may have been missed. Changes made before the server confirmed
     /// the first subscription are not reported. The stream buffers without limit
     /// and ends when the consumer stops iterating or the store shuts down.
     ///

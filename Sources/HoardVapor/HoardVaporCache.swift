@@ -14,8 +14,10 @@ import Vapor
 /// let greeting = try await req.cache.get("greeting", as: String.self)
 /// ```
 ///
-/// Values are stored as JSON. A value that does not decode as the type asked for
-/// reads as `nil` and stays stored; setting `nil` removes the key.
+/// Values are stored as JSON (`JSONEncoder`'s defaults). A value that does not
+/// decode as the type asked for reads as `nil` and stays stored; setting `nil`
+/// removes the key. `set` without `expiresIn` stores a value that never expires:
+/// the cache's `defaultExpiry` is not applied.
 public struct HoardVaporCache: Vapor.Cache, Sendable {
     /// The cache values are kept in.
     public let cache: Hoard.Cache<String, Data>
@@ -28,6 +30,9 @@ public struct HoardVaporCache: Vapor.Cache, Sendable {
         self.eventLoop = eventLoop
     }
 
+    /// The value for `key` from any tier of the cache (or its fetch closure),
+    /// decoded from JSON as `type`; `nil` when there is none or it does not decode.
+    /// The future completes on ``eventLoop``.
     public func get<T>(_ key: String, as type: T.Type) -> EventLoopFuture<T?> where T: Decodable & Sendable {
         let cache = self.cache
         return eventLoop.makeFutureWithTask { try await cache.value(for: key) }.map { data in
@@ -35,10 +40,16 @@ public struct HoardVaporCache: Vapor.Cache, Sendable {
         }
     }
 
+    /// Stores `value` as JSON for `key`, never expiring, or removes `key` when
+    /// `value` is `nil`; as ``set(_:to:expiresIn:)`` with no lifetime.
     public func set<T>(_ key: String, to value: T?) -> EventLoopFuture<Void> where T: Encodable {
         set(key, to: value, expiresIn: nil)
     }
 
+    /// Stores `value` as JSON for `key` with a lifetime of `expirationTime` (none
+    /// when `nil`), or removes `key` when `value` is `nil`. The future succeeds once
+    /// every store of the cache has the change, and fails with the encoding error or
+    /// the first store error.
     public func set<T>(
         _ key: String, to value: T?, expiresIn expirationTime: CacheExpirationTime?
     ) -> EventLoopFuture<Void> where T: Encodable {
@@ -56,6 +67,7 @@ public struct HoardVaporCache: Vapor.Cache, Sendable {
         }
     }
 
+    /// The same cache, completing its futures on `request`'s event loop.
     public func `for`(_ request: Request) -> HoardVaporCache {
         HoardVaporCache(cache: cache, on: request.eventLoop)
     }

@@ -159,6 +159,56 @@ struct CacheWriteBehindTests {
         }
     }
 
+    /// A memory-only assignment skips the writer; when a read begins meanwhile it
+    /// writes memory again through the writer, in order. That second write costs
+    /// the value too, and must do so before taking the writer's lock: here the cost
+    /// closure reads `queuedWriteBytes`, which takes that lock (the child process
+    /// traps or hangs when the closure runs under it).
+    @Test("A memory-only assignment that a read overtakes costs its value outside the writer's lock")
+    func costClosureOutsideTheLockWhenAReadOvertakes() async {
+        await #expect(processExitsWith: .success) {
+            final class Shared: Sendable {
+                let cache = Mutex<Cache<String, Int>?>(nil)
+                let costCalls = Atomic<Int>(0)
+                let fetchStarted = DispatchSemaphore(value: 0)
+                let fetchMayEnd = DispatchSemaphore(value: 0)
+            }
+            let shared = Shared()
+            var configuration = Cache<String, Int>.Configuration.memoryOnly(name: "overtaken")
+            configuration.memory = .init(
+                costLimit: 1_000,
+                cost: { _ in
+                    guard let cache = shared.cache.withLock({ $0 }) else { return 1 }
+                    if shared.costCalls.add(1, ordering: .relaxed).newValue == 1 {
+                        // The assignment's own costing: a read below memory begins
+                        // before the assignment looks for one.
+                        Task { _ = try? await cache.value(for: "other") }
+                        shared.fetchStarted.wait()
+                    } else {
+                        _ = cache.queuedWriteBytes
+                    }
+                    return 1
+                })
+            let cache = try Cache<String, Int>(configuration: configuration) { _ in
+                shared.fetchStarted.signal()
+                shared.fetchMayEnd.wait()
+                return 0
+            }
+            shared.cache.withLock { $0 = cache }
+            // On a thread of its own: the cost closure blocks it until the read's
+            // fetch, which runs on the cooperative pool, has started.
+            await withCheckedContinuation { (assigned: CheckedContinuation<Void, Never>) in
+                Thread {
+                    cache["key"] = 1
+                    assigned.resume()
+                }.start()
+            }
+            shared.fetchMayEnd.signal()
+            precondition(shared.costCalls.load(ordering: .relaxed) >= 2, "the assignment was not ordered again")
+            precondition(cache["key"] == 1)
+        }
+    }
+
     @Test(
         "A timings, onError or log handler callback may write to a write-through cache: the write never waits for it",
         .timeLimit(.minutes(1)), arguments: WriterCallback.allCases)

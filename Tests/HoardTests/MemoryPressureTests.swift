@@ -72,6 +72,21 @@ struct MemoryPressureTests {
         #expect(kept[2] != nil && kept[1] != nil, "the most recently used stay")
     }
 
+    @Test("Critical pressure at the default fraction also evicts the entries that cost nothing")
+    func criticalEvictsZeroCostEntries() throws {
+        let pressure = ManualMemoryPressure()
+        var configuration = MemoryCache<Int, Data>.Configuration()
+        configuration.memoryPressure = .init(source: pressure)
+        let cache = try MemoryCache<Int, Data>(configuration: configuration)
+        for key in 0..<5 { cache[key] = Data(repeating: 1, count: 10) }
+        // Empty values cost nothing, and they are the most recently used: evicting
+        // by cost alone would stop before them.
+        for key in 5..<8 { cache[key] = Data() }
+        pressure.signal(.critical)
+        #expect(cache.count == 0)
+        #expect(cache.totalCost == 0)
+    }
+
     @Test("W-TinyLFU gives back in its own order too, and values that cost nothing are counted")
     func tinyLFUAndCountOnly() throws {
         let pressure = ManualMemoryPressure()

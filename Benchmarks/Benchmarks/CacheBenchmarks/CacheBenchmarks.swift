@@ -141,7 +141,8 @@ func registerMemoryHit() {
             blackHole(sum)
         },
         setup: {
-            let cache = try MemoryCache<Int, Int>(configuration: .init(countLimit: 2 * memoryKeyCount, lowWaterMark: 1.0))
+            let cache = try MemoryCache<Int, Int>(
+                configuration: .init(countLimit: 2 * memoryKeyCount, lowWaterMark: 1.0))
             for key in 0..<memoryKeyCount { _ = cache.set(key, for: key) }
             precondition(cache.count == memoryKeyCount, "not every key is held")
             return (cache, MemoryHitFixture())

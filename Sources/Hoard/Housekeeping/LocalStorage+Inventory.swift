@@ -73,8 +73,11 @@ extension LocalStorage {
     }
 
     /// Lists every store with its namespaces, every log and every settings
-    /// namespace, with entry counts and sizes. Changes nothing: stores are opened
-    /// without creating or collecting files, logs for reading.
+    /// namespace, with entry counts and sizes. No entry, value or message is
+    /// changed: stores are opened without creating a store or collecting orphaned
+    /// files, logs for reading. Opening a store still creates its lock file, a
+    /// missing `blobs/` folder and its full-disk reserve file, and migrates a
+    /// store of an older format when no other instance or process has it open.
     ///
     /// A store or log that cannot be read is still listed, with its ``Store/problem``
     /// or ``Log/problem``.

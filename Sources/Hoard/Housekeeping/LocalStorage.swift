@@ -97,8 +97,9 @@ public struct LocalStorage: Sendable {
     ///   - store: The store's name as ``inventory()`` lists it: `<program>/<store>`,
     ///     or `<store>` for one directly in ``cachesDirectory``.
     /// - Returns: How many entries were removed.
-    /// - Throws: ``HoardError/Code/invalidName`` when `store` is not one path
-    ///   component; ``HoardError/Code/notAStore`` when there is no Hoard store by
+    /// - Throws: ``HoardError/Code/invalidName`` when `store` is neither `<store>`
+    ///   nor `<program>/<store>` (each part one path component: not empty, `.` or
+    ///   `..`, no NUL, at most 255 bytes); ``HoardError/Code/notAStore`` when there is no Hoard store by
     ///   that name (nothing is changed); otherwise as ``DiskStore/removeAll(in:)``.
     @discardableResult
     public func clearNamespace(_ namespace: String, inStore store: String) throws(HoardError) -> Int {

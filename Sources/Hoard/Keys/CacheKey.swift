@@ -14,7 +14,8 @@ import Foundation
 /// strings it is given directly; a remote store used directly stores the bytes it
 /// is given.
 ///
-/// `String`, `URL`, `UUID`, `Int` and the sized integer types conform. A custom type
+/// `String`, `Substring`, `URL`, `UUID`, `Int`, `Int32`, `Int64`, `UInt`, `UInt32`
+/// and `UInt64` conform. A custom type
 /// conforms by giving its string form:
 ///
 /// ```swift

@@ -120,8 +120,8 @@ public final class MessageLog<Message: Sendable>: Sendable {
     ///     ``recover()`` repaired (`warning`). Metadata: `hoard.store` (the file),
     ///     `hoard.tier` (`log`), `hoard.operation`, `hoard.error`. Nothing is logged per
     ///     append or per read. `nil` (the default) logs nothing.
-    /// - Throws: ``HoardError/Code/invalidConfiguration`` for a budget below 72 bytes or
-    ///   a URL that is not a file URL; ``HoardError/Code/fileCorrupted`` (offset 0) when
+    /// - Throws: ``HoardError/Code/invalidConfiguration`` for a budget outside
+    ///   72 bytes…256 TiB or a URL that is not a file URL; ``HoardError/Code/fileCorrupted`` (offset 0) when
     ///   the file exists and is not a message log, in which case it is not changed;
     ///   ``HoardError/Code/storageFull`` when the storage is full;
     ///   ``HoardError/Code/ioFailed`` when the file cannot be opened, locked or read.
@@ -183,7 +183,8 @@ public final class MessageLog<Message: Sendable>: Sendable {
     ///   - logger: Where the log reports what happens without an error reaching a
     ///     caller (for a reader, only a lease it never takes; kept for symmetry with
     ///     the writing initializer). `nil` (the default) logs nothing.
-    /// - Throws: ``HoardError/Code/ioFailed`` when there is no file or it cannot be
+    /// - Throws: ``HoardError/Code/invalidConfiguration`` for a URL that is not a
+    ///   file URL; ``HoardError/Code/ioFailed`` when there is no file or it cannot be
     ///   read; ``HoardError/Code/fileCorrupted`` (offset 0) when it is not a message
     ///   log or its header is damaged; ``HoardError/Code/unsupportedFormat`` for a
     ///   format version this version of Hoard does not know.

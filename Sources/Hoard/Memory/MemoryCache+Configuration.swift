@@ -15,7 +15,7 @@ extension MemoryCache {
         public var countLimit: Int?
 
         /// The most total cost the cache holds, or `nil` for no cost limit.
-        /// Defaults to `nil`. Must be at least 1.
+        /// Defaults to `nil`. Must be at least 1 (and at least ``shards``).
         public var costLimit: Int?
 
         /// The fraction of a limit the cache evicts down to once the limit is
@@ -36,7 +36,7 @@ extension MemoryCache {
         /// to a power of two. Unless set, ``defaultShards(countLimit:costLimit:)``
         /// of the limits (read when the cache is created): 1 for most caches, 16 for
         /// a large cache limited by count alone. Set 1 for an eviction order exact
-        /// across the whole cache.
+        /// across the whole cache. Must be between 1 and 1,024.
         ///
         /// With more than one shard, threads that touch different shards never wait
         /// for each other; each shard holds `countLimit / shards` entries and
@@ -65,13 +65,11 @@ extension MemoryCache {
         /// cache has a count limit of at least 65,536 entries (4,096 a shard) and no
         /// cost limit, 1 otherwise.
         ///
-        /// One shard keeps the eviction order exact, which a small cache's users can
-        /// observe and its hit ratio can feel; a large cache's hash spreads its keys
-        /// evenly over 16 shards, each exact, so that its order differs from the
-        /// global one only among entries about to be evicted, while two threads
-        /// reading it no longer wait for one lock. A cost limit keeps one shard: a
-        /// shard holds `costLimit / shards`, and the default must not refuse a value
-        /// the limit allows.
+        /// One shard keeps the eviction order exact. With 16, threads reading
+        /// different shards do not wait for each other, and the order differs from
+        /// the global one only among entries about to be evicted. A cost limit keeps
+        /// one shard: a shard holds `costLimit / shards`, and would refuse values the
+        /// limit allows.
         public static func defaultShards(countLimit: Int?, costLimit: Int?) -> Int {
             guard costLimit == nil, let countLimit, countLimit >= 65_536 else { return 1 }
             return 16

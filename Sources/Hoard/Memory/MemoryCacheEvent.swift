@@ -5,7 +5,8 @@ public enum MemoryCacheEvent<Key: Hashable & Sendable>: Sendable, Hashable {
     /// The key's entry was removed by `removeValue(for:)`, a `nil` assignment, or a
     /// write whose cost exceeds the cost limit.
     case removed(Key)
-    /// The key's entry was evicted to respect a limit, or by `purge`.
+    /// The key's entry was evicted: to respect a limit, by `purge`, or for memory
+    /// pressure; `reason` says which.
     case evicted(Key, reason: EvictionReason)
     /// The key's entry expired and was removed.
     case expired(Key)

@@ -73,8 +73,9 @@ public final class SettingsStore<Value: Sendable>: Sendable {
     ///   - codec: How values become bytes and back.
     ///   - configuration: Limits and the event handler. Defaults to 1,024 items and
     ///     1 KiB per value.
-    /// - Throws: ``HoardError/Code/invalidName`` for an unusable namespace;
-    ///   ``HoardError/Code/invalidConfiguration`` for a limit below 1.
+    /// - Throws: ``HoardError/Code/invalidName`` for an unusable namespace or
+    ///   ``Configuration/suiteDomain``; ``HoardError/Code/invalidConfiguration`` for a
+    ///   limit below 1.
     public convenience init(
         namespace: String, codec: ValueCodec<Value>, configuration: Configuration = .init()
     ) throws(HoardError) {

@@ -7,8 +7,8 @@ public enum SettingsStoreEvent: Sendable {
     /// ``StoreDamage/Reason/unexpectedType`` for a value of another type in the
     /// suite, ``StoreDamage/Reason/undecodableValue`` for bytes the codec refused.
     case undecodable(StoreDamage)
-    /// Never sent: reads no longer remove values they cannot decode (they report
-    /// ``undecodable(_:)`` and keep them). Kept so that code matching it compiles.
+    /// Never sent: reads keep values they cannot decode and report
+    /// ``undecodable(_:)``. Kept so that code matching it compiles.
     @available(*, deprecated, message: "reads keep values they cannot decode and report .undecodable instead")
     case removedDamaged(StoreDamage)
     /// A suite file could not be read as a property list (truncated, garbage): it

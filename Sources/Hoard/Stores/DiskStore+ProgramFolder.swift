@@ -5,7 +5,7 @@ extension DiskStore {
     /// The folder, in the user's cache directory, that holds the stores this program
     /// opens by name (``init(named:configuration:clock:)``, a ``Cache``'s default
     /// disk store, the HTTP caches' stores): two programs of one user never share
-    /// or trim each other's stores, as PINCache prefixes its folders.
+    /// or trim each other's stores.
     ///
     /// By default the bundle identifier on Apple platforms (the executable's name
     /// when there is none) and the executable's name elsewhere, with every

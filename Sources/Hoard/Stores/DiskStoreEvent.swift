@@ -7,7 +7,8 @@
 /// deleting replaced files) and the clean-up done at open all arrive here.
 public enum DiskStoreEvent: Sendable {
     /// A read found a damaged entry (a malformed row, a missing or truncated value
-    /// file), treated it as a miss and removed it.
+    /// file, bytes that do not match their CRC-32C), treated it as a miss and
+    /// removed it.
     case removedDamaged(StoreDamage)
     /// A typed read found an intact value that does not decode as the type asked
     /// for (another type's value, or an older version of the type) and treated it

@@ -82,14 +82,18 @@ public protocol RemoteCacheStore: Sendable {
     ///   applied, and, for a pipelining store, changes after it too.
     func write(_ batch: [CacheStoreWrite]) async throws
 
-    /// Keys other instances changed or removed in `namespace` (never this instance's own writes), for cross-instance invalidation.
+    /// Keys other instances changed or removed in `namespace`, for cross-instance
+    /// invalidation. A store leaves out this instance's own writes; one that cannot
+    /// (a server that reports every client's writes) says so.
     ///
     /// The stream yields ``RemoteInvalidation/key(_:)`` for each key another
-    /// instance set or removed, and ``RemoteInvalidation/all`` when another instance
-    /// cleared the namespace or when the store may have missed changes (after it lost
-    /// and regained its connection). It keeps going across reconnects and ends when
-    /// the consumer stops iterating or the store shuts down. Delivery is best effort:
-    /// a change made while the subscription is not yet established is not reported.
+    /// instance set or removed, ``RemoteInvalidation/all`` when another instance
+    /// cleared the namespace or the server's data was flushed, and
+    /// ``RemoteInvalidation/missed`` when the store may have missed changes (it lost
+    /// its subscription and got it back). It keeps going across reconnects and ends
+    /// when the consumer stops iterating or the store shuts down. Delivery is best
+    /// effort: a change made while the subscription is not yet established is not
+    /// reported.
     ///
     /// - Parameter namespace: The namespace to watch.
     /// - Returns: A stream of invalidations, as they arrive.

@@ -51,7 +51,9 @@ public struct HoardError: Error, Sendable, CustomStringConvertible {
         /// The operation had no effect.
         public static let permissionDenied = Code("permissionDenied")
         /// Another connection (in this process or another one) held the store's
-        /// write lock for longer than the busy timeout.
+        /// write lock for longer than the busy timeout, or a store that needs
+        /// migrating to the current format is open in another instance or process.
+        /// Nothing was changed.
         public static let busy = Code("busy")
         /// The store's index database is damaged beyond what removing single entries
         /// repairs.

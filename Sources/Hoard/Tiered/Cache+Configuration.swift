@@ -30,7 +30,7 @@ extension Cache {
         /// The byte limit of the default disk store (``LocalStores/defaultDisk``):
         /// past it, a write evicts least-recently-accessed entries, as
         /// ``DiskStore/Configuration/byteLimit`` says. Defaults to
-        /// ``defaultDiskByteLimit`` (150 MB, the size of Nuke's data cache); `nil`
+        /// ``defaultDiskByteLimit`` (150,000,000 bytes); `nil`
         /// lets the store grow without bound. Must be at least 1. Stores given with
         /// ``LocalStores/stores(_:)`` keep their own limits.
         public var diskByteLimit: Int?
@@ -72,8 +72,9 @@ extension Cache {
         /// applied enough (a producer faster than the stores goes at their pace;
         /// nothing is dropped), and a value found in a slower tier is promoted into
         /// memory only. A value's size is its ``CacheValue/cacheCost`` (the byte
-        /// count of `Data` and `String`); values of other types count as the mean
-        /// encoded size of the values written so far. A single value larger than
+        /// count of `Data` and `String`); values of other types count as a running
+        /// average of the encoded sizes of recent batches (1 KiB until the first
+        /// batch is encoded). A single value larger than
         /// the budget is queued when the queue is empty. The async writes
         /// (``Cache/set(_:for:expires:)``) return once applied, so they never
         /// wait for room.

@@ -7,6 +7,10 @@ extension Cache {
     /// ``clear(memory:disk:remote:)`` of memory and the local stores, another
     /// instance's invalidation).
     ///
+    /// The current value is read on the calling thread, as
+    /// ``cachedEntry(for:maxAge:newerThan:)`` reads it: this call may block for as
+    /// long as the local stores take.
+    ///
     /// Values arrive in the order the changes were made. When the key changes while
     /// the current value is being read, the stream starts with the change instead
     /// (it is newer), so its latest value is always the cache's. Evictions from
@@ -62,12 +66,15 @@ extension Cache {
         memory.resetStatistics()
     }
 
-    /// The number of entries in the memory tier.
+    /// The number of entries in the memory tier: values, remembered "not found"
+    /// results (``Configuration/negativeCaching``), and expired entries not yet
+    /// removed. O(shards).
     public var memoryCount: Int { memory.count }
 
     /// The bytes of values written to memory and still waiting for the stores, as
     /// counted against ``Configuration/writeQueueByteLimit`` (values of a size known
-    /// only once encoded count as the mean encoded size so far).
+    /// only once encoded count as a running average of the encoded sizes of recent
+    /// batches, 1 KiB until the first batch is encoded).
     public var queuedWriteBytes: Int { writer.queuedBytes }
 
     /// The total cost of the entries in the memory tier (0 when values have no cost).

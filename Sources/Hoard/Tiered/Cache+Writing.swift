@@ -120,7 +120,9 @@ extension Cache {
     func reassignInOrder(_ value: Value, _ entry: CacheEntry<_CacheSlot<Value>>, for key: Key) {
         let dates = _WriteDates(
             storedAt: entry.storedAt, memoryExpiry: entry.expiresAt, localExpiry: nil, remoteExpiry: nil)
-        writer.write(setting(value, for: key, dates: dates)) { memory.set(entry, for: key) }
+        // The cost closure is user code: run it before the writer's lock is taken.
+        let cost = memory.cost(of: entry.value)
+        writer.write(setting(value, for: key, dates: dates)) { memory.set(entry, for: key, cost: cost) }
     }
 
     /// Publishes a set of `key` to the event and update streams.

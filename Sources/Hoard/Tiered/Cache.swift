@@ -80,6 +80,8 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
     ///     is only filled by writes.
     /// - Throws: ``HoardError/Code/invalidConfiguration`` for an out-of-range setting
     ///   (or a memory cost limit with no way to cost a value);
+    ///   ``HoardError/Code/invalidName`` when ``Configuration/name`` is not one path
+    ///   component;
     ///   ``HoardError/Code/noCodec`` when there are stores but no codec (possible
     ///   only when a configuration made with ``Configuration/memoryOnly(name:)``
     ///   is given stores); the default disk store's error when it cannot be opened.
@@ -310,11 +312,4 @@ struct _WriteDates: Sendable {
     var memoryExpiry: Date?
     var localExpiry: Date?
     var remoteExpiry: Date?
-
-    init(storedAt: Date, memoryExpiry: Date?, localExpiry: Date?, remoteExpiry: Date?) {
-        self.storedAt = storedAt
-        self.memoryExpiry = memoryExpiry
-        self.localExpiry = localExpiry
-        self.remoteExpiry = remoteExpiry
-    }
 }

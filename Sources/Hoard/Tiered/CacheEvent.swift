@@ -13,7 +13,8 @@ public enum CacheEvent<Key: Hashable & Sendable>: Sendable {
     case fetched(Key, found: Bool)
     /// A value was found below memory and copied into the faster tiers.
     case promoted(Key, from: CacheTier)
-    /// Every entry was removed from the listed tiers.
+    /// ``Cache/clear(memory:disk:remote:)`` removed every entry of this cache from
+    /// the tiers it chose; the event does not say which.
     case cleared
     /// Another instance changed the key (or everything, for `nil`) in a remote store,
     /// and the memory tier dropped it.

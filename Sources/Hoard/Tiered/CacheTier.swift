@@ -29,7 +29,8 @@ public struct CacheFailure: Error, Sendable, CustomStringConvertible {
         case write
         /// Removing an entry or clearing a namespace.
         case remove
-        /// Turning stored bytes into a value (the entry is removed).
+        /// Turning stored bytes into a value. The entry stays in its store; the read
+        /// goes on to the next tier.
         case decode
         /// Turning a value into bytes.
         case encode

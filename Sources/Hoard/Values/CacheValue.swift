@@ -22,8 +22,9 @@ public protocol CacheValue: Sendable {
 
     /// Recreates a value from bytes that ``cacheEncoded()`` produced.
     ///
-    /// - Throws: When the bytes are not a valid encoding. Throw, never trap: stores
-    ///   turn the error into a miss and remove the damaged entry.
+    /// - Throws: When the bytes are not a valid encoding. Throw, never trap: a read
+    ///   that cannot decode is a miss, and the entry is kept (a write or a fetch
+    ///   replaces it).
     init(cacheData: Data) throws
 
     /// The value's cost towards a memory cache's cost limit, usually its size in
