@@ -155,14 +155,18 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
     ) -> Bool {
         let bytes = hasStores ? queuedSize(of: kind) : 0
         while true {
-            let room = DispatchSemaphore(value: 0)
+            // A semaphore only for a writer that waits for room (most never do).
+            var room: DispatchSemaphore?
             let outcome = state.withLock { state in
                 let outcome = state.write(
                     kind, ifUnchangedSince: ticket, bytes: bytes, waitsForRoom: waitsForRoom,
                     completesLocally: completesLocally, completion: completion)
                 switch outcome {
                 case .madeInMemory, .queued: memory()
-                case .waitsForRoom: state.waitForRoom { room.signal() }
+                case .waitsForRoom:
+                    let semaphore = DispatchSemaphore(value: 0)
+                    state.waitForRoom { semaphore.signal() }
+                    room = semaphore
                 case .dropped: break
                 }
                 return outcome
@@ -170,7 +174,7 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
             switch outcome {
             case .waitsForRoom:
                 // Over the budget: wait until the writer has applied enough.
-                room.wait()
+                room?.wait()
             case .dropped, .madeInMemory:
                 completion?(nil)
                 return outcome.isMade
