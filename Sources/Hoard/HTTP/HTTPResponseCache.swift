@@ -175,11 +175,7 @@ public final class HTTPResponseCache: Sendable {
     ///   transport throws.
     public func data(from url: URL, headers: [String: String] = [:]) async throws -> Data {
         let response = try await response(for: url, headers: headers)
-        guard (200..<300).contains(response.statusCode) else {
-            throw HoardError(
-                .httpFailed, "the server answered HTTP \(response.statusCode) for \(url.absoluteString)",
-                key: url.absoluteString)
-        }
+        try _HTTPSuccess.check(response.statusCode, for: url)
         return response.body
     }
 
