@@ -28,6 +28,8 @@ let readmeBlockModules: [String: Target.Dependency] = [
     "HoardHummingbird": "HoardHummingbird", "HoardVapor": "HoardVapor",
     "Hummingbird": .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Hummingbird"])),
     "Vapor": .product(name: "Vapor", package: "vapor", condition: .when(traits: ["Vapor"])),
+    "HoardHTTPTypes": "HoardHTTPTypes",
+    "HTTPTypes": .product(name: "HTTPTypes", package: "swift-http-types", condition: .when(traits: ["HTTPTypes"])),
 ]
 // BEGIN README BLOCKS (written by scripts/readme-examples --write)
 let readmeBlocks: [(name: String, imports: [String])] = [
@@ -37,22 +39,23 @@ let readmeBlocks: [(name: String, imports: [String])] = [
     ("ReadmeBlock04", ["Foundation", "Hoard", "HoardHummingbird", "Hummingbird"]),
     ("ReadmeBlock05", ["Foundation", "Hoard", "HoardVapor", "Vapor"]),
     ("ReadmeBlock06", ["Foundation", "Hoard"]),
-    ("ReadmeBlock07", ["Foundation", "Hoard"]),
+    ("ReadmeBlock07", ["HTTPTypes", "Hoard", "HoardHTTPTypes"]),
     ("ReadmeBlock08", ["Foundation", "Hoard"]),
     ("ReadmeBlock09", ["Foundation", "Hoard"]),
-    ("ReadmeBlock10", ["Hoard"]),
+    ("ReadmeBlock10", ["Foundation", "Hoard"]),
     ("ReadmeBlock11", ["Hoard"]),
     ("ReadmeBlock12", ["Hoard"]),
     ("ReadmeBlock13", ["Hoard"]),
-    ("ReadmeBlock14", ["Foundation", "Hoard"]),
+    ("ReadmeBlock14", ["Hoard"]),
     ("ReadmeBlock15", ["Foundation", "Hoard"]),
     ("ReadmeBlock16", ["Foundation", "Hoard"]),
-    ("ReadmeBlock17", ["Hoard"]),
+    ("ReadmeBlock17", ["Foundation", "Hoard"]),
     ("ReadmeBlock18", ["Hoard"]),
-    ("ReadmeBlock19", ["Foundation", "Hoard"]),
-    ("ReadmeBlock20", ["Foundation", "Hoard", "HoardRedis"]),
-    ("ReadmeBlock21", ["HoardRedis"]),
-    ("ReadmeBlock22", ["Foundation", "Hoard", "HoardPostgres"]),
+    ("ReadmeBlock19", ["Hoard"]),
+    ("ReadmeBlock20", ["Foundation", "Hoard"]),
+    ("ReadmeBlock21", ["Foundation", "Hoard", "HoardRedis"]),
+    ("ReadmeBlock22", ["HoardRedis"]),
+    ("ReadmeBlock23", ["Foundation", "Hoard", "HoardPostgres"]),
 ]
 // END README BLOCKS
 
@@ -68,6 +71,7 @@ let package = Package(
         .library(name: "HoardHummingbird", targets: ["HoardHummingbird"]),
         .library(name: "HoardVapor", targets: ["HoardVapor"]),
         .library(name: "HoardAsyncHTTPClient", targets: ["HoardAsyncHTTPClient"]),
+        .library(name: "HoardHTTPTypes", targets: ["HoardHTTPTypes"]),
         .executable(name: "hoard", targets: ["hoard"]),
     ],
     traits: [
@@ -82,6 +86,9 @@ let package = Package(
         .trait(
             name: "AsyncHTTPClient",
             description: "HoardAsyncHTTPClient: an HTTPResponseCache transport over AsyncHTTPClient."),
+        .trait(
+            name: "HTTPTypes",
+            description: "HoardHTTPTypes: HTTPResponseCache with swift-http-types' HTTPRequest, HTTPResponse and HTTPFields."),
         .default(enabledTraits: []),
     ],
     dependencies: [
@@ -94,6 +101,7 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/vapor/vapor", from: "4.122.3"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         // Only for `swift package generate-documentation`; no target depends on it.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
@@ -165,6 +173,15 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio", condition: .when(traits: ["AsyncHTTPClient"])),
             ]
         ),
+        // HTTPResponseCache with swift-http-types' currency types (HTTPRequest,
+        // HTTPResponse, HTTPFields); apart from the core, which needs only the toolchain.
+        .target(
+            name: "HoardHTTPTypes",
+            dependencies: [
+                "Hoard",
+                .product(name: "HTTPTypes", package: "swift-http-types", condition: .when(traits: ["HTTPTypes"])),
+            ]
+        ),
         // Not a product: a Hummingbird server that serves a slow upstream value through
         // a Hoard Cache (Benchmarks/scripts/wrk-server drives it with wrk).
         .executableTarget(
@@ -184,7 +201,8 @@ let package = Package(
         .executableTarget(
             name: "HTTPCacheProxy",
             dependencies: [
-                "Hoard", "HoardAsyncHTTPClient", "HoardRedis",
+                "Hoard", "HoardAsyncHTTPClient", "HoardHTTPTypes", "HoardRedis",
+                .product(name: "HTTPTypes", package: "swift-http-types", condition: .when(traits: ["HTTPTypes"])),
                 .product(name: "Hummingbird", package: "hummingbird", condition: .when(traits: ["Hummingbird"])),
                 .product(name: "HummingbirdCore", package: "hummingbird", condition: .when(traits: ["Hummingbird"])),
                 .product(name: "NIOPosix", package: "swift-nio", condition: .when(traits: ["Hummingbird"])),
@@ -300,7 +318,8 @@ let package = Package(
             dependencies: [
                 "Hoard", "HoardCrashWriter", "HoardPoolProbe", "HoardSettingsWriter", "HoardLoggingTestSupport",
                 "HoardServiceLifecycle",
-                "HoardMetrics", "HoardAsyncHTTPClient", "hoard",
+                "HoardMetrics", "HoardAsyncHTTPClient", "HoardHTTPTypes", "hoard",
+                .product(name: "HTTPTypes", package: "swift-http-types", condition: .when(traits: ["HTTPTypes"])),
                 .product(name: "MetricsTestKit", package: "swift-metrics", condition: .when(traits: ["Metrics"])),
                 .product(name: "Logging", package: "swift-log"),
                 .product(

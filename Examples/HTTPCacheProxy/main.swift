@@ -1,7 +1,9 @@
-#if Hummingbird && AsyncHTTPClient && Redis
+#if Hummingbird && AsyncHTTPClient && Redis && HTTPTypes
 import Foundation
+import HTTPTypes
 import Hoard
 import HoardAsyncHTTPClient
+import HoardHTTPTypes
 import HoardRedis
 import Hummingbird
 import HummingbirdCore
@@ -69,51 +71,52 @@ struct CachingProxy: Sendable {
     let logger: Logger
 
     /// Request fields that concern the connection to the proxy, not the origin
-    /// (`Host` is the origin's, from its URL).
+    /// (`Host` is the origin's: the request's authority becomes the origin's).
     static let connectionFields: Set<String> = [
         "host", "connection", "keep-alive", "proxy-connection", "te", "transfer-encoding", "upgrade", "trailer",
         "proxy-authorization", "content-length",
     ]
 
+    /// `origin`'s authority (host and port, as written in the URL).
+    var originAuthority: String {
+        let afterScheme = origin.absoluteString.split(separator: "://", maxSplits: 1).last ?? ""
+        let authority = afterScheme.prefix { !"/?#".contains($0) }
+        return String(authority.split(separator: "@").last ?? authority)
+    }
+
     func respond(to request: Request) async throws -> Response {
+        var head = request.head
         // SwiftNIO's HTTP/1 parser names the method M-SEARCH as MSEARCH.
-        let method = request.method.rawValue == "MSEARCH" ? "M-SEARCH" : request.method.rawValue
-        guard let url = URL(string: origin.absoluteString + request.uri.description) else {
-            return Response(status: .badRequest)
-        }
+        if head.method.rawValue == "MSEARCH", let method = HTTPRequest.Method("M-SEARCH") { head.method = method }
+        head.scheme = origin.scheme
+        head.authority = originAuthority
+        head.path = origin.path + (head.path ?? "/")
         let named = Set(
-            request.headers[values: .connection].flatMap { $0.split(separator: ",") }.map {
+            head.headerFields[values: .connection].flatMap { $0.split(separator: ",") }.map {
                 $0.trimmingCharacters(in: .whitespaces).lowercased()
             })
-        var fields = HTTPHeaderFields()
-        for field in request.headers {
-            let name = field.name.canonicalName
-            guard !Self.connectionFields.contains(name), !named.contains(name) else { continue }
-            fields.append(name: field.name.rawName, value: field.value)
+        head.headerFields.removeAll {
+            Self.connectionFields.contains($0.name.canonicalName) || named.contains($0.name.canonicalName)
         }
         let body = try await request.body.collect(upTo: 64 << 20)
-        let outgoing = HTTPCacheRequest(
-            method: method, url: url, headers: fields, body: Data(body.readableBytesView))
-        let answer: HTTPCachedResponse
+        let answer: (response: HTTPResponse, body: Data)
         do {
-            answer = try await cache.response(to: outgoing)
+            answer = try await cache.response(to: head, body: Data(body.readableBytesView))
         } catch {
-            logger.warning("origin request failed", metadata: ["url": "\(url)", "error": "\(error)"])
+            logger.warning("origin request failed", metadata: ["path": "\(head.path ?? "")", "error": "\(error)"])
             return Response(status: .badGateway)
         }
-        var headers = HTTPFields()
-        let keepsLength = method == "HEAD"
-        for field in answer.headers {
-            let lowered = field.name.lowercased()
-            if lowered == "content-length" && !keepsLength { continue }
-            guard let name = HTTPFields.Element.Name(field.name) else { continue }
-            headers.append(HTTPFields.Element(name: name, value: field.value))
+        var response = answer.response
+        let isHead = head.method == .head
+        // The server writes the length of the body it sends (none for a HEAD's).
+        if !isHead { response.headerFields[.contentLength] = nil }
+        let code = response.status.code
+        if isHead || code == 304 || code == 204 || code < 200 {
+            return Response(status: response.status, headers: response.headerFields)
         }
-        let status = HTTPResponse.Status(code: answer.statusCode)
-        if method == "HEAD" || answer.statusCode == 304 || answer.statusCode == 204 || answer.statusCode < 200 {
-            return Response(status: status, headers: headers)
-        }
-        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: answer.body)))
+        return Response(
+            status: response.status, headers: response.headerFields,
+            body: .init(byteBuffer: ByteBuffer(bytes: answer.body)))
     }
 }
 
@@ -145,6 +148,6 @@ let server = Server(
 try await server.run()
 #else
 print(
-    "HTTPCacheProxy needs the traits Hummingbird, AsyncHTTPClient and Redis: swift run --enable-all-traits HTTPCacheProxy"
+    "HTTPCacheProxy needs the traits Hummingbird, AsyncHTTPClient, Redis and HTTPTypes: swift run --enable-all-traits HTTPCacheProxy"
 )
 #endif

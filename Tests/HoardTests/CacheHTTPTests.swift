@@ -32,4 +32,27 @@ struct CacheHTTPTests {
         }
         #expect(cache[server.url("/gone")] == nil, "nothing stored after a failure")
     }
+
+    @Test("Cache.http() and HTTPResponseCache.data(from:) fail a non-2xx status with the same error")
+    func nonSuccessIsOneError() async throws {
+        let server = try LoopbackHTTPServer(routes: ["/teapot": (418, "short and stout"), "/ok": (204, "")])
+        defer { server.stop() }
+        var configuration = Cache<URL, Data>.Configuration(name: "http-status-test")
+        configuration.localStores = .none
+        let cache = try Cache.http(configuration: configuration)
+        var storage = Cache<String, HTTPStoredResponses>.Configuration(name: "http-status-responses")
+        storage.localStores = .none
+        let http = try HTTPResponseCache(configuration: .init(storage: storage))
+
+        let url = server.url("/teapot")
+        let fromCache = await #expect(throws: HoardError.self) { try await cache.value(for: url) }
+        let fromHTTP = await #expect(throws: HoardError.self) { try await http.data(from: url) }
+        for error in [fromCache, fromHTTP] {
+            #expect(error?.code == .httpFailed)
+            #expect(error?.message == "the server answered HTTP 418 for \(url.absoluteString)")
+            #expect(error?.key == url.absoluteString)
+        }
+        #expect(try await cache.value(for: server.url("/ok")) == Data(), "every 2xx is a body, 204 included")
+        #expect(try await http.data(from: server.url("/ok")) == Data())
+    }
 }

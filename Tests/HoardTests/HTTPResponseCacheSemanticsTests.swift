@@ -245,6 +245,45 @@ struct HTTPResponseCacheSemanticsTests {
         #expect(origin.requests.count == 2)
     }
 
+    @Test("A 200 to a HEAD whose validators match updates the stored GET response; one that differs does not")
+    func headUpdatesStoredGet() async throws {
+        let clock = ManualClock(start: Self.start)
+        let origin = try Origin(clock: clock) { request, _ in
+            guard request.method == "HEAD" else {
+                return LoopbackResponse(
+                    status: 200, headers: ["Cache-Control": "max-age=10", "ETag": "\"v1\"", "X-Kept": "stored"],
+                    body: "0123456789")
+            }
+            let tag = request.path == "/changed" ? "\"v2\"" : "\"v1\""
+            return LoopbackResponse(
+                status: 200, headers: ["Cache-Control": "max-age=100", "ETag": tag, "X-Updated": "head"],
+                body: "0123456789")
+        }
+        let http = try Self.cache(clock)
+        _ = try await http.response(for: origin.url("/same"))
+        _ = try await http.response(for: origin.url("/changed"))
+        clock.advance(by: 11)
+
+        let head = try await http.response(to: HTTPCacheRequest(method: "HEAD", url: origin.url("/same")))
+        #expect(head.statusCode == 200)
+        #expect(head.body.isEmpty)
+        #expect(head[header: "x-kept"] == "stored", "fields the HEAD did not carry are kept")
+        #expect(head[header: "x-updated"] == "head")
+        #expect(origin.requests.map(\.method) == ["GET", "GET", "HEAD"])
+        let get = try await http.response(for: origin.url("/same"))
+        #expect(get.isFromCache, "the HEAD's max-age=100 made the stored response fresh")
+        #expect(get.body == Data("0123456789".utf8))
+        #expect(get[header: "x-updated"] == "head")
+        #expect(get[header: "cache-control"] == "max-age=100")
+        #expect(origin.requests.count == 3)
+
+        let changed = try await http.response(to: HTTPCacheRequest(method: "HEAD", url: origin.url("/changed")))
+        #expect(changed[header: "etag"] == "\"v2\"")
+        #expect(changed[header: "x-kept"] == nil, "another representation's HEAD passes through as it came")
+        _ = try await http.response(for: origin.url("/changed"))
+        #expect(origin.requests.map(\.method) == ["GET", "GET", "HEAD", "HEAD", "GET"], "still stale: revalidated")
+    }
+
     @Test(
         "An unsafe method passes through and, unless it fails, invalidates its URL and same-origin Location",
         arguments: ["POST", "PUT", "DELETE", "PATCH", "M-SEARCH"])

@@ -118,8 +118,10 @@ final class LoopbackHTTPServer: Sendable {
                 answer.headers.map { "\($0.key): \($0.value)\r\n" }.joined()
                 + answer.lines.map { "\($0.name): \($0.value)\r\n" }.joined()
             let body = answer.status == 304 || method == "HEAD" ? "" : answer.body
+            // A HEAD's Content-Length is the length a GET's body would have.
+            let length = method == "HEAD" ? answer.body.utf8.count : body.utf8.count
             let response =
-                "HTTP/1.1 \(answer.status) X\r\n\(fields)Content-Length: \(body.utf8.count)\r\n"
+                "HTTP/1.1 \(answer.status) X\r\n\(fields)Content-Length: \(length)\r\n"
                 + "Connection: close\r\n\r\n\(body)"
             _ = response.utf8CString.withUnsafeBufferPointer { write(connection, $0.baseAddress, $0.count - 1) }
             close(connection)

@@ -1,7 +1,11 @@
-import Foundation
+#if HTTPTypes
+import HTTPTypes
 import Hoard
+import HoardHTTPTypes
 
-let cache = try MemoryCache<String, Data>(configuration: .init(countLimit: 1_000))
-cache["avatar"] = Data([0x89, 0x50, 0x4E, 0x47])
-let avatar = cache["avatar"]          // Data?
-cache["avatar"] = nil                 // removes
+let cache = try HTTPResponseCache()
+var request = HTTPRequest(method: .get, scheme: "https", authority: "example.com", path: "/catalog.json")
+request.headerFields[.acceptLanguage] = "en"
+let (response, body) = try await cache.response(to: request)
+print(response.status, response.headerFields[.age] ?? "not from storage", body.count)
+#endif

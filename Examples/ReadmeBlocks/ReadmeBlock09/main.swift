@@ -1,12 +1,12 @@
 import Foundation
 import Hoard
 
-let lastLogout = Date.now
-let sessions = try MemoryCache<String, String>(configuration: .init(defaultExpiry: .minutes(30)))
-sessions["alice"] = "token-a"                              // expires in 30 minutes
-sessions.set("token-b", for: "bob", expires: .seconds(60)) // per-entry override
-sessions.set("token-c", for: "carol", expires: .never)
+let images = try MemoryCache<URL, Data>(configuration: .init(
+    costLimit: 64 << 20,       // 64 MiB: a Data value costs its byte count
+    lowWaterMark: 0.75,        // over the limit, evict down to 75% of it (the default)
+    policy: .tinyLFU))         // or .lru (exact least-recently-used, the default)
 
-let fresh = sessions["alice", maxAge: 60]                  // nil if stored more than 60 s ago
-let recent = sessions["alice", newerThan: lastLogout]      // nil unless stored after lastLogout
-sessions.removeExpired()                                   // sweep; reads also drop expired entries
+let url = URL(filePath: "/tmp/huge.png")
+let hugeData = Data(count: 65 << 20)
+let stored = images.set(hugeData, for: url)   // false: one value over the whole limit is not stored
+images.purge(downTo: 16 << 20)                // make room on demand

@@ -1,5 +1,7 @@
 import Hoard
 
-let counters = try MemoryCache<String, Int>(
-    configuration: .init(countLimit: 100_000), clock: CoarseSystemClock())
-counters.set(1, for: "hits")
+let clock = ManualClock()
+let cache = try MemoryCache<String, Int>(clock: clock)
+cache.set(1, for: "k", expires: .seconds(10))
+clock.advance(by: 11)
+assert(cache["k"] == nil)

@@ -1,7 +1,7 @@
-import Foundation
 import Hoard
 
-struct User: Codable, Sendable { var name: String; var joined: Date }
-let codec = try ValueCodec<User>.automatic()
-let bytes = try codec.encode(User(name: "Ada", joined: .now))
-let user = try codec.decode(bytes)
+struct AvatarKey: CacheKey {
+    var userID: Int
+    var size: Int
+    var cacheKeyString: String { "avatar/\(userID)/\(size)" }
+}

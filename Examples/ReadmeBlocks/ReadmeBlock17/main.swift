@@ -1,10 +1,17 @@
+import Foundation
 import Hoard
 
-let settings = try SettingsStore<String>(namespace: "com.example.app")
-try settings.set("john", for: "username")
-let username = settings.value(for: "username")       // "john", also after a restart
-for await theme in settings.updates(for: "theme") { print(theme ?? "system") }
+struct Event: Codable, Sendable { var name: String; var at: Date }
+let logsDirectory = FileManager.default.temporaryDirectory
+let batch = [Event(name: "tap", at: .now), Event(name: "scroll", at: .now)]
 
-let flags = try SettingsStore<Bool>(namespace: "com.example.flags",
-    configuration: .init(itemLimit: 4_096, valueByteLimit: 64))
-try flags.removeAll()                                // this namespace only
+let log = try MessageLog<Event>(
+    fileURL: logsDirectory.appendingPathComponent("events.log"),  // created when missing
+    maximumBytes: 64 << 10,          // the file stays within 64 KiB
+    overwritesOldMessages: true)     // keep the newest events that fit
+try log.append(Event(name: "launch", at: .now))
+try log.append(contentsOf: batch)    // one write for many messages
+
+let all = try log.messages()         // oldest first
+let recent = try log.newestMessages(10)
+for try await event in log.asyncMessages { print(event.name) }

@@ -1,9 +1,10 @@
 import Hoard
 
-let storage = try LocalStorage()
-for store in try storage.inventory().stores {
-    print(store.name, store.entryCount, store.bytesOnDisk, store.namespaces.keys.sorted())
-}
-try storage.clearNamespace("thumbnails", inStore: "myapp/com.example.app")  // <program>/<store>
-try storage.clearDiskStores()           // every store emptied; logs and settings stay
-let report = try storage.deleteAll()    // stores, logs, settings suites
+let settings = try SettingsStore<String>(namespace: "com.example.app")
+try settings.set("john", for: "username")
+let username = settings.value(for: "username")       // "john", also after a restart
+for await theme in settings.updates(for: "theme") { print(theme ?? "system") }
+
+let flags = try SettingsStore<Bool>(namespace: "com.example.flags",
+    configuration: .init(itemLimit: 4_096, valueByteLimit: 64))
+try flags.removeAll()                                // this namespace only

@@ -1,6 +1,9 @@
-import Foundation
 import Hoard
 
-var configuration = MemoryCache<URL, Data>.Configuration(costLimit: ProcessMemory.fraction(0.1))
-configuration.memoryPressure = .init(warningFraction: 0.25, criticalFraction: 0)  // keep a quarter on a warning
-let thumbnails = try MemoryCache<URL, Data>(configuration: configuration)
+let storage = try LocalStorage()
+for store in try storage.inventory().stores {
+    print(store.name, store.entryCount, store.bytesOnDisk, store.namespaces.keys.sorted())
+}
+try storage.clearNamespace("thumbnails", inStore: "myapp/com.example.app")  // <program>/<store>
+try storage.clearDiskStores()           // every store emptied; logs and settings stay
+let report = try storage.deleteAll()    // stores, logs, settings suites

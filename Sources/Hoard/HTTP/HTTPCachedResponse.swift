@@ -71,6 +71,45 @@ public struct HTTPCachedResponse: Sendable, Hashable {
         return TimeInterval(min(Int(text.prefix(11)) ?? Int(Int32.max) + 1, Int(Int32.max) + 1))
     }
 
+    /// This stored response with the header fields of `update` (a `304`, or a
+    /// `200` to a `HEAD`) in place of its own of the same names, but for the
+    /// hop-by-hop fields, `Content-Length` and `Content-Encoding` (RFC 9111, section
+    /// 3.2: the stored body keeps its length and encoding), and the dates of that
+    /// exchange.
+    func updated(with update: HTTPHeaderFields, requestTime: Date, responseTime: Date) -> HTTPCachedResponse {
+        var refreshed = self
+        var replaced: Set<String> = []
+        for field in _HTTPHopByHop.removed(from: update) {
+            let name = field.name.lowercased()
+            guard !["content-length", "content-encoding"].contains(name) else { continue }
+            if replaced.insert(name).inserted { refreshed.headers.removeAll(named: name) }
+            refreshed.headers.append(name: field.name, value: field.value)
+        }
+        refreshed.requestTime = requestTime
+        refreshed.responseTime = responseTime
+        refreshed.isFromCache = true
+        return refreshed
+    }
+
+    /// Whether a `200` to a `HEAD` with the header fields `fields` describes this
+    /// stored response (RFC 9111, section 4.3.5): it carries an `ETag` or a
+    /// `Last-Modified`, each it carries equals this response's, and its
+    /// `Content-Length`, if any, is this response's.
+    func isSameRepresentation(as fields: HTTPHeaderFields) -> Bool {
+        let tag = fields.values(for: "etag").first
+        let modified = fields.values(for: "last-modified").first
+        guard tag != nil || modified != nil else { return false }
+        if let tag, tag != headers.values(for: "etag").first { return false }
+        if let modified, modified != headers.values(for: "last-modified").first { return false }
+        if let length = fields.values(for: "content-length").first,
+            length.trimmingCharacters(in: .whitespaces)
+                != headers.values(for: "content-length").first ?? String(body.count)
+        {
+            return false
+        }
+        return true
+    }
+
     /// The response's age at `now`, in seconds (RFC 9111, section 4.2.3).
     public func age(at now: Date) -> TimeInterval {
         let date = originDate ?? responseTime

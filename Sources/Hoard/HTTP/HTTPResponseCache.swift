@@ -175,11 +175,7 @@ public final class HTTPResponseCache: Sendable {
     ///   transport throws.
     public func data(from url: URL, headers: [String: String] = [:]) async throws -> Data {
         let response = try await response(for: url, headers: headers)
-        guard (200..<300).contains(response.statusCode) else {
-            throw HoardError(
-                .httpFailed, "the server answered HTTP \(response.statusCode) for \(url.absoluteString)",
-                key: url.absoluteString)
-        }
+        try _HTTPSuccess.check(response.statusCode, for: url)
         return response.body
     }
 
@@ -202,7 +198,10 @@ public final class HTTPResponseCache: Sendable {
     ///   with a `304` when they match, and a single byte `Range` of a stored `200`
     ///   with a `206` (or a `416` when no byte of it is in the response).
     /// - `HEAD`: from a stored response to `GET` when one may be served without
-    ///   asking the origin (no body), else sent to the origin; never stored.
+    ///   asking the origin (no body), else sent to the origin; never stored itself,
+    ///   but a `200` whose `ETag` / `Last-Modified` (and `Content-Length`) match
+    ///   the stored `GET` response updates its header fields and freshness, as a
+    ///   `304` would (RFC 9111, section 4.3.5).
     /// - `OPTIONS`, `TRACE`: sent to the origin; never stored.
     /// - Any other method (`POST`, `PUT`, `DELETE`, `PATCH`, unknown ones): sent to
     ///   the origin; a response with a status below 400 removes what is stored
@@ -279,7 +278,7 @@ public final class HTTPResponseCache: Sendable {
             }
         }
         if requestControl.onlyIfCached { return request.gatewayTimeout(now: now) }
-        if isHead { return try await passThrough(request) }
+        if isHead { return try await head(request, updating: candidate) }
         let response = try await flights.run(
             request.flightKey, joined: { self.count { $0.coalescedWaits += 1 } }
         ) {
@@ -414,20 +413,9 @@ public final class HTTPResponseCache: Sendable {
             return candidate
         }
         if exchange.response.statusCode == 304 {
-            var refreshed = candidate
-            let update = _HTTPHopByHop.removed(from: exchange.response.headers)
-            var replaced: Set<String> = []
-            for field in update {
-                let name = field.name.lowercased()
-                // RFC 9111, section 3.2: never Content-Length; and the stored body
-                // keeps the encoding it was stored with.
-                guard !["content-length", "content-encoding"].contains(name) else { continue }
-                if replaced.insert(name).inserted { refreshed.headers.removeAll(named: name) }
-                refreshed.headers.append(name: field.name, value: field.value)
-            }
-            refreshed.requestTime = exchange.requestTime
-            refreshed.responseTime = exchange.responseTime
-            refreshed.isFromCache = true
+            let refreshed = candidate.updated(
+                with: exchange.response.headers, requestTime: exchange.requestTime,
+                responseTime: exchange.responseTime)
             count { $0.revalidations += 1 }
             await store(refreshed, for: request)
             return refreshed
@@ -441,6 +429,25 @@ public final class HTTPResponseCache: Sendable {
             exchange.response, requestTime: exchange.requestTime, responseTime: exchange.responseTime)
         await store(received, for: request)
         return received
+    }
+
+    /// Sends a `HEAD` that `candidate`, the stored `GET` response it selects, may
+    /// not answer as it is (stale, or the request says `no-cache`). A `200` whose
+    /// validators match the stored response's updates its header fields and dates as
+    /// a `304` would, and the updated response answers the `HEAD` (RFC 9111,
+    /// section 4.3.5); any other answer is returned as it came, and the stored
+    /// response stays as it was: not fresh, so the next `GET` revalidates it.
+    private func head(_ request: _HTTPRequest, updating candidate: HTTPCachedResponse) async throws
+        -> HTTPCachedResponse
+    {
+        let (response, requestTime, responseTime) = try await send(request)
+        count { $0.fetches += 1 }
+        guard response.statusCode == 200, candidate.isSameRepresentation(as: response.headers) else {
+            return request.cached(response, requestTime: requestTime, responseTime: responseTime)
+        }
+        let updated = candidate.updated(with: response.headers, requestTime: requestTime, responseTime: responseTime)
+        await store(updated, for: request.asGet)
+        return served(updated, to: request, now: clock.now())
     }
 
     /// Starts one background revalidation of `candidate` (none when a request for

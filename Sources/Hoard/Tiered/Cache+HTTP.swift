@@ -70,11 +70,7 @@ public enum HTTPCache {
 enum _HTTPFetch {
     static func data(from url: URL, session: URLSession) async throws -> Data {
         let (data, response) = try await session.data(from: url)
-        if let http = response as? HTTPURLResponse, !(200..<300).contains(http.statusCode) {
-            throw HoardError(
-                .httpFailed, "the server answered HTTP \(http.statusCode) for \(url.absoluteString)",
-                key: url.absoluteString)
-        }
+        if let http = response as? HTTPURLResponse { try _HTTPSuccess.check(http.statusCode, for: url) }
         return data
     }
 }
