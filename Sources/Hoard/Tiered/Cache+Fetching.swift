@@ -144,6 +144,7 @@ extension Cache {
         {
             local = found
         } else {
+            counters.executorLookups.add(1, ordering: .relaxed)
             local = await executor.run {
                 self.lookUpLocally(key, maxAge: maxAge, newerThan: newerThan, pending: pending, ticket: ticket)
             }

@@ -164,27 +164,9 @@ extension Cache {
             }
             return hit(value, storedAt: storedAt, expiresAt: expiresAt, now: now, source: .pendingWrite)
         }
-        let keyString = key._storeKeyString
-        for (index, store) in localStores.enumerated() {
-            let stored: StoredEntry?
-            do {
-                stored = try _timed(configuration.timings, .read, .local(index)) {
-                    try store.entry(for: keyString, in: namespace)
-                }
-            } catch {
-                report(CacheFailure(key: key.cacheKeyString, tier: .local(index), operation: .read, error: error))
-                continue
-            }
-            guard let stored,
-                Self.passes(storedAt: stored.storedAt, maxAge: maxAge, newerThan: newerThan, now: now),
-                let value = decode(stored, key: key, tier: .local(index))
-            else { continue }
-            counters.localHits.add(1, ordering: .relaxed)
-            promote(value, stored, for: key, from: .local(index), ticket: ticket, intoLocalStoresBefore: index)
-            return hit(value, storedAt: stored.storedAt, expiresAt: stored.expiresAt, now: now, source: .local(index))
-        }
-        if !localStores.isEmpty { counters.localMisses.add(1, ordering: .relaxed) }
-        return .miss(masked: remoteCleared)
+        return lookUpLocalStores(
+            key, maxAge: maxAge, newerThan: newerThan, now: now, ticket: ticket, masked: remoteCleared,
+            withoutWaiting: false) ?? .miss(masked: remoteCleared)
     }
 
     /// The local lookup of an `async` read on the caller's own thread, when every
@@ -200,21 +182,59 @@ extension Cache {
     func lookUpLocallyWithoutWaiting(_ key: Key, maxAge: TimeInterval?, newerThan: Date?, ticket: UInt64)
         -> _LocalLookup<Value>?
     {
-        guard configuration.timings == nil, let stores = nonWaitingLocalStores, let codec else { return nil }
-        let now = clock.now()
+        guard configuration.timings == nil, nonWaitingLocalStores != nil, codec != nil else { return nil }
+        return lookUpLocalStores(
+            key, maxAge: maxAge, newerThan: newerThan, now: clock.now(), ticket: ticket, masked: false,
+            withoutWaiting: true)
+    }
+
+    /// The local stores in order, for both lookups above: the first entry that
+    /// passes the filters and decodes is a hit, counted and promoted; the local
+    /// tier's miss is counted (a miss is `masked` as the caller says).
+    ///
+    /// `withoutWaiting` reads each store with ``_NonWaitingLookup`` and gives up
+    /// (`nil`) as soon as one would wait or an entry does not decode, reporting
+    /// nothing; otherwise each store is read as long as it takes, with its read
+    /// timed, and a failure is reported and skipped (never `nil`).
+    @inlinable
+    func lookUpLocalStores(
+        _ key: Key, maxAge: TimeInterval?, newerThan: Date?, now: Date, ticket: UInt64, masked: Bool,
+        withoutWaiting: Bool
+    ) -> _LocalLookup<Value>? {
         let keyString = key._storeKeyString
-        for (index, store) in stores.enumerated() {
-            guard let found = store._entryWithoutWaiting(for: keyString, in: namespace) else { return nil }
-            guard let stored = found,
-                Self.passes(storedAt: stored.storedAt, maxAge: maxAge, newerThan: newerThan, now: now)
+        for (index, store) in localStores.enumerated() {
+            let stored: StoredEntry?
+            if withoutWaiting, let nonWaiting = nonWaitingLocalStores {
+                guard let found = nonWaiting[index]._entryWithoutWaiting(for: keyString, in: namespace) else {
+                    return nil
+                }
+                stored = found
+            } else {
+                do {
+                    stored = try _timed(configuration.timings, .read, .local(index)) {
+                        try store.entry(for: keyString, in: namespace)
+                    }
+                } catch {
+                    report(CacheFailure(key: key.cacheKeyString, tier: .local(index), operation: .read, error: error))
+                    continue
+                }
+            }
+            guard let stored, Self.passes(storedAt: stored.storedAt, maxAge: maxAge, newerThan: newerThan, now: now)
             else { continue }
-            guard let value = try? codec.decode(stored.data) else { return nil }
+            let value: Value
+            if withoutWaiting {
+                guard let decoded = try? codec?.decode(stored.data) else { return nil }
+                value = decoded
+            } else {
+                guard let decoded = decode(stored, key: key, tier: .local(index)) else { continue }
+                value = decoded
+            }
             counters.localHits.add(1, ordering: .relaxed)
             promote(value, stored, for: key, from: .local(index), ticket: ticket, intoLocalStoresBefore: index)
             return hit(value, storedAt: stored.storedAt, expiresAt: stored.expiresAt, now: now, source: .local(index))
         }
-        counters.localMisses.add(1, ordering: .relaxed)
-        return .miss(masked: false)
+        if !localStores.isEmpty { counters.localMisses.add(1, ordering: .relaxed) }
+        return .miss(masked: masked)
     }
 
     /// A hit on `value` that `source` answered.

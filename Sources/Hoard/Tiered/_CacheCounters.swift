@@ -25,6 +25,10 @@ final class _CacheCounters: Sendable {
     @usableFromInline let readFailures = Atomic<Int>(0)
     @usableFromInline let writeFailures = Atomic<Int>(0)
     @usableFromInline let decodeFailures = Atomic<Int>(0)
+    /// Local lookups of `async` reads that ran on Hoard's executor, as a local
+    /// store could not answer without waiting (not part of ``CacheStatistics``:
+    /// tests read it to see which path a read took).
+    @usableFromInline let executorLookups = Atomic<Int>(0)
 
     func snapshot(memoryTier: MemoryCacheStatistics) -> CacheStatistics {
         let pending = pendingHits.load(ordering: .relaxed)
