@@ -84,8 +84,9 @@ extension Cache {
     /// The read below memory, shared by concurrent reads of `key` with the same
     /// filters (``_SharedReads``): the first leads the walk, the others wait for
     /// its result (counted as ``CacheStatistics/coalescedWaits``). A reader whose
-    /// leader was cancelled walks again itself.
-    @usableFromInline
+    /// leader was cancelled walks again itself. Inlinable, so that a disk hit's
+    /// whole path is specialised for `Key` and `Value` in the caller's module.
+    @inlinable
     func sharedEntryBelowMemory(
         for key: Key, maxAge: TimeInterval?, newerThan: Date?, fetch: Fetch?
     ) async throws -> CacheEntry<Value>? {
@@ -93,9 +94,10 @@ extension Cache {
             key: key, maxAge: maxAge, newerThan: newerThan, fetches: fetch != nil)
         while true {
             let (ticket, pending) = writer.beginRead(key)
-            let lead = _SharedReads<Key, CacheEntry<Value>?>.Walk(ticket: ticket, flight: _Flight())
             let writer = self.writer
-            if let flight = sharedReads.join(name, leading: lead, mayJoin: { !writer.hasChanged(key, since: $0) }) {
+            let registered: Bool
+            switch sharedReads.join(name, ticket: ticket, mayJoin: { !writer.hasChanged(key, since: $0) }) {
+            case .joins(let flight):
                 writer.endRead(ticket)
                 counters.coalescedWaits.add(1, ordering: .relaxed)
                 do {
@@ -103,6 +105,8 @@ extension Cache {
                 } catch is CancellationError where !Task.isCancelled {
                     continue
                 }
+            case .leads(let isRegistered):
+                registered = isRegistered
             }
             let result: Result<CacheEntry<Value>?, any Error>
             do {
@@ -112,7 +116,7 @@ extension Cache {
             } catch {
                 result = .failure(error)
             }
-            sharedReads.finish(name, lead, with: result)
+            sharedReads.finish(name, registered: registered, with: result)
             writer.endRead(ticket)
             return try result.get()
         }

@@ -53,7 +53,7 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
     @usableFromInline let executor = _BlockingExecutor.shared
     let flights = _SingleFlight<Key, CacheEntry<Value>?>()
     /// The reads below memory in progress, shared by concurrent readers of a key.
-    let sharedReads = _SharedReads<Key, CacheEntry<Value>?>()
+    @usableFromInline let sharedReads = _SharedReads<Key, CacheEntry<Value>?>()
     /// The local stores, when every one can look up without waiting (so that an
     /// `async` read may run its local lookup on the caller's thread); else `nil`.
     @usableFromInline let nonWaitingLocalStores: [any _NonWaitingLookup]?

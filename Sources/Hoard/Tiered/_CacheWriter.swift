@@ -224,6 +224,7 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
 
     /// Whether `key` was changed (or every key, by a clear) at or after `ticket`,
     /// a ticket of a read still in flight.
+    @usableFromInline
     func hasChanged(_ key: Key, since ticket: UInt64) -> Bool {
         state.withLock { $0.hasChanged(key, since: ticket) }
     }

@@ -77,6 +77,7 @@ final class _SingleFlight<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 }
 
 /// One running operation and the callers waiting for it.
+@usableFromInline
 final class _Flight<Value: Sendable>: Sendable {
     private enum State {
         case running(waiters: [Int: CheckedContinuation<Value, any Error>], nextID: Int)
@@ -85,6 +86,10 @@ final class _Flight<Value: Sendable>: Sendable {
 
     private let state = Mutex(State.running(waiters: [:], nextID: 0))
 
+    @usableFromInline
+    init() {}
+
+    @usableFromInline
     func finish(_ result: Result<Value, any Error>) {
         let waiters = state.withLock { state -> [CheckedContinuation<Value, any Error>] in
             guard case .running(let waiters, _) = state else { return [] }
@@ -94,6 +99,7 @@ final class _Flight<Value: Sendable>: Sendable {
         for waiter in waiters { waiter.resume(with: result) }
     }
 
+    @usableFromInline
     func wait() async throws -> Value {
         let id = Mutex<Int?>(nil)
         return try await withTaskCancellationHandler {
