@@ -83,7 +83,8 @@ extension DiskStore {
                 releasing: { () throws(HoardError) in [] },
                 { () throws(HoardError) in
                     try state.withLock { (state) throws(HoardError) in
-                        try state.trimStep(toBytes: maxBytes, count: maxCount, effects: &effects)
+                        try state.trimStep(
+                            toBytes: maxBytes, count: maxCount, first: estimate == nil, effects: &effects)
                     }
                 })
             finish(effects)
@@ -220,14 +221,14 @@ extension DiskStore {
                     isRepaired: repairing))
         }
 
-        let accessTimes: (missing: Int, orphaned: Int, malformed: Int)
+        let accessTimes: (orphaned: Int, malformed: Int)
         do {
             accessTimes = try state.withLock { (state) throws(HoardError) in try state.open().wrongAccessTimes() }
         } catch  where error.code == .storeDamaged {
             indexDamage("the access times cannot be read", error)
             return report
         }
-        if accessTimes != (0, 0, 0) {
+        if accessTimes != (0, 0) {
             if repairing {
                 try state.withLock { (state) throws(HoardError) in
                     let index = try state.open()
@@ -238,8 +239,8 @@ extension DiskStore {
                 StoreDamage(
                     namespace: nil, key: nil, reason: .wrongAccessTimes,
                     detail:
-                        "the access order has \(accessTimes.missing) entries without an access time (never evicted), "
-                        + "\(accessTimes.orphaned) access times without an entry, and \(accessTimes.malformed) that are not numbers",
+                        "the access order has \(accessTimes.orphaned) access times without an entry, "
+                        + "and \(accessTimes.malformed) that are not numbers",
                     isRepaired: repairing))
         }
 

@@ -33,11 +33,12 @@ import Synchronization
 /// - **Bad data.** A malformed row, a missing or truncated value file, or bytes
 ///   that do not match their checksum: a miss, the entry removed, a
 ///   ``DiskStoreEvent/removedDamaged(_:)`` naming namespace, key and reason.
-/// - **Older stores.** A store of format version 1 (no checksums) or 2 (access
-///   times in the entries' rows) is migrated to version 3 when it is opened while
-///   no other instance or process has it open (from version 1, every value file is
-///   read once); opened while another has it open, it is refused with
-///   ``HoardError/Code/busy`` and left unchanged.
+/// - **Older stores.** A store of format version 1 (no checksums), 2 (access
+///   times in the entries' rows) or 3 (an access row written with every entry) is
+///   migrated to version 4 when it is opened while no other instance or process
+///   has it open (from version 1, every value file is read once); opened while
+///   another has it open, it is refused with ``HoardError/Code/busy`` and left
+///   unchanged.
 /// - **Reads never destroy intact data.** Through the typed API, intact bytes that
 ///   do not decode as the type asked for are a miss and a
 ///   ``DiskStoreEvent/undecodable(_:)``; the entry stays.
@@ -66,7 +67,8 @@ import Synchronization
 ///   second (``Configuration/accessTimeResolution``), and never write: the
 ///   times are written in batches off the reader's thread, at most
 ///   ``Configuration/accessFlushInterval`` later, and before every trim. A crash
-///   loses at most that interval of access order, never a value.
+///   loses at most that interval of access order, never a value. An entry not
+///   read since it was written counts as accessed when stored.
 public final class DiskStore: CacheStore {
     /// The namespace the typed API uses when none is given: `"default"`.
     public static let defaultNamespace = "default"

@@ -225,8 +225,8 @@ struct _DiskState {
                 oldFile = try index.fileName(namespace: namespace, key: key)
             }
             try index.upsert(
-                namespace: namespace, key: key, storedAt: storedAt, expiresAt: expiresAt, accessedAt: now,
-                value: inline, size: size, blob: file, crc: crc)
+                namespace: namespace, key: key, storedAt: storedAt, expiresAt: expiresAt,
+                accessedAt: accessTime(storedAt: storedAt, now: now), value: inline, size: size, blob: file, crc: crc)
             return oldFile
         }
         if let oldFile, oldFile != file { effects.filesToRemove.append(oldFile) }
@@ -248,8 +248,9 @@ struct _DiskState {
                         oldFiles.append(old)
                     }
                     try index.upsert(
-                        namespace: namespace, key: key, storedAt: storedAt, expiresAt: expiresAt, accessedAt: now,
-                        value: inline, size: size, blob: file, crc: crc)
+                        namespace: namespace, key: key, storedAt: storedAt, expiresAt: expiresAt,
+                        accessedAt: accessTime(storedAt: storedAt, now: now), value: inline, size: size, blob: file,
+                        crc: crc)
                 case .remove(let namespace, let key):
                     if let file = try index.delete(namespace: namespace, key: key).file { oldFiles.append(file) }
                 case .removeAll(let namespace):
@@ -259,6 +260,14 @@ struct _DiskState {
             return oldFiles
         }
         effects.filesToRemove += oldFiles
+    }
+
+    /// The access time a write records for an entry stored at `storedAt`: none
+    /// when the stored date is the write time within the access resolution (the
+    /// entry then reads as accessed when stored, and an insert writes one row),
+    /// else `now`.
+    private func accessTime(storedAt: Double, now: Double) -> Double? {
+        abs(now - storedAt) <= accesses.resolution ? nil : now
     }
 
     /// After a write: if a limit is exceeded, evicts down to its low-water mark,
@@ -275,9 +284,11 @@ struct _DiskState {
             let protected = names()
             var evicted = 0
             var bytes = 0
+            var first = true
             while true {
                 let step = try trimStep(
-                    toBytes: maxBytes, count: maxCount, protecting: protected, effects: &effects)
+                    toBytes: maxBytes, count: maxCount, protecting: protected, first: first, effects: &effects)
+                first = false
                 evicted += step.evicted
                 bytes += step.bytes
                 if step.done { break }
@@ -296,7 +307,7 @@ struct _DiskState {
     ///   within the targets (or holds nothing more that may be evicted).
     mutating func trimStep(
         toBytes maxBytes: Int, count maxCount: Int, protecting protected: Set<_EntryName> = [],
-        chunk: Int = 256, effects: inout _DiskEffects
+        chunk: Int = 256, first: Bool = true, effects: inout _DiskEffects
     ) throws(HoardError) -> (evicted: Int, bytes: Int, usage: StoreUsage, done: Bool) {
         let index = try open()
         let result = try index.transaction { () throws(HoardError) -> (Int, Int, StoreUsage, Bool, [String]) in
@@ -307,6 +318,8 @@ struct _DiskState {
             var files: [String] = []
             func within() -> Bool { usage.bytes <= maxBytes && usage.count <= maxCount }
             if within() { return (0, 0, usage, true, []) }
+            // Entries never read since written are in the order by their stored dates.
+            if first { try index.giveAccessRowsToUnreadEntries() }
             let candidates = try index.leastRecentlyAccessed(limit: chunk + protected.count)
             for candidate in candidates where !protected.contains(candidate.name) {
                 if within() { break }
