@@ -271,26 +271,7 @@ extension DiskStore {
                 namespace: row.namespace, key: row.key, reason: .unreadableFile,
                 detail: "the value file blobs/\(name) cannot be read (\(error.message)); it was left as it is")
         }
-        switch read {
-        case .missing:
-            return StoreDamage(
-                namespace: row.namespace, key: row.key, reason: .missingFile,
-                detail: "the value file blobs/\(name) is missing")
-        case .notARegularFile:
-            return StoreDamage(
-                namespace: row.namespace, key: row.key, reason: .missingFile,
-                detail: "blobs/\(name) is not a regular file (a symbolic link is never followed)")
-        case .sizeMismatch(let size):
-            return StoreDamage(
-                namespace: row.namespace, key: row.key, reason: .fileSizeMismatch,
-                detail: "the value file blobs/\(name) has \(size) bytes, the entry says \(row.size)")
-        case .data(let data):
-            let actual = data.withUnsafeBytes { _DiskIndex.checksum($0, namespace: row.namespace, key: row.key) }
-            guard actual != crc else { return nil }
-            return StoreDamage(
-                namespace: row.namespace, key: row.key, reason: .checksumMismatch,
-                detail: "the value file blobs/\(name) does not match its checksum")
-        }
+        return read.damage(name: name, size: row.size, crc: crc, namespace: row.namespace, key: row.key)
     }
 
     /// Removes a damaged row if, under the write lock, it is still the same and
