@@ -17,6 +17,8 @@ let package = Package(
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         // The Logger that the floor's postgres-nio connections take.
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        // The DatabasePool baseline of DiskStoreBenchmarks' reads.
+        .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
     ],
     targets: [
         // Throughput of MemoryCache against Mutex<Dictionary> and NSCache baselines.
@@ -50,6 +52,7 @@ let package = Package(
             dependencies: [
                 .product(name: "Hoard", package: "Hoard"),
                 .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "GRDB", package: "GRDB.swift"),
                 "BenchSQLite",
             ],
             path: "Benchmarks/DiskStoreBenchmarks",

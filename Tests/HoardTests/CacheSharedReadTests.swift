@@ -62,4 +62,33 @@ struct CacheSharedReadTests {
             #expect(cache.statistics.local.misses == 1)
         }
     }
+
+    @Test("Concurrent reads of one key with different filters walk the tiers each, and share only the fetch")
+    func differentFiltersDoNotShareAWalk() async throws {
+        try await DiskTest.withTemporaryDirectory { url in
+            let local = CountingStore(try DiskStore(directory: url))
+            let remote = CountingRemoteStore()
+            let probe = FetchProbe(open: false)
+            var configuration = Cache<String, Int>.Configuration(name: "test")
+            configuration.localStores = .stores([local])
+            configuration.remoteStores = [remote]
+            let cache = try Cache<String, Int>(configuration: configuration) { _ in
+                await probe.enter()
+                return 42
+            }
+            // The first read (no filter) walks both tiers and waits in the fetch.
+            let unfiltered = Task { try await cache.value(for: "answer") }
+            #expect(await CacheTest.eventually { probe.calls == 1 })
+            // A read with a filter is another read: it must not receive the first
+            // one's walk, so it looks in both tiers itself, then joins the fetch.
+            let filtered = Task { try await cache.value(for: "answer", maxAge: 60) }
+            #expect(await CacheTest.eventually { cache.statistics.coalescedWaits == 1 })
+            #expect(local.lookupCount == 2)
+            #expect(remote.lookupCount == 2)
+            probe.open()
+            #expect(try await unfiltered.value == 42)
+            #expect(try await filtered.value == 42)
+            #expect(probe.calls == 1)
+        }
+    }
 }

@@ -129,9 +129,11 @@ extension DiskStoreSuites {
                 url,
                 """
                 ALTER TABLE entries ADD COLUMN accessed_at REAL NOT NULL DEFAULT 0;
-                UPDATE entries SET accessed_at = (SELECT accessed_at FROM access WHERE access.id = entries.id);
+                UPDATE entries SET accessed_at = coalesce(
+                    (SELECT accessed_at FROM access WHERE access.id = entries.id), stored_at);
                 CREATE INDEX entries_by_access ON entries (accessed_at);
                 DROP TRIGGER entries_deleted_access;
+                DROP TRIGGER entries_rewritten_access;
                 DROP TABLE access;
                 UPDATE meta SET value = '2' WHERE name = 'version';
                 """)
@@ -161,8 +163,8 @@ extension DiskStoreSuites {
                 let store = try DiskStore(
                     directory: url, configuration: .init(spillThreshold: 100, onEvent: events.handler))
 
-                // Then it is version 3, healthy, with every value
-                #expect(try Self.formatVersion(url) == "3")
+                // Then it is version 4, healthy, with every value
+                #expect(try Self.formatVersion(url) == "4")
                 #expect(try store.verify().isHealthy)
                 #expect(try store.entry(for: "inline", in: "ns")?.data == Data("small".utf8))
                 #expect(try store.entry(for: "spilled", in: "ns")?.data == DiskTest.bytes(1_000))
@@ -192,7 +194,7 @@ extension DiskStoreSuites {
                 // Once it is let go, opening migrates
                 close(descriptor)
                 let store = try DiskStore(directory: url)
-                #expect(try Self.formatVersion(url) == "3")
+                #expect(try Self.formatVersion(url) == "4")
                 #expect(try store.entry(for: "inline", in: "ns")?.data == Data("small".utf8))
             }
         }
@@ -215,8 +217,8 @@ extension DiskStoreSuites {
                 // When it is opened alone
                 let store = try DiskStore(directory: url, clock: clock)
 
-                // Then it is version 3, healthy, with every access time
-                #expect(try Self.formatVersion(url) == "3")
+                // Then it is version 4, healthy, with every access time
+                #expect(try Self.formatVersion(url) == "4")
                 #expect(try store.verify().isHealthy)
                 let accessed = Dictionary(
                     uniqueKeysWithValues: try store.entries(in: "ns").map {
@@ -229,14 +231,66 @@ extension DiskStoreSuites {
             }
         }
 
-        @Test("A store of format version 4 is refused as unsupported, and left unchanged")
+        /// Turns a store of the current format into one of format version 3 as an
+        /// earlier Hoard left it: an access row for every entry, and no trigger
+        /// that deletes it when the entry is written again.
+        static func downgradeToVersion3(_ url: URL) throws {
+            try tamper(
+                url,
+                """
+                INSERT INTO access (id, accessed_at)
+                    SELECT id, stored_at FROM entries WHERE NOT EXISTS (SELECT 1 FROM access WHERE access.id = entries.id);
+                DROP TRIGGER entries_rewritten_access;
+                UPDATE meta SET value = '3' WHERE name = 'version';
+                """)
+            #expect(try formatVersion(url) == "3")
+        }
+
+        @Test("A version 3 store is migrated on open: its access order stays, and a rewrite makes an entry new again")
+        func migratesVersion3() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                // Given a version 3 store where "a" was written first but read last
+                let clock = ManualClock(start: Date(timeIntervalSince1970: 1_000))
+                do {
+                    let store = try DiskStore(directory: url, clock: clock)
+                    for key in ["a", "b", "c"] {
+                        try store.set(Data(count: 10), for: key, in: "ns", storedAt: clock.now(), expiresAt: nil)
+                        clock.advance(by: 10)
+                    }
+                    #expect(try store.entry(for: "a", in: "ns") != nil)
+                }
+                try Self.downgradeToVersion3(url)
+
+                // When it is opened alone
+                let store = try DiskStore(directory: url, clock: clock)
+
+                // Then it is version 4, healthy, with its access times
+                #expect(try Self.formatVersion(url) == "4")
+                #expect(try store.verify().isHealthy)
+                func accessed() throws -> [String: Double] {
+                    Dictionary(
+                        uniqueKeysWithValues: try store.entries(in: "ns").map {
+                            ($0.key, $0.accessedAt.timeIntervalSince1970)
+                        })
+                }
+                #expect(try accessed() == ["a": 1_030, "b": 1_010, "c": 1_020])
+                // And writing "b" again makes it the most recent (its old access row goes)
+                clock.advance(by: 10)
+                try store.set(Data(count: 10), for: "b", in: "ns", storedAt: clock.now(), expiresAt: nil)
+                #expect(try accessed() == ["a": 1_030, "b": 1_040, "c": 1_020])
+                #expect(try store.trim(toBytes: 20) == 1)
+                #expect(try store.keys(in: "ns") == ["a", "b"])
+            }
+        }
+
+        @Test("A store of format version 5 is refused as unsupported, and left unchanged")
         func newerVersion() throws {
             try DiskTest.withTemporaryDirectory { url in
                 do { _ = try DiskStore(directory: url) }
-                try Self.tamper(url, "UPDATE meta SET value = '4' WHERE name = 'version'")
+                try Self.tamper(url, "UPDATE meta SET value = '5' WHERE name = 'version'")
                 let error = #expect(throws: HoardError.self) { try DiskStore(directory: url) }
                 #expect(error?.code == .unsupportedFormat)
-                #expect(try Self.formatVersion(url) == "4")
+                #expect(try Self.formatVersion(url) == "5")
             }
         }
 

@@ -310,7 +310,8 @@ extension DiskStoreSuites {
             }
         }
 
-        @Test("An entry that lost its access time is reported by verify and evicted again once read or repaired")
+        @Test(
+            "Access times without an entry are reported by verify; an entry without one is evicted by its stored date")
         func lostAccessTime() throws {
             try DiskTest.withTemporaryDirectory { url in
                 let clock = ManualClock(start: Date(timeIntervalSince1970: 1_000))
@@ -319,8 +320,8 @@ extension DiskStoreSuites {
                     try store.set(Data(count: 10), for: key, in: "ns", storedAt: clock.now(), expiresAt: nil)
                     clock.advance(by: 10)
                 }
-                // Given "a" without an access time (which trimming would never pick)
-                // and an access time that belongs to no entry
+                // Given "a" without an access time (as if never read: it counts as
+                // accessed when stored) and an access time that belongs to no entry
                 try DiskStoreDamageTests.tamper(
                     url,
                     """
@@ -328,17 +329,16 @@ extension DiskStoreSuites {
                     INSERT INTO access (id, accessed_at) VALUES (999, 5);
                     """)
 
-                // verify() reports both, and repairing gives "a" its stored time back
+                // verify() reports the access time without an entry, and repairs it
                 let report = try store.verify()
                 #expect(report.damage.map(\.reason) == [.wrongAccessTimes])
-                #expect(report.damage.first?.detail.contains("1 entries without an access time") == true)
                 #expect(report.damage.first?.detail.contains("1 access times without an entry") == true)
                 #expect(try store.verify(repairing: true).damage.map(\.reason) == [.wrongAccessTimes])
                 #expect(try store.verify().isHealthy)
                 #expect(try store.trim(toBytes: 20) == 1)
                 #expect(try store.keys(in: "ns").sorted() == ["b", "c"])
 
-                // A read gives a lost access time back too
+                // A read gives an entry an access time again
                 try DiskStoreDamageTests.tamper(
                     url, "DELETE FROM access WHERE id = (SELECT id FROM entries WHERE key = CAST('b' AS BLOB))")
                 #expect(try store.entry(for: "b", in: "ns") != nil)
@@ -346,6 +346,76 @@ extension DiskStoreSuites {
                 #expect(try store.verify().isHealthy)
                 #expect(try store.trim(toBytes: 10) == 1)
                 #expect(try store.keys(in: "ns") == ["b"])
+            }
+        }
+
+        /// How many rows `access` holds.
+        static func accessRows(_ url: URL) throws -> Int {
+            let connection = try _SQLiteConnection(path: url.appendingPathComponent("index.sqlite").path)
+            defer { connection.close() }
+            let statement = try connection.prepare("SELECT count(*) FROM access")
+            defer { statement.reset() }
+            _ = try statement.step()
+            return Int(statement.int64(at: 0))
+        }
+
+        @Test("A new entry writes no access row; never read, it is evicted by its stored date among read ones")
+        func unreadEntriesByStoredDate() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                // Given "a" written at 1000 and read at 1030, and "b", "c", "d" written at
+                // 1010, 1020 and 1040 and never read
+                let clock = ManualClock(start: Date(timeIntervalSince1970: 1_000))
+                let store = try DiskStore(directory: url, configuration: .init(accessTimeResolution: 1), clock: clock)
+                try store.set(Data(count: 10), for: "a", in: "ns", storedAt: clock.now(), expiresAt: nil)
+                for key in ["b", "c"] {
+                    clock.advance(by: 10)
+                    try store.set(Data(count: 10), for: key, in: "ns", storedAt: clock.now(), expiresAt: nil)
+                }
+                #expect(try Self.accessRows(url) == 0, "an insert writes the entry's row alone")
+                clock.advance(by: 10)
+                #expect(try store.entry(for: "a", in: "ns") != nil)
+                clock.advance(by: 10)
+                try store.write([.set(Data(count: 10), for: "d", in: "ns", storedAt: clock.now(), expiresAt: nil)])
+                store.flushAccessTimes()
+                #expect(try Self.accessRows(url) == 1)
+
+                // Then trimming to two entries takes "b" (1010) and "c" (1020)
+                #expect(try store.trim(toBytes: nil, count: 2) == 2)
+                #expect(try store.keys(in: "ns") == ["a", "d"])
+                // And then "a" (read at 1030) before "d" (stored at 1040)
+                #expect(try store.trim(toBytes: nil, count: 1) == 1)
+                #expect(try store.keys(in: "ns") == ["d"])
+                #expect(try store.verify().isHealthy)
+            }
+        }
+
+        @Test("A value stored with an older date records its write time; a rewrite counts from its new stored date")
+        func storedDateAndWriteTime() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                let clock = ManualClock(start: Date(timeIntervalSince1970: 1_000))
+                let store = try DiskStore(directory: url, configuration: .init(accessTimeResolution: 1), clock: clock)
+                func accessed() throws -> [String: Double] {
+                    Dictionary(
+                        uniqueKeysWithValues: try store.entries(in: "ns").map {
+                            ($0.key, $0.accessedAt.timeIntervalSince1970)
+                        })
+                }
+                // Given a copy of a value stored long ago, written at 1000 (a promotion)
+                try store.set(
+                    Data(count: 10), for: "old", in: "ns", storedAt: Date(timeIntervalSince1970: 100), expiresAt: nil)
+                // And "x" written at 1000, read at 1010 (the read still pending), and written again at 1020
+                try store.set(Data(count: 10), for: "x", in: "ns", storedAt: clock.now(), expiresAt: nil)
+                clock.advance(by: 10)
+                #expect(try store.entry(for: "x", in: "ns") != nil)
+                clock.advance(by: 10)
+                try store.set(Data(count: 10), for: "x", in: "ns", storedAt: clock.now(), expiresAt: nil)
+                store.flushAccessTimes()
+
+                // Then "old" was accessed when written, and the pending read does not
+                // move "x" back before its new stored date
+                #expect(try accessed() == ["old": 1_000, "x": 1_020])
+                #expect(try store.trim(toBytes: nil, count: 1) == 1)
+                #expect(try store.keys(in: "ns") == ["x"])
             }
         }
     }

@@ -26,7 +26,9 @@ import Hoard
 ///   (namespace, key) (a rowid table), WAL, synchronous=NORMAL. Floor (`set`,
 ///   `insert`, `set batch1000`): raw SQLite running DiskStore's own statements on
 ///   the index a DiskStore built (`StoreSchemaSubject`), which separates what the
-///   store's format costs from what its Swift costs.
+///   store's format costs from what its Swift costs. Baseline for `get` and
+///   `get 2 threads`: GRDB's `DatabasePool` running the store's lookup on the
+///   store's own index file (`GRDBSubject`).
 /// - 100 KiB values over 2,000 entries (above the spill threshold, so in files):
 ///   `get` and `set`, one per iteration. Baseline: one file per entry, written to a
 ///   temporary name and renamed (no fsync), read with `Data(contentsOf:)`. Floor
@@ -57,6 +59,18 @@ let benchmarks: @Sendable () -> Void = {
     register(
         "disk get 1KiB 2 threads: DiskStore (1,000 gets per thread)", shape: small, perIteration: 1_000,
         make: { try StoreSubject(shape: small) }
+    ) {
+        $0.getOnThreads(2, 1_000)
+    }
+    register(
+        "disk get 1KiB: baseline GRDB DatabasePool", shape: small, perIteration: 1_000,
+        make: { try GRDBSubject(shape: small) }
+    ) {
+        $0.get(1_000)
+    }
+    register(
+        "disk get 1KiB 2 threads: baseline GRDB DatabasePool (1,000 gets per thread)", shape: small,
+        perIteration: 1_000, make: { try GRDBSubject(shape: small) }
     ) {
         $0.getOnThreads(2, 1_000)
     }
@@ -156,7 +170,7 @@ let benchmarks: @Sendable () -> Void = {
 
 /// Registers one benchmark whose setup builds and fills a subject in a fresh
 /// directory, and whose teardown closes it and removes the directory.
-func register<S: DiskSubject>(
+func register<S: BenchSubject>(
     _ name: String, shape: Shape, perIteration: Int, make: @escaping () throws -> S,
     run: @escaping (S) throws -> Void
 ) {
@@ -235,8 +249,14 @@ struct KeyStream {
     }
 }
 
+/// A subject a benchmark's setup makes and its teardown closes.
+protocol BenchSubject: AnyObject {
+    /// Closes the store and removes its directory.
+    func close()
+}
+
 /// What the benchmarks do with a store.
-protocol DiskSubject: AnyObject {
+protocol DiskSubject: BenchSubject {
     /// `count` reads of random present keys.
     func get(_ count: Int)
     /// One overwrite of a random key, in its own transaction.
@@ -249,8 +269,6 @@ protocol DiskSubject: AnyObject {
     /// `count` operations, 90% reads and 10% overwrites of random keys, each
     /// overwrite in its own transaction.
     func mixed(_ count: Int) throws
-    /// Closes the store and removes its directory.
-    func close()
 }
 
 extension DiskSubject {

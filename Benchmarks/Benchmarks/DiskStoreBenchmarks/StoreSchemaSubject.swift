@@ -11,13 +11,14 @@ import Darwin
 
 /// The floor for DiskStore's writes: raw SQLite prepared statements on the index
 /// file a DiskStore created and filled, running the statements `DiskStore.set`
-/// runs for a value stored inline (`BEGIN IMMEDIATE`, the check for value files,
-/// the upsert, the access time, `COMMIT`), with none of the Swift around them (no
-/// lock, key normalisation, checksum or limit check).
+/// runs for a value stored inline with its write time as its stored date
+/// (`BEGIN IMMEDIATE`, the check for value files, the upsert, `COMMIT`), with none
+/// of the Swift around them (no lock, key normalisation, checksum or limit check).
 ///
 /// Where the plain SQLite baseline writes one table and its key index, this writes
-/// what the store's format needs: the entry, its key index, the namespace totals
-/// (a trigger) and the access time with its index. The gap between this row and
+/// what the store's format needs: the entry, its key index and the namespace totals
+/// (a trigger); an overwrite also deletes the entry's access row if it has one (a
+/// trigger). The gap between this row and
 /// the plain one is the format's; the gap between DiskStore and this row is the
 /// library's. Its `get` is the store's lookup and, for a value in a file, the
 /// store's file reads, without the checksum the store verifies.
@@ -28,7 +29,6 @@ final class StoreSchemaSubject: DiskSubject, RawSQLite {
     private var commit: OpaquePointer?
     private var anyFile: OpaquePointer?
     private var upsert: OpaquePointer?
-    private var recordWrite: OpaquePointer?
     private var select: OpaquePointer?
     let keys: [String]
     let value: Data
@@ -58,11 +58,6 @@ final class StoreSchemaSubject: DiskSubject, RawSQLite {
                 stored_at = excluded.stored_at, expires_at = excluded.expires_at, size = excluded.size,
                 value = excluded.value, blob = excluded.blob, crc = excluded.crc
             """)
-        recordWrite = try prepare(
-            """
-            INSERT INTO access (id, accessed_at) SELECT id, ?3 FROM entries WHERE namespace = ?1 AND key = ?2
-            ON CONFLICT (id) DO UPDATE SET accessed_at = excluded.accessed_at
-            """)
         select = try prepare(
             "SELECT value, stored_at, expires_at, blob, size FROM entries WHERE namespace = ?1 AND key = ?2")
     }
@@ -91,9 +86,6 @@ final class StoreSchemaSubject: DiskSubject, RawSQLite {
         sqlite3_bind_null(upsert, 7)
         sqlite3_bind_int64(upsert, 8, 0)
         try step(upsert)
-        bindName(recordWrite, key: key)
-        sqlite3_bind_double(recordWrite, 3, now)
-        try step(recordWrite)
     }
 
     /// The lookup of the store's `entry(for:in:)`, then for a value in a file the
@@ -147,7 +139,7 @@ final class StoreSchemaSubject: DiskSubject, RawSQLite {
     }
 
     func close() {
-        for statement in [begin, commit, anyFile, upsert, recordWrite, select] { sqlite3_finalize(statement) }
+        for statement in [begin, commit, anyFile, upsert, select] { sqlite3_finalize(statement) }
         sqlite3_close(db)
         try? FileManager.default.removeItem(at: directory)
     }

@@ -83,7 +83,8 @@ extension DiskStore {
                 releasing: { () throws(HoardError) in [] },
                 { () throws(HoardError) in
                     try state.withLock { (state) throws(HoardError) in
-                        try state.trimStep(toBytes: maxBytes, count: maxCount, effects: &effects)
+                        try state.trimStep(
+                            toBytes: maxBytes, count: maxCount, first: estimate == nil, effects: &effects)
                     }
                 })
             finish(effects)
@@ -220,14 +221,14 @@ extension DiskStore {
                     isRepaired: repairing))
         }
 
-        let accessTimes: (missing: Int, orphaned: Int, malformed: Int)
+        let accessTimes: (orphaned: Int, malformed: Int)
         do {
             accessTimes = try state.withLock { (state) throws(HoardError) in try state.open().wrongAccessTimes() }
         } catch  where error.code == .storeDamaged {
             indexDamage("the access times cannot be read", error)
             return report
         }
-        if accessTimes != (0, 0, 0) {
+        if accessTimes != (0, 0) {
             if repairing {
                 try state.withLock { (state) throws(HoardError) in
                     let index = try state.open()
@@ -238,8 +239,8 @@ extension DiskStore {
                 StoreDamage(
                     namespace: nil, key: nil, reason: .wrongAccessTimes,
                     detail:
-                        "the access order has \(accessTimes.missing) entries without an access time (never evicted), "
-                        + "\(accessTimes.orphaned) access times without an entry, and \(accessTimes.malformed) that are not numbers",
+                        "the access order has \(accessTimes.orphaned) access times without an entry, "
+                        + "and \(accessTimes.malformed) that are not numbers",
                     isRepaired: repairing))
         }
 
@@ -270,26 +271,7 @@ extension DiskStore {
                 namespace: row.namespace, key: row.key, reason: .unreadableFile,
                 detail: "the value file blobs/\(name) cannot be read (\(error.message)); it was left as it is")
         }
-        switch read {
-        case .missing:
-            return StoreDamage(
-                namespace: row.namespace, key: row.key, reason: .missingFile,
-                detail: "the value file blobs/\(name) is missing")
-        case .notARegularFile:
-            return StoreDamage(
-                namespace: row.namespace, key: row.key, reason: .missingFile,
-                detail: "blobs/\(name) is not a regular file (a symbolic link is never followed)")
-        case .sizeMismatch(let size):
-            return StoreDamage(
-                namespace: row.namespace, key: row.key, reason: .fileSizeMismatch,
-                detail: "the value file blobs/\(name) has \(size) bytes, the entry says \(row.size)")
-        case .data(let data):
-            let actual = data.withUnsafeBytes { _DiskIndex.checksum($0, namespace: row.namespace, key: row.key) }
-            guard actual != crc else { return nil }
-            return StoreDamage(
-                namespace: row.namespace, key: row.key, reason: .checksumMismatch,
-                detail: "the value file blobs/\(name) does not match its checksum")
-        }
+        return read.damage(name: name, size: row.size, crc: crc, namespace: row.namespace, key: row.key)
     }
 
     /// Removes a damaged row if, under the write lock, it is still the same and

@@ -33,11 +33,12 @@ import Synchronization
 /// - **Bad data.** A malformed row, a missing or truncated value file, or bytes
 ///   that do not match their checksum: a miss, the entry removed, a
 ///   ``DiskStoreEvent/removedDamaged(_:)`` naming namespace, key and reason.
-/// - **Older stores.** A store of format version 1 (no checksums) or 2 (access
-///   times in the entries' rows) is migrated to version 3 when it is opened while
-///   no other instance or process has it open (from version 1, every value file is
-///   read once); opened while another has it open, it is refused with
-///   ``HoardError/Code/busy`` and left unchanged.
+/// - **Older stores.** A store of format version 1 (no checksums), 2 (access
+///   times in the entries' rows) or 3 (an access row written with every entry) is
+///   migrated to version 4 when it is opened while no other instance or process
+///   has it open (from version 1, every value file is read once); opened while
+///   another has it open, it is refused with ``HoardError/Code/busy`` and left
+///   unchanged.
 /// - **Reads never destroy intact data.** Through the typed API, intact bytes that
 ///   do not decode as the type asked for are a miss and a
 ///   ``DiskStoreEvent/undecodable(_:)``; the entry stays.
@@ -66,7 +67,8 @@ import Synchronization
 ///   second (``Configuration/accessTimeResolution``), and never write: the
 ///   times are written in batches off the reader's thread, at most
 ///   ``Configuration/accessFlushInterval`` later, and before every trim. A crash
-///   loses at most that interval of access order, never a value.
+///   loses at most that interval of access order, never a value. An entry not
+///   read since it was written counts as accessed when stored.
 public final class DiskStore: CacheStore {
     /// The namespace the typed API uses when none is given: `"default"`.
     public static let defaultNamespace = "default"
@@ -314,23 +316,21 @@ public final class DiskStore: CacheStore {
             case .inline(let entry):
                 return entry
             case .file(let name, let size, let storedAt, let expiresAt, let crc):
-                var checksumMismatch = false
-                if case .data(let data) = try blobs.read(name, size: size) {
-                    let actual = data.withUnsafeBytes { _DiskIndex.checksum($0, namespace: namespace, key: key) }
-                    if actual == crc {
-                        return StoredEntry(
-                            data: data, storedAt: Date(timeIntervalSince1970: storedAt),
-                            expiresAt: expiresAt.map { Date(timeIntervalSince1970: $0) })
-                    }
-                    checksumMismatch = true
+                let read = try blobs.read(name, size: size)
+                guard let damage = read.damage(name: name, size: size, crc: crc, namespace: namespace, key: key)
+                else {
+                    // Only the bytes of the value are undamaged.
+                    guard case .data(let data) = read else { continue }
+                    return StoredEntry(
+                        data: data, storedAt: Date(timeIntervalSince1970: storedAt),
+                        expiresAt: expiresAt.map { Date(timeIntervalSince1970: $0) })
                 }
                 // Missing, the wrong size or the wrong bytes: damage, unless a writer
                 // replaced the entry (and deleted this file) since the row was read.
                 var removal = _DiskEffects()
                 let removed = try state.withLock { (state) throws(HoardError) -> Bool in
-                    try state.removeIfFileStillBad(
-                        namespace: namespace, key: key, name: name, crc: crc, checksumMismatch: checksumMismatch,
-                        blobs: blobs, effects: &removal)
+                    try state.removeIfStillDamaged(
+                        namespace: namespace, key: key, name: name, crc: crc, damage: damage, effects: &removal)
                 }
                 finish(removal)
                 if removed { return nil }
@@ -449,38 +449,18 @@ public final class DiskStore: CacheStore {
     public func set(
         _ data: Data, for key: String, in namespace: String, storedAt: Date, expiresAt: Date?
     ) throws(HoardError) {
-        let key = _normalized(key)
-        let namespace = _normalized(namespace)
-        try checkSize(data.count, key: key)
-        let crc = data.withUnsafeBytes { _DiskIndex.checksum($0, namespace: namespace, key: key) }
-        var file: String?
-        if spills(data.count, key: key, namespace: namespace) {
-            let name = _BlobFiles.makeName(namespace: namespace, key: key)
-            try blobs.write(data, as: name)
-            file = name
-        }
-        let now = clock.now().timeIntervalSince1970
-        var effects = _DiskEffects()
+        var newFiles: [String] = []
+        let prepared = try prepareSet(
+            data, key: key, namespace: namespace, storedAt: storedAt, expiresAt: expiresAt, newFiles: &newFiles)
         do {
-            if file != nil { try blobs.synchronizeEntries() }
-            try retryingAfterCheckpoint { () throws(HoardError) in
-                try state.withLock { (state) throws(HoardError) in
-                    try state.set(
-                        namespace: namespace, key: key, inline: file == nil ? data : nil, size: data.count,
-                        file: file, storedAt: storedAt.timeIntervalSince1970,
-                        expiresAt: expiresAt?.timeIntervalSince1970, crc: crc, now: now, effects: &effects)
-                    state.enforceLimits(protecting: [_EntryName(namespace: namespace, key: key)], effects: &effects)
-                }
-            }
+            try commit([prepared], newFiles: newFiles)
         } catch {
-            // No row names the file: deleted now, or reported and collected at the next open.
-            if let file { effects.filesToRemove.append(file) }
-            finish(effects)
+            let key = _normalized(key)
             throw HoardError(
-                error.code, "could not store the value in namespace \"\(namespace.prefix(100))\": \(error.message)",
+                error.code,
+                "could not store the value in namespace \"\(_normalized(namespace).prefix(100))\": \(error.message)",
                 key: key, path: error.path, underlying: error.underlying)
         }
-        finish(effects)
     }
 
     /// Applies `batch` in order, in one transaction: all of it or none of it.
@@ -508,43 +488,62 @@ public final class DiskStore: CacheStore {
             for write in batch {
                 switch write {
                 case .set(let data, let key, let namespace, let storedAt, let expiresAt):
-                    let key = _normalized(key)
-                    let namespace = _normalized(namespace)
-                    try checkSize(data.count, key: key)
-                    var file: String?
-                    if spills(data.count, key: key, namespace: namespace) {
-                        let name = _BlobFiles.makeName(namespace: namespace, key: key)
-                        try blobs.write(data, as: name)
-                        newFiles.append(name)
-                        file = name
-                    }
-                    let crc = data.withUnsafeBytes { _DiskIndex.checksum($0, namespace: namespace, key: key) }
                     prepared.append(
-                        .set(
-                            namespace: namespace, key: key, inline: file == nil ? data : nil, size: data.count,
-                            file: file,
-                            storedAt: storedAt.timeIntervalSince1970, expiresAt: expiresAt?.timeIntervalSince1970,
-                            crc: crc))
+                        try prepareSet(
+                            data, key: key, namespace: namespace, storedAt: storedAt, expiresAt: expiresAt,
+                            newFiles: &newFiles))
                 case .removeValue(let key, let namespace):
                     prepared.append(.remove(namespace: _normalized(namespace), key: _normalized(key)))
                 case .removeAll(let namespace):
                     prepared.append(.removeAll(namespace: _normalized(namespace)))
                 }
             }
-            if !newFiles.isEmpty { try blobs.synchronizeEntries() }
         } catch {
             finish(_DiskEffects(filesToRemove: newFiles))
             throw error
         }
-        let now = clock.now().timeIntervalSince1970
-        var effects = _DiskEffects()
-        let apply = { () throws(HoardError) in
-            try self.state.withLock { (state) throws(HoardError) in
-                try state.write(prepared, now: now, effects: &effects)
-                state.enforceLimits(protecting: _PreparedWrite.names(in: prepared), effects: &effects)
-            }
+        try commit(prepared, newFiles: newFiles)
+    }
+
+    /// One value to store, as ``set(_:for:in:storedAt:expiresAt:)`` and
+    /// ``write(_:)`` store it: names normalised, a value over the byte limit
+    /// refused, a value that spills written to its file now (its name appended to
+    /// `newFiles`, whoever deletes them on failure), its checksum computed.
+    private func prepareSet(
+        _ data: Data, key: String, namespace: String, storedAt: Date, expiresAt: Date?, newFiles: inout [String]
+    ) throws(HoardError) -> _PreparedWrite {
+        let key = _normalized(key)
+        let namespace = _normalized(namespace)
+        try checkSize(data.count, key: key)
+        var file: String?
+        if spills(data.count, key: key, namespace: namespace) {
+            let name = _BlobFiles.makeName(namespace: namespace, key: key)
+            try blobs.write(data, as: name)
+            newFiles.append(name)
+            file = name
         }
+        let crc = data.withUnsafeBytes { _DiskIndex.checksum($0, namespace: namespace, key: key) }
+        return .set(
+            namespace: namespace, key: key, inline: file == nil ? data : nil, size: data.count, file: file,
+            storedAt: storedAt.timeIntervalSince1970, expiresAt: expiresAt?.timeIntervalSince1970, crc: crc)
+    }
+
+    /// Commits prepared writes in one transaction, then evicts over the limits
+    /// (never the entries written): the `blobs/` directory flushed first when
+    /// there are `newFiles`; on a full disk, a batch that removes makes room as
+    /// `removeValue(for:in:)` does, one that only sets is tried once more after a
+    /// checkpoint. When it throws, nothing is committed and `newFiles` are deleted.
+    private func commit(_ prepared: [_PreparedWrite], newFiles: [String]) throws(HoardError) {
+        var effects = _DiskEffects()
         do {
+            if !newFiles.isEmpty { try blobs.synchronizeEntries() }
+            let now = clock.now().timeIntervalSince1970
+            let apply = { () throws(HoardError) in
+                try self.state.withLock { (state) throws(HoardError) in
+                    try state.write(prepared, now: now, effects: &effects)
+                    state.enforceLimits(protecting: _PreparedWrite.names(in: prepared), effects: &effects)
+                }
+            }
             if prepared.contains(where: \.removes) {
                 // A batch that removes is how a full store makes room: as removeValue does.
                 try freeingSpace(releasing: { () throws(HoardError) in try self.files(removedBy: prepared) }, apply)

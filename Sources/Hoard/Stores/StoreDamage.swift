@@ -45,10 +45,10 @@ public struct StoreDamage: Sendable, Hashable, CustomStringConvertible {
         public static let damagedIndex = Reason("damagedIndex")
         /// The per-namespace totals the store keeps disagree with its entries.
         public static let wrongTotals = Reason("wrongTotals")
-        /// The access order the store evicts by disagrees with its entries: an entry
-        /// without an access time (which eviction would never pick), or an access
-        /// time without an entry. Values are intact; repairing gives such entries
-        /// their stored time.
+        /// The access order the store evicts by disagrees with its entries: an
+        /// access time without an entry, or one that is not a number. Values are
+        /// intact; repairing drops such times (an entry without one counts as
+        /// accessed when stored).
         public static let wrongAccessTimes = Reason("wrongAccessTimes")
         /// A value file exists but cannot be read (permissions, an I/O error): not
         /// damage, so ``DiskStore/verify(repairing:)`` reports it and never removes it.

@@ -180,3 +180,31 @@ struct _BlobFiles: Sendable {
         try _FileSystem.contents(of: directory)
     }
 }
+
+extension _BlobFiles.ReadResult {
+    /// What this read of the value file `name` of an entry says is wrong with it,
+    /// or `nil` when the file holds the entry's value: `size` bytes whose CRC-32C
+    /// (with `namespace` and `key`) is `crc`. The one judgement of a value file, for
+    /// reads and for ``DiskStore/verify(repairing:progress:)``.
+    func damage(name: String, size: Int, crc: UInt32, namespace: String, key: String) -> StoreDamage? {
+        switch self {
+        case .missing:
+            return StoreDamage(
+                namespace: namespace, key: key, reason: .missingFile, detail: "the value file blobs/\(name) is missing")
+        case .notARegularFile:
+            return StoreDamage(
+                namespace: namespace, key: key, reason: .missingFile,
+                detail: "blobs/\(name) is not a regular file (a symbolic link is never followed)")
+        case .sizeMismatch(let actual):
+            return StoreDamage(
+                namespace: namespace, key: key, reason: .fileSizeMismatch,
+                detail: "the value file blobs/\(name) has \(actual) bytes, the entry says \(size)")
+        case .data(let data):
+            let actual = data.withUnsafeBytes { _DiskIndex.checksum($0, namespace: namespace, key: key) }
+            guard actual != crc else { return nil }
+            return StoreDamage(
+                namespace: namespace, key: key, reason: .checksumMismatch,
+                detail: "the value file blobs/\(name) does not match its checksum")
+        }
+    }
+}

@@ -60,7 +60,7 @@ extension _DiskIndex {
     /// Reads `id, namespace, key, stored_at, expires_at, accessed_at (or NULL),
     /// size, typeof(value), length(value), blob, typeof(blob), typeof(stored_at),
     /// typeof(size), crc, typeof(crc)`. A missing access time reads as the stored
-    /// time: it is damage of the access order, not of the entry.
+    /// time (the entry has not been read since it was written).
     private static func readScanned(_ s: _SQLiteConnection.Statement) -> ScannedRow {
         let namespace = s.string(at: 1)
         let key = s.string(at: 2)
@@ -149,28 +149,36 @@ extension _DiskIndex {
         return result
     }
 
-    /// How the access order disagrees with the entries: entries without an access
-    /// time (never evicted), access times without an entry, and times that are not
-    /// numbers. All zero in a sound store.
-    func wrongAccessTimes() throws(HoardError) -> (missing: Int, orphaned: Int, malformed: Int) {
+    /// How the access order disagrees with the entries: access times without an
+    /// entry, and times that are not numbers. Both zero in a sound store (an entry
+    /// without an access time is sound: it was last accessed when stored).
+    func wrongAccessTimes() throws(HoardError) -> (orphaned: Int, malformed: Int) {
         let statement = try self.statement(.wrongAccessTimes)
         defer { statement.reset() }
-        guard try statement.step() else { return (0, 0, 0) }
-        return (Int(statement.int64(at: 0)), Int(statement.int64(at: 1)), Int(statement.int64(at: 2)))
+        guard try statement.step() else { return (0, 0) }
+        return (Int(statement.int64(at: 0)), Int(statement.int64(at: 1)))
     }
 
     /// Rebuilds the access order where ``wrongAccessTimes()`` finds it wrong: drops
-    /// access times without an entry or that are not numbers, and gives every entry
-    /// without one its stored time.
+    /// access times without an entry or that are not numbers (such an entry then
+    /// reads as accessed when stored).
     func repairAccessTimes() throws(HoardError) {
         try connection.execute(
             """
             DELETE FROM access WHERE NOT EXISTS (SELECT 1 FROM entries WHERE entries.id = access.id)
                 OR typeof(accessed_at) NOT IN ('real', 'integer');
-            INSERT INTO access (id, accessed_at)
-                SELECT id, CASE WHEN typeof(stored_at) IN ('real', 'integer') THEN stored_at ELSE 0 END
-                FROM entries WHERE NOT EXISTS (SELECT 1 FROM access WHERE access.id = entries.id);
             """)
+    }
+
+    /// Gives every entry without an access row one at its stored date (the time it
+    /// reads as accessed), so that ``leastRecentlyAccessed(limit:)`` sees it; a
+    /// stored date that is not a number becomes 0, the first to be evicted. Call
+    /// inside a transaction, before trimming.
+    ///
+    /// - Complexity: one pass over the key index (not the values), plus one row
+    ///   per entry never read or rewritten since the last trim.
+    func giveAccessRowsToUnreadEntries() throws(HoardError) {
+        try run(.accessRowsForUnread)
     }
 
     /// Rebuilds the `namespaces` totals from the entries.

@@ -3,10 +3,10 @@ import Foundation
 /// The SQL side of a ``DiskStore``: the schema of `index.sqlite` and every query
 /// the store runs, each prepared once per connection and reused.
 ///
-/// Schema (format version 3):
+/// Schema (format version 4):
 ///
 /// ```sql
-/// meta(name TEXT PRIMARY KEY, value TEXT)      -- format = hoard.diskstore, version = 3
+/// meta(name TEXT PRIMARY KEY, value TEXT)      -- format = hoard.diskstore, version = 4
 /// entries(id INTEGER PRIMARY KEY,
 ///         namespace BLOB, key BLOB,            -- UTF-8 bytes; UNIQUE (namespace, key)
 ///         stored_at REAL, expires_at REAL,     -- seconds since 1970; expires_at NULL = never
@@ -14,8 +14,9 @@ import Foundation
 ///         value BLOB,                          -- the value when inline, else NULL
 ///         blob TEXT,                           -- its file in blobs/ when spilled, else NULL
 ///         crc INTEGER)                         -- CRC-32C of value, namespace, 0xFF, key (version 2)
-/// access(id INTEGER PRIMARY KEY,               -- = entries.id; deleted with the entry by a trigger
-///        accessed_at REAL)                     -- last access, for least-recently-accessed eviction (version 3)
+/// access(id INTEGER PRIMARY KEY,               -- = entries.id; deleted with the entry, and when the
+///        accessed_at REAL)                     -- entry is rewritten, by triggers; last access, for
+///                                              -- least-recently-accessed eviction (version 3)
 /// namespaces(namespace BLOB PRIMARY KEY, count INTEGER, bytes INTEGER)  -- kept by triggers
 /// ```
 ///
@@ -24,11 +25,19 @@ import Foundation
 /// in versions 1 and 2 `accessed_at` was a column of `entries`, and recording
 /// reads to the second made random 1 KiB reads about five times slower.
 ///
+/// An entry with no row in `access` was last accessed when it was stored
+/// (`stored_at`), so that a write whose stored date is its write time (within the
+/// access resolution) writes one row, not two (version 4). A write of an entry
+/// deletes its access row (a trigger); one with another stored date (a copy of an
+/// older value) writes its access time. Trimming first gives every entry without
+/// an access row its stored date, then evicts in `access` order.
+///
 /// The database's `application_id` header field is ``applicationID``, so a store
 /// is recognised by its first 100 bytes before SQLite opens it.
 ///
 /// Version 1 had no `crc` column; versions 1 and 2 kept `accessed_at` in
-/// `entries`. ``migrate(blobs:)`` turns either into a version 3 index in one
+/// `entries`; version 3 gave every entry an access row on every write.
+/// ``migrate(blobs:)`` turns any of them into a version 4 index in one
 /// transaction (``DiskStore`` does so when it opens one and no other instance has
 /// the store open).
 ///
@@ -37,7 +46,7 @@ final class _DiskIndex {
     /// `PRAGMA application_id`: "HORD".
     static let applicationID: UInt32 = 0x484F_5244
     static let formatName = "hoard.diskstore"
-    static let formatVersion = 3
+    static let formatVersion = 4
     /// The oldest format version ``migrate(blobs:)`` upgrades.
     static let oldestMigratableVersion = 1
 
@@ -70,6 +79,7 @@ final class _DiskIndex {
             ) WITHOUT ROWID;
             \(entriesIndexesAndTotalsSQL)
             \(accessTableSQL)
+            \(rewriteTriggerSQL)
             COMMIT;
             """)
     }
@@ -219,16 +229,27 @@ final class _DiskIndex {
         END;
         """
 
-    /// Upgrades a version 1 or 2 index to version 3 in one transaction. Call only
-    /// when no other instance has the store open: an older version of Hoard would
-    /// go on writing rows of its own format.
+    /// The trigger that deletes an entry's access time when the entry is written
+    /// again, so that it reads as accessed when stored (format version 4).
+    static let rewriteTriggerSQL = """
+        CREATE TRIGGER entries_rewritten_access AFTER UPDATE OF stored_at ON entries BEGIN
+            DELETE FROM access WHERE id = NEW.id;
+        END;
+        """
+
+    /// Upgrades a version 1, 2 or 3 index to version 4 in one transaction. Call
+    /// only when no other instance has the store open: an older version of Hoard
+    /// would go on writing rows of its own format (and, before version 4, would
+    /// never evict an entry without an access row).
     ///
-    /// - Complexity: O(entries), plus the bytes in value files from version 1.
+    /// - Complexity: O(entries), plus the bytes in value files from version 1;
+    ///   O(1) from version 3.
     func migrate(blobs: _BlobFiles) throws(HoardError) {
         guard storedVersion < Self.formatVersion else { return }
         try transaction { () throws(HoardError) in
             if storedVersion < 2 { try addChecksums(blobs: blobs) }
-            try moveAccessTimes()
+            if storedVersion < 3 { try moveAccessTimes() }
+            try connection.execute(Self.rewriteTriggerSQL)
             try connection.execute("UPDATE meta SET value = '\(Self.formatVersion)' WHERE name = 'version'")
         }
         storedVersion = Self.formatVersion
@@ -472,18 +493,19 @@ final class _DiskIndex {
 
     // MARK: Writing
 
-    /// Inserts or replaces the entry for `key` in `namespace`, and records
-    /// `accessedAt` as its access time.
+    /// Inserts or replaces the entry for `key` in `namespace`. A replaced entry
+    /// loses its access row (a trigger): it reads as accessed when stored. With
+    /// `accessedAt`, that is recorded as its access time (for a stored date that
+    /// is not the write time); without, an insert writes one row.
     ///
     /// The statement returns no row id on purpose: `RETURNING` makes SQLite buffer
     /// every result row in a temporary table, which cost about a sixth of a batch
     /// write. Eviction protects fresh entries by name instead (``_EntryName``).
     func upsert(
-        namespace: String, key: String, storedAt: Double, expiresAt: Double?, accessedAt: Double,
+        namespace: String, key: String, storedAt: Double, expiresAt: Double?, accessedAt: Double?,
         value: Data?, size: Int, blob: String?, crc: UInt32
     ) throws(HoardError) {
         let statement = try self.statement(.upsert)
-        let recordWrite = try self.statement(.recordWrite)
         try withBytes(namespace, key) { (ns, k) throws(HoardError) in
             statement.bind(Int64(crc), at: 8)
             try statement.bind(bytes: ns, at: 1)
@@ -505,6 +527,8 @@ final class _DiskIndex {
                 statement.bindNull(at: 6)
                 _ = try statement.step()
             }
+            guard let accessedAt else { return }
+            let recordWrite = try self.statement(.recordWrite)
             try recordWrite.bind(bytes: ns, at: 1)
             try recordWrite.bind(bytes: k, at: 2)
             recordWrite.bind(accessedAt, at: 3)
@@ -613,8 +637,8 @@ final class _DiskIndex {
     }
 
     /// Records an access to row `id` at `time` (never moving it backwards). An
-    /// entry that has lost its access time (damage: eviction would never pick it)
-    /// gets it back.
+    /// entry without an access row (accessed when stored) gets one, at the later
+    /// of its stored date and `time`.
     func touch(id: Int64, at time: Double) throws(HoardError) {
         let statement = try self.statement(.touch)
         statement.bind(id, at: 1)

@@ -144,46 +144,30 @@ struct _DiskState {
     }
 
     /// Deletes the entry for `key` if, under the write lock, it still refers to the
-    /// file `name` and that file is still missing or of the wrong size, or (with
-    /// `checksumMismatch`) still has the checksum `crc` the file's bytes failed.
-    /// A file is never rewritten under its name, so the same name and checksum mean
-    /// the same bytes.
+    /// file `name` (and, for a checksum mismatch, still has the checksum `crc` the
+    /// file's bytes failed), and reports `damage`, which a read of that file found
+    /// (``_BlobFiles/ReadResult/damage(name:size:crc:namespace:key:)``). A file is
+    /// never rewritten under its name, so the same name (and checksum) mean the
+    /// same bytes: what the read found still holds.
     ///
     /// - Returns: `true` when removed (and reported), `false` when the entry changed
     ///   meanwhile.
-    mutating func removeIfFileStillBad(
-        namespace: String, key: String, name: String, crc: UInt32, checksumMismatch: Bool, blobs: _BlobFiles,
-        effects: inout _DiskEffects
+    mutating func removeIfStillDamaged(
+        namespace: String, key: String, name: String, crc: UInt32, damage: StoreDamage, effects: inout _DiskEffects
     ) throws(HoardError) -> Bool {
         let index = try open()
-        let damage = try index.transaction { () throws(HoardError) -> StoreDamage? in
-            guard let row = try index.lookup(namespace: namespace, key: key), row.blob == name else { return nil }
-            let damage: StoreDamage
-            switch blobs.size(of: name) {
-            case let size? where checksumMismatch && size == row.size:
-                guard row.crc == crc else { return nil }
-                damage = StoreDamage(
-                    namespace: namespace, key: key, reason: .checksumMismatch,
-                    detail: "the value file blobs/\(name) does not match its checksum; the entry was removed")
-            case nil:
-                damage = StoreDamage(
-                    namespace: namespace, key: key, reason: .missingFile,
-                    detail: "the value file blobs/\(name) is missing or not a regular file; the entry was removed")
-            case let size? where size != row.size:
-                damage = StoreDamage(
-                    namespace: namespace, key: key, reason: .fileSizeMismatch,
-                    detail:
-                        "the value file blobs/\(name) has \(size) bytes, the entry says \(row.size); the entry was removed"
-                )
-            default:
-                return nil
-            }
+        let removed = try index.transaction { () throws(HoardError) -> Bool in
+            guard let row = try index.lookup(namespace: namespace, key: key), row.blob == name,
+                damage.reason != .checksumMismatch || row.crc == crc
+            else { return false }
             _ = try index.delete(id: row.id)
-            return damage
+            return true
         }
-        guard let damage else { return false }
+        guard removed else { return false }
+        var reported = damage
+        reported.detail += "; the entry was removed"
         effects.filesToRemove.append(name)
-        effects.events.append(.removedDamaged(damage))
+        effects.events.append(.removedDamaged(reported))
         return true
     }
 
@@ -210,30 +194,8 @@ struct _DiskState {
 
     // MARK: Writing
 
-    /// Stores one entry in one transaction. Pending access times are not written
+    /// Applies a batch in one transaction. Pending access times are not written
     /// with it: a write never pays for the reads before it.
-    mutating func set(
-        namespace: String, key: String, inline: Data?, size: Int, file: String?, storedAt: Double,
-        expiresAt: Double?, crc: UInt32, now: Double, effects: inout _DiskEffects
-    ) throws(HoardError) {
-        let index = try open()
-        let oldFile = try index.transaction { () throws(HoardError) -> String? in
-            var oldFile: String?
-            var mayHaveFiles = file != nil
-            if !mayHaveFiles { mayHaveFiles = try index.anyFiles() }
-            if mayHaveFiles {
-                oldFile = try index.fileName(namespace: namespace, key: key)
-            }
-            try index.upsert(
-                namespace: namespace, key: key, storedAt: storedAt, expiresAt: expiresAt, accessedAt: now,
-                value: inline, size: size, blob: file, crc: crc)
-            return oldFile
-        }
-        if let oldFile, oldFile != file { effects.filesToRemove.append(oldFile) }
-    }
-
-    /// Applies a batch in one transaction (without the pending access times, as
-    /// ``set(namespace:key:inline:size:file:storedAt:expiresAt:crc:now:effects:)``).
     mutating func write(_ batch: [_PreparedWrite], now: Double, effects: inout _DiskEffects) throws(HoardError) {
         let index = try open()
         let oldFiles = try index.transaction { () throws(HoardError) -> [String] in
@@ -248,8 +210,9 @@ struct _DiskState {
                         oldFiles.append(old)
                     }
                     try index.upsert(
-                        namespace: namespace, key: key, storedAt: storedAt, expiresAt: expiresAt, accessedAt: now,
-                        value: inline, size: size, blob: file, crc: crc)
+                        namespace: namespace, key: key, storedAt: storedAt, expiresAt: expiresAt,
+                        accessedAt: accessTime(storedAt: storedAt, now: now), value: inline, size: size, blob: file,
+                        crc: crc)
                 case .remove(let namespace, let key):
                     if let file = try index.delete(namespace: namespace, key: key).file { oldFiles.append(file) }
                 case .removeAll(let namespace):
@@ -259,6 +222,14 @@ struct _DiskState {
             return oldFiles
         }
         effects.filesToRemove += oldFiles
+    }
+
+    /// The access time a write records for an entry stored at `storedAt`: none
+    /// when the stored date is the write time within the access resolution (the
+    /// entry then reads as accessed when stored, and an insert writes one row),
+    /// else `now`.
+    private func accessTime(storedAt: Double, now: Double) -> Double? {
+        abs(now - storedAt) <= accesses.resolution ? nil : now
     }
 
     /// After a write: if a limit is exceeded, evicts down to its low-water mark,
@@ -275,9 +246,11 @@ struct _DiskState {
             let protected = names()
             var evicted = 0
             var bytes = 0
+            var first = true
             while true {
                 let step = try trimStep(
-                    toBytes: maxBytes, count: maxCount, protecting: protected, effects: &effects)
+                    toBytes: maxBytes, count: maxCount, protecting: protected, first: first, effects: &effects)
+                first = false
                 evicted += step.evicted
                 bytes += step.bytes
                 if step.done { break }
@@ -296,7 +269,7 @@ struct _DiskState {
     ///   within the targets (or holds nothing more that may be evicted).
     mutating func trimStep(
         toBytes maxBytes: Int, count maxCount: Int, protecting protected: Set<_EntryName> = [],
-        chunk: Int = 256, effects: inout _DiskEffects
+        chunk: Int = 256, first: Bool = true, effects: inout _DiskEffects
     ) throws(HoardError) -> (evicted: Int, bytes: Int, usage: StoreUsage, done: Bool) {
         let index = try open()
         let result = try index.transaction { () throws(HoardError) -> (Int, Int, StoreUsage, Bool, [String]) in
@@ -307,6 +280,8 @@ struct _DiskState {
             var files: [String] = []
             func within() -> Bool { usage.bytes <= maxBytes && usage.count <= maxCount }
             if within() { return (0, 0, usage, true, []) }
+            // Entries never read since written are in the order by their stored dates.
+            if first { try index.giveAccessRowsToUnreadEntries() }
             let candidates = try index.leastRecentlyAccessed(limit: chunk + protected.count)
             for candidate in candidates where !protected.contains(candidate.name) {
                 if within() { break }

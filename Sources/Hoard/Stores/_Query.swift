@@ -6,7 +6,7 @@ enum _Query: Int, CaseIterable {
     case fileOfKeyToDelete, filesOfNamespaceToDelete, filesOfEverythingToDelete, fileIfExpiredToDelete
     case fileOfIDToDelete, filesOfExpiredToDelete
     case keys, usage, totalUsage, namespaces, leastRecentlyAccessed, referencedFiles, filesOfNamespace
-    case scan, list, quickCheck, wrongTotals, wrongAccessTimes
+    case scan, list, quickCheck, wrongTotals, wrongAccessTimes, accessRowsForUnread
 
     private static let scannedColumns = """
         id, namespace, key, stored_at, expires_at, \(accessTime), size, typeof(value), length(value), blob,
@@ -14,8 +14,8 @@ enum _Query: Int, CaseIterable {
         """
 
     /// An entry's access time as a column of a query over `entries`: `NULL` when
-    /// the entry has no row in `access` (damage that reads heal and
-    /// ``DiskStore/verify(repairing:)`` repairs) or a row whose time is not a number.
+    /// the entry has no row in `access` (it was last accessed when stored) or a
+    /// row whose time is not a number.
     private static let accessTime = """
         (SELECT CASE WHEN typeof(accessed_at) IN ('real', 'integer') THEN accessed_at END
          FROM access WHERE access.id = entries.id)
@@ -56,7 +56,12 @@ enum _Query: Int, CaseIterable {
                 WHERE id = ?1
                 """
         case .restoreAccess:
-            return "INSERT OR IGNORE INTO access (id, accessed_at) SELECT id, ?2 FROM entries WHERE id = ?1"
+            // An entry without an access row was accessed when stored: never backwards.
+            return """
+                INSERT OR IGNORE INTO access (id, accessed_at)
+                SELECT id, CASE WHEN typeof(stored_at) IN ('real', 'integer') THEN max(stored_at, ?2) ELSE ?2 END
+                FROM entries WHERE id = ?1
+                """
         // Each deletion is a SELECT of the rows' files, then the DELETE, with the same
         // parameters, in one transaction: `DELETE … RETURNING` would need SQLite 3.35.
         case .deleteKey: return "DELETE FROM entries WHERE namespace = ?1 AND key = ?2"
@@ -93,6 +98,16 @@ enum _Query: Int, CaseIterable {
                 ORDER BY namespace, key LIMIT ?2
                 """
         case .quickCheck: return "PRAGMA quick_check"
+        case .accessRowsForUnread:
+            // The ids come from a pass over the key index (which holds them), so
+            // only the rows of unread entries are read for their stored dates.
+            return """
+                INSERT INTO access (id, accessed_at)
+                SELECT id, CASE WHEN typeof(stored_at) IN ('real', 'integer') THEN stored_at ELSE 0 END
+                FROM entries WHERE id IN (
+                    SELECT id FROM entries INDEXED BY entries_by_key
+                    WHERE NOT EXISTS (SELECT 1 FROM access WHERE access.id = entries.id))
+                """
         case .wrongTotals:
             // Namespaces with a totals row, compared with their entries; then
             // namespaces with entries but no totals row. Two LEFT JOINs rather than a
@@ -111,8 +126,7 @@ enum _Query: Int, CaseIterable {
                 """
         case .wrongAccessTimes:
             return """
-                SELECT (SELECT count(*) FROM entries WHERE NOT EXISTS (SELECT 1 FROM access WHERE access.id = entries.id)),
-                       (SELECT count(*) FROM access WHERE NOT EXISTS (SELECT 1 FROM entries WHERE entries.id = access.id)),
+                SELECT (SELECT count(*) FROM access WHERE NOT EXISTS (SELECT 1 FROM entries WHERE entries.id = access.id)),
                        (SELECT count(*) FROM access WHERE typeof(accessed_at) NOT IN ('real', 'integer'))
                 """
         }

@@ -71,7 +71,7 @@ extension Cache {
     // MARK: Below memory
 
     /// The asynchronous read below memory (or from memory, with `checksMemory`).
-    @usableFromInline
+    @inlinable  // CacheBenchmarks "disk hit promote 1KiB: Cache async value(for:)"
     func entry(
         for key: Key, maxAge: TimeInterval?, newerThan: Date?, fetch: Fetch?, checksMemory: Bool
     ) async throws -> CacheEntry<Value>? {
@@ -85,6 +85,7 @@ extension Cache {
     /// filters (``_SharedReads``): the first leads the walk, the others wait for
     /// its result (counted as ``CacheStatistics/coalescedWaits``). A reader whose
     /// leader was cancelled walks again itself.
+    @inlinable  // CacheBenchmarks "disk hit promote 1KiB: Cache async value(for:)"
     func sharedEntryBelowMemory(
         for key: Key, maxAge: TimeInterval?, newerThan: Date?, fetch: Fetch?
     ) async throws -> CacheEntry<Value>? {
@@ -92,9 +93,10 @@ extension Cache {
             key: key, maxAge: maxAge, newerThan: newerThan, fetches: fetch != nil)
         while true {
             let (ticket, pending) = writer.beginRead(key)
-            let lead = _SharedReads<Key, CacheEntry<Value>?>.Walk(ticket: ticket, flight: _Flight())
             let writer = self.writer
-            if let flight = sharedReads.join(name, leading: lead, mayJoin: { !writer.hasChanged(key, since: $0) }) {
+            let registered: Bool
+            switch sharedReads.join(name, ticket: ticket, mayJoin: { !writer.hasChanged(key, since: $0) }) {
+            case .joins(let flight):
                 writer.endRead(ticket)
                 counters.coalescedWaits.add(1, ordering: .relaxed)
                 do {
@@ -102,6 +104,8 @@ extension Cache {
                 } catch is CancellationError where !Task.isCancelled {
                     continue
                 }
+            case .leads(let isRegistered):
+                registered = isRegistered
             }
             let result: Result<CacheEntry<Value>?, any Error>
             do {
@@ -111,7 +115,7 @@ extension Cache {
             } catch {
                 result = .failure(error)
             }
-            sharedReads.finish(name, lead, with: result)
+            sharedReads.finish(name, registered: registered, with: result)
             writer.endRead(ticket)
             return try result.get()
         }
@@ -123,6 +127,7 @@ extension Cache {
     /// caller's thread when they can answer without waiting
     /// (``lookUpLocallyWithoutWaiting(_:maxAge:newerThan:ticket:)``), else on
     /// Hoard's executor.
+    @inlinable  // CacheBenchmarks "disk hit promote 1KiB: Cache async value(for:)"
     func walkBelowMemory(
         for key: Key, maxAge: TimeInterval?, newerThan: Date?, fetch: Fetch?, ticket: UInt64,
         pending: _CacheWriter<Key, Value>.Pending?
@@ -142,6 +147,7 @@ extension Cache {
         {
             local = found
         } else {
+            counters.executorLookups.add(1, ordering: .relaxed)
             local = await executor.run {
                 self.lookUpLocally(key, maxAge: maxAge, newerThan: newerThan, pending: pending, ticket: ticket)
             }
@@ -163,6 +169,7 @@ extension Cache {
 
     /// The entry a hit or a negative hit answers with, starting a background
     /// refresh for a stale one.
+    @inlinable  // CacheBenchmarks "disk hit promote 1KiB: Cache async value(for:)"
     func answer(_ found: _LocalLookup<Value>, key: Key, fetch: Fetch?) -> CacheEntry<Value>? {
         guard case .hit(let entry, let stale) = found else { return nil }
         if stale { serveStale(key, fetch: fetch) }
@@ -175,6 +182,7 @@ extension Cache {
     /// every local store unless the key changed since `ticket`.
     ///
     /// - Returns: The hit (stale or not, for ``answer(_:key:fetch:)``), or `nil`.
+    @usableFromInline
     func lookUpRemotely(
         _ key: Key, maxAge: TimeInterval?, newerThan: Date?, ticket: UInt64
     ) async -> _LocalLookup<Value>? {
@@ -207,6 +215,7 @@ extension Cache {
     /// Runs `fetch` once for every concurrent caller missing `key`, and stores what
     /// it returns in every tier (unless the key changed since `ticket`, the ticket
     /// of the caller that started the fetch) before any caller resumes.
+    @usableFromInline
     func fetchAndStore(_ key: Key, using fetch: @escaping Fetch, ticket: UInt64) async throws -> CacheEntry<Value>? {
         let writer = self.writer
         return try await flights.run(
@@ -259,6 +268,7 @@ extension Cache {
     /// The refresh is a flight of its own, started and registered in one step, so
     /// that of stale reads that race, one refreshes; foreground reads that miss
     /// meanwhile join it.
+    @usableFromInline
     func serveStale(_ key: Key, fetch: Fetch? = nil) {
         counters.staleHits.add(1, ordering: .relaxed)
         guard let fetch = fetch ?? self.fetch else { return }

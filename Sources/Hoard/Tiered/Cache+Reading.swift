@@ -4,6 +4,7 @@ import Synchronization
 
 /// What a tier knows about a key: memory, queued writes and the local stores
 /// (which answer synchronously), or a remote store (a hit only).
+@usableFromInline
 enum _LocalLookup<Value: Sendable>: Sendable {
     /// A value, with its stored date and logical expiry; `stale` when it is past its
     /// lifetime but within the stale-while-revalidate grace period.
@@ -115,6 +116,7 @@ extension Cache {
     }
 
     /// The memory tier's answer, or `nil` when it holds nothing for `key`.
+    @inlinable  // CacheBenchmarks "disk hit promote 1KiB: Cache async value(for:)"
     func lookUpMemory(_ key: Key, maxAge: TimeInterval?, newerThan: Date?) -> _LocalLookup<Value>? {
         guard let entry = memory.entry(for: key, maxAge: maxAge, newerThan: newerThan) else { return nil }
         guard case .value(let value) = entry.value else {
@@ -131,6 +133,7 @@ extension Cache {
     /// caller knows whether slower tiers follow). Blocks for as long as the stores
     /// take (unless `pending` hides them): `async` callers run it on Hoard's
     /// executor.
+    @usableFromInline
     func lookUpLocally(
         _ key: Key, maxAge: TimeInterval?, newerThan: Date?, pending: _CacheWriter<Key, Value>.Pending?, ticket: UInt64
     ) -> _LocalLookup<Value> {
@@ -160,27 +163,9 @@ extension Cache {
             }
             return hit(value, storedAt: storedAt, expiresAt: expiresAt, now: now, source: .pendingWrite)
         }
-        let keyString = key._storeKeyString
-        for (index, store) in localStores.enumerated() {
-            let stored: StoredEntry?
-            do {
-                stored = try _timed(configuration.timings, .read, .local(index)) {
-                    try store.entry(for: keyString, in: namespace)
-                }
-            } catch {
-                report(CacheFailure(key: key.cacheKeyString, tier: .local(index), operation: .read, error: error))
-                continue
-            }
-            guard let stored,
-                Self.passes(storedAt: stored.storedAt, maxAge: maxAge, newerThan: newerThan, now: now),
-                let value = decode(stored, key: key, tier: .local(index))
-            else { continue }
-            counters.localHits.add(1, ordering: .relaxed)
-            promote(value, stored, for: key, from: .local(index), ticket: ticket, intoLocalStoresBefore: index)
-            return hit(value, storedAt: stored.storedAt, expiresAt: stored.expiresAt, now: now, source: .local(index))
-        }
-        if !localStores.isEmpty { counters.localMisses.add(1, ordering: .relaxed) }
-        return .miss(masked: remoteCleared)
+        return lookUpLocalStores(
+            key, maxAge: maxAge, newerThan: newerThan, now: now, ticket: ticket, masked: remoteCleared,
+            withoutWaiting: false) ?? .miss(masked: remoteCleared)
     }
 
     /// The local lookup of an `async` read on the caller's own thread, when every
@@ -192,27 +177,67 @@ extension Cache {
     /// No user code runs here, as it may block: a cache with a timings callback
     /// always takes the executor, and so do bytes that do not decode (the
     /// executor's lookup reports them).
+    @inlinable  // CacheBenchmarks "disk hit promote 1KiB: Cache async value(for:)"
     func lookUpLocallyWithoutWaiting(_ key: Key, maxAge: TimeInterval?, newerThan: Date?, ticket: UInt64)
         -> _LocalLookup<Value>?
     {
-        guard configuration.timings == nil, let stores = nonWaitingLocalStores, let codec else { return nil }
-        let now = clock.now()
+        guard configuration.timings == nil, nonWaitingLocalStores != nil, codec != nil else { return nil }
+        return lookUpLocalStores(
+            key, maxAge: maxAge, newerThan: newerThan, now: clock.now(), ticket: ticket, masked: false,
+            withoutWaiting: true)
+    }
+
+    /// The local stores in order, for both lookups above: the first entry that
+    /// passes the filters and decodes is a hit, counted and promoted; the local
+    /// tier's miss is counted (a miss is `masked` as the caller says).
+    ///
+    /// `withoutWaiting` reads each store with ``_NonWaitingLookup`` and gives up
+    /// (`nil`) as soon as one would wait or an entry does not decode, reporting
+    /// nothing; otherwise each store is read as long as it takes, with its read
+    /// timed, and a failure is reported and skipped (never `nil`).
+    @inlinable  // CacheBenchmarks "disk hit promote 1KiB: Cache async value(for:)"
+    func lookUpLocalStores(
+        _ key: Key, maxAge: TimeInterval?, newerThan: Date?, now: Date, ticket: UInt64, masked: Bool,
+        withoutWaiting: Bool
+    ) -> _LocalLookup<Value>? {
         let keyString = key._storeKeyString
-        for (index, store) in stores.enumerated() {
-            guard let found = store._entryWithoutWaiting(for: keyString, in: namespace) else { return nil }
-            guard let stored = found,
-                Self.passes(storedAt: stored.storedAt, maxAge: maxAge, newerThan: newerThan, now: now)
+        for (index, store) in localStores.enumerated() {
+            let stored: StoredEntry?
+            if withoutWaiting, let nonWaiting = nonWaitingLocalStores {
+                guard let found = nonWaiting[index]._entryWithoutWaiting(for: keyString, in: namespace) else {
+                    return nil
+                }
+                stored = found
+            } else {
+                do {
+                    stored = try _timed(configuration.timings, .read, .local(index)) {
+                        try store.entry(for: keyString, in: namespace)
+                    }
+                } catch {
+                    report(CacheFailure(key: key.cacheKeyString, tier: .local(index), operation: .read, error: error))
+                    continue
+                }
+            }
+            guard let stored, Self.passes(storedAt: stored.storedAt, maxAge: maxAge, newerThan: newerThan, now: now)
             else { continue }
-            guard let value = try? codec.decode(stored.data) else { return nil }
+            let value: Value
+            if withoutWaiting {
+                guard let decoded = try? codec?.decode(stored.data) else { return nil }
+                value = decoded
+            } else {
+                guard let decoded = decode(stored, key: key, tier: .local(index)) else { continue }
+                value = decoded
+            }
             counters.localHits.add(1, ordering: .relaxed)
             promote(value, stored, for: key, from: .local(index), ticket: ticket, intoLocalStoresBefore: index)
             return hit(value, storedAt: stored.storedAt, expiresAt: stored.expiresAt, now: now, source: .local(index))
         }
-        counters.localMisses.add(1, ordering: .relaxed)
-        return .miss(masked: false)
+        if !localStores.isEmpty { counters.localMisses.add(1, ordering: .relaxed) }
+        return .miss(masked: masked)
     }
 
     /// A hit on `value` that `source` answered.
+    @inlinable  // CacheBenchmarks "disk hit promote 1KiB: Cache async value(for:)"
     func hit(
         _ value: Value, storedAt: Date, expiresAt: Date?, now: Date, source: CacheEntrySource
     ) -> _LocalLookup<Value> {
@@ -222,6 +247,7 @@ extension Cache {
             stale: isStale(expiresAt: expiresAt, now: now))
     }
 
+    @inlinable
     static func passes(storedAt: Date, maxAge: TimeInterval?, newerThan: Date?, now: Date) -> Bool {
         if let maxAge, now.timeIntervalSince(storedAt) > maxAge { return false }
         if let newerThan, !(storedAt > newerThan) { return false }
@@ -230,6 +256,7 @@ extension Cache {
 
     /// Counts (and logs at `debug`) a promotion or fetched value that was not
     /// written because the key changed after the read began.
+    @usableFromInline
     func noteDroppedPromotion(_ key: Key) {
         counters.droppedPromotions.add(1, ordering: .relaxed)
         configuration.logger?.debug(
@@ -244,6 +271,7 @@ extension Cache {
     /// stays: its bytes are intact (the store checks that), they are just not a
     /// `Value` this codec reads (another type's, or an older format), and a write
     /// or a fetch replaces them.
+    @inlinable  // CacheBenchmarks "disk hit promote 1KiB: Cache async value(for:)"
     func decode(_ stored: StoredEntry, key: Key, tier: CacheTier) -> Value? {
         guard let codec else { return nil }
         do {
@@ -258,6 +286,7 @@ extension Cache {
     /// that come before `index` (every local store for a remote hit), through the
     /// writer: dropped when the key changed since `ticket`. The local copies expire
     /// no later than ``Configuration/localExpiry`` allows from now.
+    @inlinable  // CacheBenchmarks "disk hit promote 1KiB: Cache async value(for:)"
     func promote(
         _ value: Value, _ stored: StoredEntry, for key: Key, from tier: CacheTier, ticket: UInt64,
         intoLocalStoresBefore index: Int

@@ -43,21 +43,21 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
     public let configuration: Configuration
     @usableFromInline let memory: MemoryCache<Key, _CacheSlot<Value>>
 
-    let localStores: [any CacheStore]
+    @usableFromInline let localStores: [any CacheStore]
     let remoteStores: [any RemoteCacheStore]
-    let codec: ValueCodec<Value>?
+    @usableFromInline let codec: ValueCodec<Value>?
     @usableFromInline let fetch: Fetch?
     @usableFromInline let clock: any CacheClock
     @usableFromInline let writer: _CacheWriter<Key, Value>
     /// Where `async` reads run their local-store lookups.
-    let executor = _BlockingExecutor.shared
-    let flights = _SingleFlight<Key, CacheEntry<Value>?>()
+    @usableFromInline let executor = _BlockingExecutor.shared
+    @usableFromInline let flights = _SingleFlight<Key, CacheEntry<Value>?>()
     /// The reads below memory in progress, shared by concurrent readers of a key.
-    let sharedReads = _SharedReads<Key, CacheEntry<Value>?>()
+    @usableFromInline let sharedReads = _SharedReads<Key, CacheEntry<Value>?>()
     /// The local stores, when every one can look up without waiting (so that an
     /// `async` read may run its local lookup on the caller's thread); else `nil`.
-    let nonWaitingLocalStores: [any _NonWaitingLookup]?
-    let counters = _CacheCounters()
+    @usableFromInline let nonWaitingLocalStores: [any _NonWaitingLookup]?
+    @usableFromInline let counters = _CacheCounters()
     @usableFromInline let observers = _Observers<Key, Value, CacheEvent<Key>>()
     let invalidationTasks: Mutex<[Task<Void, Never>]>
     /// The keys noted by ``remember(_:)``, by their strings, pruned to those memory
@@ -69,7 +69,7 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
 
     /// The namespace of this cache's entries in every store: its name, in NFC (as
     /// its keys are: see ``CacheKey``).
-    let namespace: String
+    @usableFromInline let namespace: String
 
     /// Creates a cache.
     ///
@@ -183,6 +183,7 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
     /// Counts a failure met on a read or a fetch, and hands it to the logger, the
     /// event streams and `onError`, on the calling thread (the writer's failures
     /// take ``_CacheWriter/report``). Every failure takes one of the two, once.
+    @usableFromInline
     func report(_ failure: CacheFailure) {
         counters.count(failure)
         configuration.logger?.log(failure, cache: configuration.name)
@@ -191,11 +192,13 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
     }
 
     /// Publishes an event that changes no key's value.
+    @usableFromInline
     func publish(_ event: CacheEvent<Key>) {
         observers.ifActive?.publish(event)
     }
 
     /// Publishes an event and the key's new value to its update streams.
+    @usableFromInline
     func publish(_ event: CacheEvent<Key>, key: Key, value: Value?) {
         observers.ifActive?.publish(event, key: key, value: value)
     }
@@ -240,6 +243,7 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
     /// (``Configuration/localExpiry`` or ``Configuration/remoteExpiry``) allows for
     /// a copy made at `now`: a value copied into a tier of stores (a promotion, an
     /// entry written as it is) lives there no longer than a value written there.
+    @usableFromInline
     func capped(_ expiresAt: Date?, by tier: Expiry?, now: Date) -> Date? {
         guard let tier, let cap = jittered(tier).date(storedAt: now)?.addingTimeInterval(grace) else {
             return expiresAt
@@ -266,6 +270,7 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
 
     /// Whether an entry whose stored expiry (grace included) is `expiresAt` is past
     /// its own lifetime, and so is served only as a stale value.
+    @usableFromInline
     func isStale(expiresAt: Date?, now: Date) -> Bool {
         guard grace > 0, let expiresAt else { return false }
         return now >= expiresAt.addingTimeInterval(-grace)
@@ -275,6 +280,7 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
     /// invalidation of that string finds the key in memory (``key(forCacheKeyString:)``).
     /// Nothing to note without remote stores, or when the key type rebuilds the key
     /// from its string (`String`, the integers, `UUID`).
+    @usableFromInline
     func remember(_ key: Key) {
         guard !remoteStores.isEmpty else { return }
         let string = key.cacheKeyString
@@ -307,6 +313,7 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
 /// The dates a ``Cache`` write stores: the entry's own expiry (jittered) plus the
 /// grace period, and the store-specific expiries. (Not nested in the generic
 /// `Cache`, so that using it costs no generic metadata lookup.)
+@usableFromInline
 struct _WriteDates: Sendable {
     var storedAt: Date
     var memoryExpiry: Date?

@@ -11,6 +11,7 @@ import Synchronization
 /// `TaskExecutor`, the same queues run tasks that must not need the cooperative
 /// pool. A cache's writer has one of its own, one queue wide: the threads of the
 /// shared one run reads, whose callbacks may block them waiting for the writer.
+@usableFromInline
 final class _BlockingExecutor: TaskExecutor, Sendable {
     private let queues: [DispatchQueue]
     private let next = _RoundRobin()
@@ -23,6 +24,7 @@ final class _BlockingExecutor: TaskExecutor, Sendable {
     }
 
     /// Runs `body` on one of the executor's threads and returns its result.
+    @usableFromInline
     func run<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
         await withUnsafeContinuation { continuation in
             self.async { continuation.resume(returning: body()) }
@@ -34,6 +36,7 @@ final class _BlockingExecutor: TaskExecutor, Sendable {
         queues[next.advance(modulo: queues.count)].async(execute: body)
     }
 
+    @usableFromInline
     func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
         let queue = queues[next.advance(modulo: queues.count)]

@@ -6,24 +6,29 @@ import Synchronization
 /// under its lock, which keeps an atomic increment off the hottest path; the
 /// snapshot corrects them for negative hits (memory holds a "not found") and for
 /// reads answered by a queued write.
+@usableFromInline
 final class _CacheCounters: Sendable {
-    let pendingHits = Atomic<Int>(0)
-    let negativeHits = Atomic<Int>(0)
-    let localHits = Atomic<Int>(0)
-    let localMisses = Atomic<Int>(0)
-    let remoteHits = Atomic<Int>(0)
-    let remoteMisses = Atomic<Int>(0)
-    let memoryPromotions = Atomic<Int>(0)
-    let localPromotions = Atomic<Int>(0)
-    let droppedPromotions = Atomic<Int>(0)
-    let misses = Atomic<Int>(0)
-    let staleHits = Atomic<Int>(0)
-    let fetches = Atomic<Int>(0)
-    let fetchFailures = Atomic<Int>(0)
-    let coalescedWaits = Atomic<Int>(0)
-    let readFailures = Atomic<Int>(0)
-    let writeFailures = Atomic<Int>(0)
-    let decodeFailures = Atomic<Int>(0)
+    @usableFromInline let pendingHits = Atomic<Int>(0)
+    @usableFromInline let negativeHits = Atomic<Int>(0)
+    @usableFromInline let localHits = Atomic<Int>(0)
+    @usableFromInline let localMisses = Atomic<Int>(0)
+    @usableFromInline let remoteHits = Atomic<Int>(0)
+    @usableFromInline let remoteMisses = Atomic<Int>(0)
+    @usableFromInline let memoryPromotions = Atomic<Int>(0)
+    @usableFromInline let localPromotions = Atomic<Int>(0)
+    @usableFromInline let droppedPromotions = Atomic<Int>(0)
+    @usableFromInline let misses = Atomic<Int>(0)
+    @usableFromInline let staleHits = Atomic<Int>(0)
+    @usableFromInline let fetches = Atomic<Int>(0)
+    @usableFromInline let fetchFailures = Atomic<Int>(0)
+    @usableFromInline let coalescedWaits = Atomic<Int>(0)
+    @usableFromInline let readFailures = Atomic<Int>(0)
+    @usableFromInline let writeFailures = Atomic<Int>(0)
+    @usableFromInline let decodeFailures = Atomic<Int>(0)
+    /// Local lookups of `async` reads that ran on Hoard's executor, as a local
+    /// store could not answer without waiting (not part of ``CacheStatistics``:
+    /// tests read it to see which path a read took).
+    @usableFromInline let executorLookups = Atomic<Int>(0)
 
     func snapshot(memoryTier: MemoryCacheStatistics) -> CacheStatistics {
         let pending = pendingHits.load(ordering: .relaxed)

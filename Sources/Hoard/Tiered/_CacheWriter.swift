@@ -29,8 +29,8 @@ import Synchronization
 ///   waits for the writer.
 @usableFromInline
 final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
-    typealias Operation = _WriteOperation<Key, Value>
-    typealias Pending = _PendingRead<Value>
+    @usableFromInline typealias Operation = _WriteOperation<Key, Value>
+    @usableFromInline typealias Pending = _PendingRead<Value>
 
     /// Every decision of the writer: the order, what reads see, the queue and its
     /// waiters. The writer calls its transitions under this lock and performs their
@@ -217,6 +217,7 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
     /// (`nil` when nothing queued concerns it; `.removed` from the tiers a queued
     /// clear empties, for keys with no newer write). Every ticket must be given
     /// back with ``endRead(_:)``.
+    @usableFromInline
     func beginRead(_ key: Key) -> (ticket: UInt64, pending: Pending?) {
         readsInFlight.add(1, ordering: .sequentiallyConsistent)
         return state.withLock { $0.beginRead(key) }
@@ -224,6 +225,7 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
 
     /// Whether `key` was changed (or every key, by a clear) at or after `ticket`,
     /// a ticket of a read still in flight.
+    @usableFromInline
     func hasChanged(_ key: Key, since ticket: UInt64) -> Bool {
         state.withLock { $0.hasChanged(key, since: ticket) }
     }
@@ -236,6 +238,7 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
     }
 
     /// Ends a read started with ``beginRead(_:)``.
+    @usableFromInline
     func endRead(_ ticket: UInt64) {
         state.withLock { $0.endRead(ticket) }
         readsInFlight.subtract(1, ordering: .sequentiallyConsistent)
@@ -246,6 +249,7 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
     ///
     /// - Returns: Whether the promotion was made; `false` when it was dropped
     ///   because a newer write, removal, clear or invalidation came first.
+    @usableFromInline
     func promote(_ key: Key, ticket: UInt64, memory: () -> Void, stores: Operation.Kind?) -> Bool {
         let bytes = stores.flatMap(queuedSize(of:)) ?? 0
         let outcome = state.withLock { state in

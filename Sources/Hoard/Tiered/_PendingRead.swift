@@ -3,6 +3,7 @@ import Foundation
 /// What a read of one key must answer, instead of asking the stores, while a
 /// change of the key (or a clear) is queued for them: the guarantee that a read
 /// never sees a value older than the newest change made before it began.
+@usableFromInline
 enum _PendingRead<Value: Sendable>: Sendable {
     /// A value written with its own expiry: the memory tier's (the grace period
     /// included), whatever shorter lifetime a tier of stores gives it.
@@ -25,6 +26,7 @@ enum _PendingRead<Value: Sendable>: Sendable {
 
     /// Whether a read answers from this alone, without looking in the local
     /// stores.
+    @usableFromInline
     var hidesLocalStores: Bool {
         if case .removed(local: false, _) = self { return false }
         return true

@@ -9,40 +9,81 @@ import Synchronization
 /// reader that joined meanwhile. A reader joins only a walk whose ticket
 /// no change of the key has passed (``_CacheWriter/hasChanged(_:since:)``), so a
 /// read that starts after a write never receives what a walk begun before it
-/// found.
+/// found. The flight joiners wait on is made by the first of them: a walk nobody
+/// joins costs one dictionary entry, made and removed under the lock.
+///
+/// Inlinable, with the read path that uses it, so that it is specialised for the
+/// cache's key and value types in the caller's module.
+@usableFromInline
 final class _SharedReads<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// What makes two reads the same read.
+    @usableFromInline
     struct Name: Hashable, Sendable {
-        var key: Key
-        var maxAge: TimeInterval?
-        var newerThan: Date?
-        var fetches: Bool
+        @usableFromInline var key: Key
+        @usableFromInline var maxAge: TimeInterval?
+        @usableFromInline var newerThan: Date?
+        @usableFromInline var fetches: Bool
+
+        @inlinable
+        init(key: Key, maxAge: TimeInterval?, newerThan: Date?, fetches: Bool) {
+            self.key = key
+            self.maxAge = maxAge
+            self.newerThan = newerThan
+            self.fetches = fetches
+        }
     }
 
-    /// A walk in progress: the leader's ticket, and the flight its joiners wait on.
+    /// A walk in progress: the leader's ticket, and the flight its joiners wait on
+    /// (made by the first joiner).
+    @usableFromInline
     struct Walk: Sendable {
-        var ticket: UInt64
-        var flight: _Flight<Value>
+        @usableFromInline var ticket: UInt64
+        @usableFromInline var flight: _Flight<Value>?
+
+        @inlinable
+        init(ticket: UInt64) {
+            self.ticket = ticket
+        }
     }
 
-    private let walks = Mutex<[Name: Walk]>([:])
+    /// What a reader does: wait on a walk in progress, or lead one (registered,
+    /// so that others may join it, unless another walk holds the name).
+    @usableFromInline
+    enum Role {
+        case joins(_Flight<Value>)
+        case leads(registered: Bool)
+    }
+
+    @usableFromInline let walks = Mutex<[Name: Walk]>([:])
+
+    @inlinable
+    init() {}
 
     /// The walk to join for `name`, if one is running and `mayJoin` accepts its
-    /// ticket; otherwise registers `lead` (a new walk under the caller's ticket)
-    /// and returns `nil`.
-    func join(_ name: Name, leading lead: Walk, mayJoin: (UInt64) -> Bool) -> _Flight<Value>? {
-        walks.withLock { walks -> _Flight<Value>? in
-            if let walk = walks[name], mayJoin(walk.ticket) { return walk.flight }
-            if walks[name] == nil { walks[name] = lead }
-            return nil
+    /// ticket; otherwise the caller leads a walk under `ticket`, registered for
+    /// `name` when no other walk is.
+    @inlinable
+    func join(_ name: Name, ticket: UInt64, mayJoin: (UInt64) -> Bool) -> Role {
+        walks.withLock { walks -> Role in
+            guard var walk = walks[name] else {
+                walks[name] = Walk(ticket: ticket)
+                return .leads(registered: true)
+            }
+            guard mayJoin(walk.ticket) else { return .leads(registered: false) }
+            if let flight = walk.flight { return .joins(flight) }
+            let flight = _Flight<Value>()
+            walk.flight = flight
+            walks[name] = walk
+            return .joins(flight)
         }
     }
 
-    /// Ends the walk `lead` with `result`: forgets it, then resumes its joiners.
-    func finish(_ name: Name, _ lead: Walk, with result: Result<Value, any Error>) {
-        walks.withLock { walks in
-            if let walk = walks[name], walk.flight === lead.flight { walks[name] = nil }
-        }
-        lead.flight.finish(result)
+    /// Ends a walk the caller led with `result`: a registered one is forgotten,
+    /// then its joiners (if any) resume.
+    @inlinable
+    func finish(_ name: Name, registered: Bool, with result: Result<Value, any Error>) {
+        guard registered else { return }
+        let flight = walks.withLock { $0.removeValue(forKey: name)?.flight }
+        flight?.finish(result)
     }
 }

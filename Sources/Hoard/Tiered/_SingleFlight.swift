@@ -7,6 +7,7 @@ import Synchronization
 /// one that started it) never cancels it for the others: a cancelled waiter stops
 /// waiting at once with `CancellationError`. When the operation finishes, its key is
 /// forgotten before any waiter resumes, so the next call after a failure starts anew.
+@usableFromInline
 final class _SingleFlight<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     private let flights = Mutex<[Key: _Flight<Value>]>([:])
 
@@ -18,6 +19,7 @@ final class _SingleFlight<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     ///     caller started.
     ///   - led: Called (before the operation starts) when this caller starts the
     ///     flight.
+    @usableFromInline
     func run(
         _ key: Key,
         joined: () -> Void,
@@ -77,6 +79,7 @@ final class _SingleFlight<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 }
 
 /// One running operation and the callers waiting for it.
+@usableFromInline
 final class _Flight<Value: Sendable>: Sendable {
     private enum State {
         case running(waiters: [Int: CheckedContinuation<Value, any Error>], nextID: Int)
@@ -85,6 +88,10 @@ final class _Flight<Value: Sendable>: Sendable {
 
     private let state = Mutex(State.running(waiters: [:], nextID: 0))
 
+    @usableFromInline
+    init() {}
+
+    @usableFromInline
     func finish(_ result: Result<Value, any Error>) {
         let waiters = state.withLock { state -> [CheckedContinuation<Value, any Error>] in
             guard case .running(let waiters, _) = state else { return [] }
@@ -94,6 +101,7 @@ final class _Flight<Value: Sendable>: Sendable {
         for waiter in waiters { waiter.resume(with: result) }
     }
 
+    @usableFromInline
     func wait() async throws -> Value {
         let id = Mutex<Int?>(nil)
         return try await withTaskCancellationHandler {

@@ -1,8 +1,10 @@
 import Foundation
 
 /// One change of a ``Cache``'s content, with its place in the writer's order.
+@usableFromInline
 struct _WriteOperation<Key: CacheKey, Value: Sendable>: Sendable {
     /// What the change does.
+    @usableFromInline
     enum Kind: Sendable {
         /// A caller's value, for every store, with its dates in every tier.
         case set(Key, Value, _WriteDates)
