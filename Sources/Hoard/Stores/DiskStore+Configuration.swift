@@ -74,19 +74,21 @@ extension DiskStore {
         /// another was written or read outlives it. Reads record in memory and
         /// never write: the times reach the index in a transaction of their own,
         /// off the reader's thread, once ``accessFlushCount`` of them wait or the
-        /// oldest is ``accessFlushInterval`` old, and before every trim. Each recorded time
-        /// costs a few microseconds when written (a row of its own, not the
-        /// entry's; about 4.5 µs with its share of the checkpoints in
-        /// `DiskStoreBenchmarks`, where a 1 KiB read alone takes about 5 µs), so a
-        /// larger resolution makes random reads over many entries cheaper at the
-        /// price of a coarser eviction order; 0 records every read.
+        /// oldest is ``accessFlushInterval`` old, and before every trim. Each recorded
+        /// time costs one row write of its own (not the entry's row) when the times
+        /// are flushed, about as much as a small read (`Benchmarks/README.md` has
+        /// the figures), so a larger resolution makes random reads over many
+        /// entries cheaper at the price of a coarser eviction order; 0 records
+        /// every read.
         public var accessTimeResolution: TimeInterval
 
-        /// How many bytes of the index's pages the store keeps in memory (SQLite's
-        /// page cache for its connection). Defaults to 8 MiB. Writing recorded
-        /// access times, which touch pages all over the index, is about five times
-        /// faster with 8 MiB than with SQLite's default of 2 MiB. Must not be
-        /// negative; 0 leaves SQLite's minimum.
+        /// How many bytes of the index's pages each of the store's connections keeps
+        /// in memory (SQLite's page cache): the write connection and every read
+        /// connection (``readerCount``), so a store may hold up to
+        /// `(1 + readerCount) × pageCacheBytes`. Defaults to 8 MiB, four times
+        /// SQLite's default, because writing recorded access times touches pages
+        /// all over the index (`Benchmarks/README.md` has the comparison). Must not
+        /// be negative; 0 leaves SQLite's minimum.
         public var pageCacheBytes: Int
 
         /// How many recorded accesses the store keeps in memory before writing them

@@ -362,6 +362,9 @@ extension DiskStore {
     /// Metadata of up to `limit` entries of `namespace` (of every namespace when
     /// `nil`), ordered by namespace and key, expired entries included.
     ///
+    /// Runs on the store's write connection: it waits for a write in progress, and
+    /// this instance's writes wait for it.
+    ///
     /// - Complexity: O(entries).
     public func entries(in namespace: String? = nil, limit: Int = .max) throws(HoardError) -> [EntryInfo] {
         let namespace = namespace.map(_normalized)
@@ -379,6 +382,9 @@ extension DiskStore {
 
     /// Every namespace with its entries and value bytes.
     ///
+    /// Runs on the store's write connection: it waits for a write in progress, and
+    /// this instance's writes wait for it.
+    ///
     /// - Complexity: O(namespaces).
     public func namespaces() throws(HoardError) -> [String: StoreUsage] {
         let list = try state.withLock { (state) throws(HoardError) in try state.open().namespaces() }
@@ -386,8 +392,11 @@ extension DiskStore {
             list, uniquingKeysWith: { a, b in StoreUsage(count: a.count + b.count, bytes: a.bytes + b.bytes) })
     }
 
-    /// Writes the access times recorded in memory now rather than with the next
-    /// write. A failure is reported as ``DiskStoreEvent/failed(operation:namespace:key:error:)``.
+    /// Writes the access times recorded in memory now, in one transaction, instead
+    /// of waiting for ``Configuration/accessFlushCount`` or
+    /// ``Configuration/accessFlushInterval``. Blocks until the store's write
+    /// connection is free. A failure is reported as
+    /// ``DiskStoreEvent/failed(operation:namespace:key:error:)``, not thrown.
     public func flushAccessTimes() {
         var effects = _DiskEffects()
         state.withLock { $0.flushAccesses(effects: &effects) }

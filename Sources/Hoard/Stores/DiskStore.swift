@@ -121,8 +121,9 @@ public final class DiskStore: CacheStore {
     ///   (it records Hoard's format) but its SQLite header is damaged: the message
     ///   says to delete the directory, as no repair can open it;
     ///   ``HoardError/Code/unsupportedFormat`` for a store of a newer format;
-    ///   ``HoardError/Code/busy`` for a store of format version 1 that another
-    ///   instance or process has open (it is migrated when opened alone);
+    ///   ``HoardError/Code/busy`` for a store of an older format (version 1, 2 or 3)
+    ///   that another instance or process has open (it is migrated when opened
+    ///   alone; nothing is changed);
     ///   ``HoardError/Code/permissionDenied``, ``HoardError/Code/storageFull`` or
     ///   ``HoardError/Code/ioFailed`` when the files cannot be opened, created or
     ///   locked;
@@ -397,6 +398,9 @@ public final class DiskStore: CacheStore {
     /// The keys of the live entries of `namespace`, in byte order of their UTF-8
     /// (NFC) form.
     ///
+    /// Runs on the store's write connection: it waits for a write in progress, and
+    /// this instance's writes wait for it.
+    ///
     /// - Complexity: O(entries in the namespace).
     public func keys(in namespace: String) throws(HoardError) -> [String] {
         let namespace = _normalized(namespace)
@@ -409,6 +413,9 @@ public final class DiskStore: CacheStore {
     /// The entries and value bytes of `namespace`, expired entries not yet removed
     /// included.
     ///
+    /// Runs on the store's write connection: it waits for a write in progress, and
+    /// this instance's writes wait for it.
+    ///
     /// - Complexity: O(1): the totals are kept up to date by the index.
     public func usage(in namespace: String) throws(HoardError) -> StoreUsage {
         let namespace = _normalized(namespace)
@@ -418,6 +425,9 @@ public final class DiskStore: CacheStore {
     }
 
     /// The entries and value bytes of the whole store.
+    ///
+    /// Runs on the store's write connection: it waits for a write in progress, and
+    /// this instance's writes wait for it.
     ///
     /// - Complexity: O(namespaces).
     public func totalUsage() throws(HoardError) -> StoreUsage {
