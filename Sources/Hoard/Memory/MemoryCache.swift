@@ -74,6 +74,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     /// The index of the shard that holds keys with this hash (`_HashIndex.hash(of:)`).
     ///
     /// Takes the top bits: a shard's index uses the low ones.
+    // @inlinable: MemoryCacheBenchmarks "get-hit 1T" and "set 1T" (every read and write runs it).
     @inlinable
     func shard(for hash: UInt64) -> Int {
         Int(truncatingIfNeeded: hash &>> 54) & shardMask
@@ -93,6 +94,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     ///   - newerThan: A date the entry must have been stored after.
     /// - Returns: The value, or `nil`.
     /// - Complexity: O(1). A hit allocates nothing.
+    // @inlinable: MemoryCacheBenchmarks "get-hit 1T" (every read runs it).
     @inlinable
     public func value(for key: Key, maxAge: TimeInterval? = nil, newerThan: Date? = nil) -> Value? {
         let hash = _HashIndex.hash(of: key)
@@ -132,6 +134,8 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     /// the default lifetime, and assigning `nil` removes the entry.
     ///
     /// - Complexity: O(1).
+    // @inlinable: forwards to `value(for:)` and `set(_:for:)` (MemoryCacheBenchmarks
+    // "get-hit 1T" and "set 1T"), which a call across modules would reach unspecialised.
     @inlinable
     public subscript(key: Key) -> Value? {
         get { value(for: key) }
@@ -145,12 +149,14 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     }
 
     /// The value for `key` if it is fresh enough: `cache["feed", maxAge: 60]`.
+    // @inlinable: forwards to `value(for:)` (MemoryCacheBenchmarks "get-hit 1T").
     @inlinable
     public subscript(key: Key, maxAge maxAge: TimeInterval?, newerThan newerThan: Date? = nil) -> Value? {
         value(for: key, maxAge: maxAge, newerThan: newerThan)
     }
 
     /// The value for `key` if it was stored after `newerThan`.
+    // @inlinable: forwards to `value(for:)` (MemoryCacheBenchmarks "get-hit 1T").
     @inlinable
     public subscript(key: Key, newerThan newerThan: Date) -> Value? {
         value(for: key, newerThan: newerThan)
@@ -200,6 +206,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     ///   cost limit (of one shard), in which case nothing is stored and any older
     ///   value for `key` is removed, so a read never returns the outdated value.
     /// - Complexity: O(1) amortised, plus O(1) per evicted entry.
+    // @inlinable: MemoryCacheBenchmarks "set 1T" (every write runs it).
     @inlinable
     @discardableResult
     public func set(_ value: Value, for key: Key, expires: Expiry? = nil) -> Bool {
@@ -220,7 +227,6 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     /// one read with ``entry(for:maxAge:newerThan:)`` from another cache).
     ///
     /// - Returns: `true` when stored, `false` when its cost exceeds the cost limit.
-    @inlinable
     @discardableResult
     public func set(_ entry: CacheEntry<Value>, for key: Key) -> Bool {
         set(entry, for: key, cost: cost(of: entry.value))
@@ -228,6 +234,8 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
 
     /// The cost the configuration gives `value` (its `cost` closure, user code, or
     /// the default), at least 0.
+    // @inlinable: `Cache`'s inlinable disk-hit promotion calls it (CacheBenchmarks
+    // "disk hit" rows).
     @inlinable
     func cost(of value: Value) -> Int {
         max(0, costOf?(value) ?? 0)
@@ -236,6 +244,8 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     /// `set(_:for:)` of an entry, with the value's cost already computed
     /// by `cost(of:)`, for a caller that must not run the cost closure where it
     /// stores (a ``Cache`` orders its memory writes under its writer's lock).
+    // @inlinable: `Cache`'s inlinable disk-hit promotion calls it (CacheBenchmarks
+    // "disk hit" rows).
     @inlinable
     @discardableResult
     func set(_ entry: CacheEntry<Value>, for key: Key, cost: Int) -> Bool {
@@ -251,7 +261,6 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     ///
     /// - Returns: The removed value (even if it had expired), or `nil` if there was none.
     /// - Complexity: O(1).
-    @inlinable
     @discardableResult
     public func removeValue(for key: Key) -> Value? {
         let hash = _HashIndex.hash(of: key)

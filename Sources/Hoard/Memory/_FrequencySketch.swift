@@ -31,31 +31,30 @@
 ///   happens once every `10 × capacity` additions, O(1) amortised.
 @usableFromInline
 struct _FrequencySketch {
-    @usableFromInline var table: [UInt64]
-    @usableFromInline let tableMask: Int
-    @usableFromInline var doorkeeper: [UInt64]
-    @usableFromInline let doorkeeperMask: UInt64
-    @usableFromInline let sampleSize: Int
-    @usableFromInline var additions: Int = 0
+    var table: [UInt64]
+    let tableMask: Int
+    var doorkeeper: [UInt64]
+    let doorkeeperMask: UInt64
+    let sampleSize: Int
+    var additions: Int = 0
     /// Occurrences recorded but not yet counted, oldest first (`record`).
     @usableFromInline var pending: [UInt64]
     @usableFromInline var pendingCount = 0
     /// Keeps the loads of `flush`'s first pass from being optimised away.
-    @usableFromInline var touched: UInt64 = 0
+    var touched: UInt64 = 0
     @usableFromInline static let pendingCapacity = 32
 
-    @usableFromInline static let seeds: (UInt64, UInt64, UInt64, UInt64) = (
+    static let seeds: (UInt64, UInt64, UInt64, UInt64) = (
         0xc3a5_c85c_97cb_3127, 0xb492_b66f_be98_f273, 0x9ae1_6a3b_2f90_404f, 0xcbf2_9ce4_8422_2325
     )
-    @usableFromInline static let resetMask: UInt64 = 0x7777_7777_7777_7777
-    @usableFromInline static let oneMask: UInt64 = 0x1111_1111_1111_1111
+    static let resetMask: UInt64 = 0x7777_7777_7777_7777
+    static let oneMask: UInt64 = 0x1111_1111_1111_1111
 
     /// The largest capacity a sketch is sized for.
-    @usableFromInline static let maxCapacity = 1 << 20
+    static let maxCapacity = 1 << 20
 
     /// Creates a sketch sized for a cache of `capacity` entries, at most
     /// `maxCapacity`.
-    @usableFromInline
     init(capacity: Int) {
         let capacity = min(capacity, Self.maxCapacity)
         let size = Self.powerOfTwo(atLeast: max(capacity, 16))
@@ -69,7 +68,6 @@ struct _FrequencySketch {
     }
 
     /// The smallest power of two that is at least `n`, which must be at most 2^62.
-    @usableFromInline
     static func powerOfTwo(atLeast n: Int) -> Int {
         precondition(n <= 1 << 62, "no power of two of at least \(n) fits in Int")
         var size = 1
@@ -78,6 +76,7 @@ struct _FrequencySketch {
     }
 
     /// Mixes a key's `hashValue` into the 64-bit hash the sketch uses.
+    // @inlinable: MemoryCacheBenchmarks "get-hit 1T" and "set 1T" (every read and write runs it).
     @inlinable
     static func spread(_ hashValue: Int) -> UInt64 {
         var h = UInt64(bitPattern: Int64(hashValue))
@@ -90,13 +89,11 @@ struct _FrequencySketch {
     /// bit shift in it. The four counters of an item lie in one 64-byte block of
     /// eight words (each in its own pair of words), so that reading or incrementing
     /// them touches one cache line, as in Caffeine's sketch.
-    @inlinable
     func counter(_ hash: UInt64, _ i: Int) -> (word: Int, shift: UInt64) {
         Self.counter(hash, i, tableMask: tableMask)
     }
 
     /// `counter(_:_:)` for a table of `tableMask + 1` words.
-    @inlinable
     static func counter(_ hash: UInt64, _ i: Int, tableMask: Int) -> (word: Int, shift: UInt64) {
         let block = (Int(truncatingIfNeeded: hash) & tableMask) & ~7
         var h = (hash &+ Self.seeds.0) &* Self.seeds.1
@@ -107,13 +104,11 @@ struct _FrequencySketch {
 
     /// The doorkeeper word of an item and the four bits of it the item sets: one
     /// word, so one cache line (a blocked Bloom filter).
-    @inlinable
     func doorkeeperBits(_ hash: UInt64) -> (word: Int, bits: UInt64) {
         Self.doorkeeperBits(hash, doorkeeperMask: doorkeeperMask)
     }
 
     /// `doorkeeperBits(_:)` for a doorkeeper of `doorkeeperMask + 1` bits.
-    @inlinable
     static func doorkeeperBits(_ hash: UInt64, doorkeeperMask: UInt64) -> (word: Int, bits: UInt64) {
         let word = Int(truncatingIfNeeded: (hash >> 32) & (doorkeeperMask >> 6))
         let bits: UInt64 =
@@ -124,7 +119,6 @@ struct _FrequencySketch {
 
     /// The estimated number of times `hash` was added since the last reset, not
     /// counting the first occurrence the doorkeeper absorbed; at most 15.
-    @inlinable
     func frequency(_ hash: UInt64) -> Int {
         var smallest = 15
         for i in 0..<4 {
@@ -143,6 +137,7 @@ struct _FrequencySketch {
     /// most of W-TinyLFU's cost over LRU. Counted in batches, the loads of many
     /// increments are in flight at once. The order of occurrences, and so every
     /// estimate and reset, is the same as when each is counted at once.
+    // @inlinable: MemoryCacheBenchmarks "get-hit 1T: MemoryCache tinyLFU shards:1" (every W-TinyLFU hit runs it).
     @inlinable
     mutating func record(_ hash: UInt64) {
         pending[pendingCount] = hash
@@ -176,7 +171,6 @@ struct _FrequencySketch {
     /// The tables are reached through buffer pointers for the whole batch: through
     /// the arrays, each write paid a uniqueness check and each access a bounds check.
     /// Every index is masked into its table, so none is out of bounds.
-    @usableFromInline
     mutating func countPending(from start: Int) -> Int {
         let end = pendingCount
         let tableMask = tableMask
@@ -204,7 +198,6 @@ struct _FrequencySketch {
     }
 
     /// Counts one occurrence of `hash` now.
-    @inlinable
     mutating func increment(_ hash: UInt64) {
         let tableMask = tableMask
         let doorkeeperMask = doorkeeperMask
@@ -221,7 +214,6 @@ struct _FrequencySketch {
     /// if they were not all set, or else adds one to each of its four counters that
     /// is below 15. Returns whether the occurrence counts as an addition to the
     /// sample (anything changed).
-    @inlinable
     static func increment(
         _ hash: UInt64, table: UnsafeMutableBufferPointer<UInt64>, tableMask: Int,
         doorkeeper: UnsafeMutableBufferPointer<UInt64>, doorkeeperMask: UInt64
@@ -243,14 +235,12 @@ struct _FrequencySketch {
         return added
     }
 
-    @inlinable
     mutating func countAddition() {
         additions += 1
         if additions >= sampleSize { reset() }
     }
 
     /// Halves every counter and clears the doorkeeper.
-    @usableFromInline
     mutating func reset() {
         var odd = 0
         for i in table.indices {

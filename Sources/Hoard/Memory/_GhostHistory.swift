@@ -10,10 +10,8 @@
 /// The table is at most half full, so a lookup probes a few adjacent slots.
 ///
 /// - Complexity: `remember` and `forget` are O(1) on average.
-@usableFromInline
 struct _GhostHistory {
     /// Which part of the cache a remembered entry left.
-    @usableFromInline
     enum Side: Int {
         /// The entry left the admission window (as a candidate for the main space).
         case window = 0
@@ -22,20 +20,19 @@ struct _GhostHistory {
     }
 
     /// Hashes remembered per side; 0 when the history is off.
-    @usableFromInline let capacity: Int
+    let capacity: Int
     /// The two rings, `window` at `0..<capacity`, `main` at `capacity..<2 × capacity`.
-    @usableFromInline var rings: [UInt64]
+    var rings: [UInt64]
     /// The slot of each ring the next hash goes to (0..<capacity).
-    @usableFromInline var next: (window: Int, main: Int) = (0, 0)
+    var next: (window: Int, main: Int) = (0, 0)
     /// The table's hashes, valid where `tableSlots` is not -1.
-    @usableFromInline var tableHashes: [UInt64]
+    var tableHashes: [UInt64]
     /// The ring slot that remembers the hash at the same index, or -1 (empty).
-    @usableFromInline var tableSlots: [Int32]
-    @usableFromInline let tableMask: Int
-    @usableFromInline let tableShift: UInt64
+    var tableSlots: [Int32]
+    let tableMask: Int
+    let tableShift: UInt64
 
     /// A history of `capacity` hashes a side (at most 2^28); 0 turns it off.
-    @usableFromInline
     init(capacity: Int) {
         precondition(capacity >= 0 && capacity <= 1 << 28, "ghost history of \(capacity) entries")
         self.capacity = capacity
@@ -48,18 +45,16 @@ struct _GhostHistory {
         tableShift = UInt64(64 - size.trailingZeroBitCount)
     }
 
-    @inlinable var isEnabled: Bool { capacity > 0 }
+    var isEnabled: Bool { capacity > 0 }
 
     /// The table index a hash's probe starts at (the hash's high bits, after a
     /// multiplication, as the hash's low bits already place the key in the index and
     /// the sketch).
-    @inlinable
     func home(_ hash: UInt64) -> Int {
         tableShift == 64 ? 0 : Int(truncatingIfNeeded: (hash &* 0x9E37_79B9_7F4A_7C15) >> tableShift)
     }
 
     /// The table index holding `hash`, or nil.
-    @inlinable
     func find(_ hash: UInt64) -> Int? {
         var j = home(hash)
         while tableSlots[j] >= 0 {
@@ -72,7 +67,6 @@ struct _GhostHistory {
     /// Remembers that the entry whose key hashes to `hash` left `side`, forgetting
     /// that side's oldest hash when its ring is full. A hash remembered already is
     /// now remembered by this newer slot only.
-    @inlinable
     mutating func remember(_ hash: UInt64, leaving side: Side) {
         let position = side == .window ? next.window : next.main
         let slot = side.rawValue * capacity + position
@@ -93,7 +87,6 @@ struct _GhostHistory {
 
     /// Forgets `hash` and returns the side that remembered it, or nil when neither
     /// does.
-    @inlinable
     mutating func forget(_ hash: UInt64) -> Side? {
         guard let j = find(hash) else { return nil }
         let side: Side = Int(tableSlots[j]) < capacity ? .window : .main
@@ -103,7 +96,6 @@ struct _GhostHistory {
 
     /// Empties table slot `j`, moving later entries of its probe run back so that
     /// every remaining hash is still found from its home slot.
-    @inlinable
     mutating func delete(at j: Int) {
         var hole = j
         var k = (j + 1) & tableMask
@@ -122,7 +114,6 @@ struct _GhostHistory {
     }
 
     /// Forgets everything.
-    @usableFromInline
     mutating func removeAll() {
         guard isEnabled else { return }
         next = (0, 0)

@@ -24,7 +24,7 @@
 @usableFromInline
 struct _HashIndex: ~Copyable {
     @usableFromInline static var empty: UInt32 { .max }
-    @usableFromInline static var initialCapacity: Int { 16 }
+    static var initialCapacity: Int { 16 }
 
     @usableFromInline var buckets: _SlotArray<UInt32>
     /// `buckets.count - 1`; the bucket count is a power of two, at most 2^31.
@@ -32,7 +32,6 @@ struct _HashIndex: ~Copyable {
     /// How many keys the index holds.
     @usableFromInline var count = 0
 
-    @inlinable
     init(capacity: Int = Self.initialCapacity) {
         buckets = _SlotArray(repeating: Self.empty, count: capacity)
         mask = capacity - 1
@@ -40,17 +39,21 @@ struct _HashIndex: ~Copyable {
 
     /// The hash the index (and the shard choice, and the frequency sketch) uses for
     /// `key`: its `hashValue`, mixed so that every bit depends on every input bit.
+    // @inlinable: MemoryCacheBenchmarks "get-hit 1T" and "set 1T" (every read and write runs it).
     @inlinable
     static func hash<Key: Hashable>(of key: Key) -> UInt64 {
         _FrequencySketch.spread(key.hashValue)
     }
 
     /// The bits of a bucket that hold the tag.
+    // @inlinable: MemoryCacheBenchmarks "get-hit 1T" and "set 1T" (every read and write runs it).
     @inlinable var tagMask: UInt32 { ~UInt32(truncatingIfNeeded: mask) }
 
+    // @inlinable: MemoryCacheBenchmarks "get-hit 1T" and "set 1T" (every read and write runs it).
     @inlinable
     func tag(_ hash: UInt64) -> UInt32 { UInt32(truncatingIfNeeded: hash) & tagMask }
 
+    // @inlinable: MemoryCacheBenchmarks "get-hit 1T" and "set 1T" (every read and write runs it).
     @inlinable
     func home(_ hash: UInt64) -> Int { Int(truncatingIfNeeded: hash) & mask }
 
@@ -60,6 +63,7 @@ struct _HashIndex: ~Copyable {
     /// this is where a slot read from the table is checked against the node table
     /// in release builds too (`_SlotArray` checks in debug builds only): a corrupted
     /// bucket traps instead of reading outside the allocation.
+    // @inlinable: MemoryCacheBenchmarks "get-hit 1T" and "set 1T" (every read and write runs it).
     @inlinable
     func find<Key: Equatable, Value>(
         _ key: Key, hash: UInt64, in nodes: borrowing _SlotArray<_MemoryNode<Key, Value>>
@@ -80,7 +84,7 @@ struct _HashIndex: ~Copyable {
 
     /// Adds `slot` under `hash`. The key must not be in the index already; `info`
     /// holds the hashes of the entries already in it.
-    @inlinable
+    @usableFromInline
     mutating func insert(_ slot: Int32, hash: UInt64, info: borrowing _SlotArray<_NodeInfo>) {
         if (count + 1) * 4 > buckets.count * 3 { grow(info: info) }
         place(slot, hash: hash)
@@ -88,7 +92,6 @@ struct _HashIndex: ~Copyable {
     }
 
     /// Puts `slot` in the first empty bucket from the home of `hash`.
-    @inlinable
     mutating func place(_ slot: Int32, hash: UInt64) {
         precondition(slot >= 0 && Int(slot) < mask, "slot beyond the index")
         var b = home(hash)
@@ -97,7 +100,6 @@ struct _HashIndex: ~Copyable {
     }
 
     /// Doubles the bucket count and re-adds every entry from its stored hash.
-    @usableFromInline
     mutating func grow(info: borrowing _SlotArray<_NodeInfo>) {
         precondition(buckets.count < 1 << 31, "hash index full")
         var old = _HashIndex(capacity: buckets.count * 2)
@@ -110,7 +112,6 @@ struct _HashIndex: ~Copyable {
     }
 
     /// Removes `slot`, which is in the index under `hash`.
-    @inlinable
     mutating func remove(_ slot: Int32, hash: UInt64, info: borrowing _SlotArray<_NodeInfo>) {
         let wanted = tag(hash) | UInt32(truncatingIfNeeded: slot)
         var hole = home(hash)

@@ -38,12 +38,11 @@ struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable>: ~Copyable {
 
     @usableFromInline var hits = 0
     @usableFromInline var misses = 0
-    @usableFromInline var evictions = 0
+    var evictions = 0
     /// The part of ``evictions`` made for memory pressure.
-    @usableFromInline var pressureEvictions = 0
-    @usableFromInline var expirations = 0
+    var pressureEvictions = 0
+    var expirations = 0
 
-    @usableFromInline
     init(countLimit: Int?, costLimit: Int?, lowWaterMark: Double, policy: EvictionPolicy) {
         self.countLimit = countLimit ?? .max
         self.costLimit = costLimit ?? .max
@@ -62,9 +61,10 @@ struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable>: ~Copyable {
         }
     }
 
-    @inlinable var count: Int { index.count }
+    var count: Int { index.count }
 
     /// The slot of `key`, whose hash is `hash` (`_HashIndex.hash(of:)`), or `nil`.
+    // @inlinable: MemoryCacheBenchmarks "get-hit 1T" (every read runs it).
     @inlinable
     func slot(of key: Key, hash: UInt64) -> Int32? {
         index.find(key, hash: hash, in: nodes)
@@ -81,6 +81,7 @@ struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable>: ~Copyable {
     /// Takes the observers themselves, not `ifActive`: only the rare removal of an
     /// expired entry publishes, so a hit skips the atomic load (and the retain and
     /// release of the result) that asking up front would cost.
+    // @inlinable: MemoryCacheBenchmarks "get-hit 1T" (every read runs it).
     @inlinable
     mutating func lookup(
         _ key: Key, hash: UInt64, clock: any CacheClock, maxAge: Double?, newerThan: Double?,
@@ -117,7 +118,6 @@ struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable>: ~Copyable {
     }
 
     /// The live value for `key`, without counting a hit or touching recency.
-    @inlinable
     func peek(_ key: Key, hash: UInt64, now: Double) -> Value? {
         guard let i = slot(of: key, hash: hash), now < nodes[Int(i)].expiresAt else { return nil }
         return nodes[Int(i)].entry?.value
@@ -127,11 +127,13 @@ struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable>: ~Copyable {
 
     /// The most an entry's cost counts for: a shard holds at most 2^31 entries (slots
     /// are `Int32`), so no sum of costs overflows.
+    // @inlinable: MemoryCacheBenchmarks "set 1T" (every write runs it).
     @inlinable static var maxCost: Int { Int(UInt32.max) }
 
     /// Stores `value`; returns `false` (and removes any older value for the key)
     /// when its cost alone exceeds the cost limit. A cost above `maxCost` counts as
     /// `maxCost`.
+    // @inlinable: MemoryCacheBenchmarks "set 1T" (every write runs it).
     @inlinable
     mutating func set(
         _ value: Value, for key: Key, hash: UInt64, cost: Int, storedAt: Double, expiresAt: Double,
@@ -192,6 +194,7 @@ struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable>: ~Copyable {
 
     /// Evicts down to the low-water mark of each limit that is exceeded, never
     /// evicting `protected` (the entry just written).
+    // @inlinable: MemoryCacheBenchmarks "set 1T" (every write runs it).
     @inlinable
     mutating func enforceLimits(protecting protected: Int32, observers: _MemoryObservers<Key, Value>?) {
         defer { if usesTinyLFU { tinyLFU.endEvictionRound() } }
@@ -252,14 +255,12 @@ struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable>: ~Copyable {
         return value
     }
 
-    @usableFromInline
     mutating func removeValue(for key: Key, hash: UInt64, observers: _MemoryObservers<Key, Value>?) -> Value? {
         guard let i = slot(of: key, hash: hash) else { return nil }
         return removeNode(i, key: key, observers: observers)
     }
 
     /// Removes every entry; returns how many there were.
-    @usableFromInline
     mutating func removeAll(observers: _MemoryObservers<Key, Value>?) -> Int {
         let removed = index.count
         if let observers {
@@ -281,7 +282,6 @@ struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable>: ~Copyable {
     }
 
     /// Removes every entry expired at `now`; returns how many.
-    @usableFromInline
     mutating func removeExpired(now: Double, observers: _MemoryObservers<Key, Value>?) -> Int {
         guard expiringCount > 0 else { return 0 }
         var removed = 0

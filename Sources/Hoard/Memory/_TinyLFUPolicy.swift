@@ -32,15 +32,15 @@ struct _TinyLFUPolicy {
     @usableFromInline var protected = _LRUList()
     @usableFromInline var sketch: _FrequencySketch
     /// The total weight the policy is sized for (the shard's limit).
-    @usableFromInline let capacity: Int
+    let capacity: Int
     /// The window's share of `capacity`, between `windowRange`'s bounds.
-    @usableFromInline var windowCapacity: Int
+    var windowCapacity: Int
     /// 80% of what the window leaves to the main space.
     @usableFromInline var protectedCapacity: Int
     /// The smallest and largest window: one entry, and half the capacity.
-    @inlinable var windowRange: ClosedRange<Int> { 1...max(1, capacity / 2) }
+    var windowRange: ClosedRange<Int> { 1...max(1, capacity / 2) }
     /// Recently departed keys, which move the window; off in cost-weighted caches.
-    @usableFromInline var history: _GhostHistory
+    var history: _GhostHistory
     /// Entries moved from the window to the head of probation since the last
     /// eviction round; they are the candidates the next round judges.
     @usableFromInline var candidates = 0
@@ -48,12 +48,11 @@ struct _TinyLFUPolicy {
     @usableFromInline let weighsByCost: Bool
 
     /// The part of the capacity each side of the history remembers: 1/128.
-    @usableFromInline static let historyFraction = 128
+    static let historyFraction = 128
 
     /// A policy for `capacity` weight. `adapts` turns the adaptive window on; it is
     /// off for cost weights (the history counts entries) and for caches that never
     /// evict.
-    @usableFromInline
     init(capacity: Int, sketchCapacity: Int, weighsByCost: Bool, adapts: Bool = true) {
         self.capacity = capacity
         self.weighsByCost = weighsByCost
@@ -69,7 +68,6 @@ struct _TinyLFUPolicy {
     /// count), within `windowRange`. A smaller window hands its oldest entries to
     /// probation at the next insertion; a smaller main space gives up its entries as
     /// the cache evicts.
-    @inlinable
     mutating func resizeWindow(by delta: Int) {
         let resized = min(max(windowCapacity + delta, windowRange.lowerBound), windowRange.upperBound)
         guard resized != windowCapacity else { return }
@@ -78,12 +76,11 @@ struct _TinyLFUPolicy {
     }
 
     /// The weight of an entry of the given cost.
-    @inlinable
     func weight(ofCost cost: Int) -> Int { weighsByCost ? cost : 1 }
 
     /// Adds the new entry in slot `i`, whose key's hash is `hash`, at the head of
     /// the window; the window's oldest entries beyond its share become candidates.
-    @inlinable
+    @usableFromInline
     mutating func insert(
         _ i: Int32, hash: UInt64, links: inout _SlotArray<_Links>, queues: inout _SlotArray<_Queue>,
         info: borrowing _SlotArray<_NodeInfo>
@@ -113,6 +110,7 @@ struct _TinyLFUPolicy {
     /// A hit on the window or the protected segment touches only the slot's queue,
     /// links and the sketch's buffer; the entry's cost is read only when it moves
     /// between segments of a cost-weighted cache.
+    // @inlinable: MemoryCacheBenchmarks "get-hit 1T: MemoryCache tinyLFU shards:1" (every W-TinyLFU hit runs it).
     @inlinable
     mutating func recordAccess(
         _ i: Int32, hash: UInt64, links: inout _SlotArray<_Links>, queues: inout _SlotArray<_Queue>,
@@ -143,13 +141,14 @@ struct _TinyLFUPolicy {
 
     /// The weight of the entry in slot `i`: one, or its cost when weights are costs
     /// (only then is its `_NodeInfo` read).
+    // @inlinable: MemoryCacheBenchmarks "get-hit 1T: MemoryCache tinyLFU shards:1" (every W-TinyLFU hit runs it).
     @inlinable
     func weight(of i: Int32, info: borrowing _SlotArray<_NodeInfo>) -> Int {
         weighsByCost ? info[i].cost : 1
     }
 
     /// Adjusts list weights after an entry's weight changed in place.
-    @inlinable
+    @usableFromInline
     mutating func reweigh(queue: _Queue, by delta: Int) {
         switch queue {
         case .window: window.weight += delta
@@ -159,7 +158,6 @@ struct _TinyLFUPolicy {
         }
     }
 
-    @inlinable
     mutating func remove(_ i: Int32, weight: Int, links: inout _SlotArray<_Links>, queues: inout _SlotArray<_Queue>) {
         switch queues[i] {
         case .window: window.remove(i, weight: weight, in: &links)
@@ -178,7 +176,6 @@ struct _TinyLFUPolicy {
     ///
     /// The excluded entry was just moved to the head of its list, so it is a list's
     /// tail only when it is alone on it; that list is then passed over.
-    @inlinable
     mutating func victim(in info: borrowing _SlotArray<_NodeInfo>, excluding excluded: Int32) -> Int32 {
         let (victim, leavesMain) = chooseVictim(in: info, excluding: excluded)
         // A candidate just out of the window is remembered as the window's already.
@@ -190,7 +187,6 @@ struct _TinyLFUPolicy {
 
     /// `victim(in:excluding:)`'s choice, and whether it is a main-space entry (not a
     /// candidate, not the window's).
-    @inlinable
     mutating func chooseVictim(
         in info: borrowing _SlotArray<_NodeInfo>, excluding excluded: Int32
     ) -> (victim: Int32, leavesMain: Bool) {
@@ -226,12 +222,12 @@ struct _TinyLFUPolicy {
 
     /// Ends an eviction round: candidates not judged stay on probation as ordinary
     /// entries.
+    // @inlinable: MemoryCacheBenchmarks "set 1T" (every write runs it).
     @inlinable
     mutating func endEvictionRound() {
         candidates = 0
     }
 
-    @usableFromInline
     mutating func removeAll() {
         window = _LRUList()
         probation = _LRUList()
