@@ -16,10 +16,9 @@
 ///   of one 64-bit word. A sample period puts `10 × capacity` items in it, and each
 ///   false positive lets a newcomer's first occurrence reach the counters, where it
 ///   beats an entry whose history has decayed: on a loop longer than the period
-///   that is all the churn there is. With 64 bits and two bits an item (about 7%
-///   false positives by the end of a period), a 1,000-entry cache kept 0.0041 of
-///   the loop trace's requests; with this layout it kept 0.0089 with the window
-///   fixed at 1%, all that window allows (8 more bytes per entry).
+///   that is all the churn there is. Four bits of 128 keep false positives rarer
+///   than two bits of 64 would, for 8 more bytes per entry (the loop trace's rows
+///   in `Benchmarks/README.md` show the difference).
 /// - After `10 × capacity` additions every counter is halved and the doorkeeper is
 ///   cleared ("reset"), so old popularity fades.
 /// - The capacity is at most `maxCapacity`, 2^20 entries: the table and the
