@@ -36,6 +36,7 @@ final class LoopbackHTTPServer: Sendable {
     private let listener: Int32
     private let handler: @Sendable (LoopbackRequest) -> LoopbackResponse
     private let counts = Mutex<[String: Int]>([:])
+    private let stopped = Atomic<Bool>(false)
 
     convenience init(routes: [String: (status: Int, body: String)]) throws {
         try self.init { request in
@@ -73,16 +74,26 @@ final class LoopbackHTTPServer: Sendable {
 
     func requests(to path: String) -> Int { counts.withLock { $0[path] ?? 0 } }
 
-    /// Stops accepting connections; the serving thread ends.
+    /// Stops accepting connections; the serving thread ends. Calling it again does
+    /// nothing.
+    ///
+    /// The listening socket is only shut down here, which wakes the thread's
+    /// `accept`; the thread closes it. Closing it here could close it twice, or
+    /// leave the thread calling `accept` on a descriptor number that another
+    /// socket of the process (a SwiftNIO channel) has reused meanwhile.
     func stop() {
+        guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
         shutdown(listener, Int32(SHUT_RDWR))
-        close(listener)
     }
 
     private func serve() {
         while true {
             let connection = accept(listener, nil, nil)
-            guard connection >= 0 else { return }
+            guard connection >= 0 else {
+                if !stopped.load(ordering: .acquiring), errno == EINTR || errno == ECONNABORTED { continue }
+                close(listener)
+                return
+            }
             var request = [UInt8]()
             var buffer = [UInt8](repeating: 0, count: 4_096)
             var headerEnd = request.endOfHead()
