@@ -51,6 +51,9 @@ struct RedisConnectionPoolTests {
             var configuration = server.configuration()
             configuration.maximumConnections = 2
             configuration.pipeliningLimit = 1
+            // What is tested is reuse, not time: a waiter may wait as long as a
+            // loaded CI machine stalls the test process (the default is 5 s).
+            configuration.connectionWaitTimeout = .seconds(300)
             let store = try RedisStore(configuration: configuration)
             defer { Task { await store.shutdown() } }
             let before = try await connectionsReceived(store)
