@@ -10,9 +10,10 @@ import Foundation
 /// | clear of the remote stores at `s` | remote clear at `s` (only when there are remote stores) |
 /// | removal by string at `s` | that string removed at `s` |
 /// | a clear or removal applied | forgotten, unless a newer one of the same kind is queued |
+@usableFromInline
 struct _ClearState: Sendable {
     /// Whether the cache has remote stores (a clear of them is nothing without).
-    let hasRemoteStores: Bool
+    @usableFromInline let hasRemoteStores: Bool
     /// The newest queued clear of the local stores.
     private(set) var local: UInt64?
     /// The newest queued clear of the remote stores (never set without remote

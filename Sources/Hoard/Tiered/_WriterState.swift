@@ -11,10 +11,19 @@ import Foundation
 /// ``_KeyWriteState`` (one per key with a queued change), ``_ClearState`` (the
 /// queued clears and removals by string) and ``_ReadTickets`` (reads in flight).
 /// `docs/ARCHITECTURE.md` has the table of states and transitions.
+///
+/// ``write(_:ifUnchangedSince:bytes:waitsForRoom:completesLocally:completion:)``
+/// (a caller's change of one key) is inlinable, with what it reaches, so that
+/// the caller's side of `cache[key] = value` runs specialised for the cache's key
+/// and value types (the "assign caller side" row of `CacheBenchmarks`: generic code
+/// spent most of its time looking up the metadata of the state's generic types).
+/// Every other transition is compiled once, in Hoard.
+@usableFromInline
 struct _WriterState<Key: CacheKey, Value: Sendable>: Sendable {
-    typealias Operation = _WriteOperation<Key, Value>
+    @usableFromInline typealias Operation = _WriteOperation<Key, Value>
 
     /// What the writer does after ``write(_:ifUnchangedSince:bytes:waitsForRoom:completesLocally:completion:)``.
+    @usableFromInline
     enum WriteOutcome: Equatable, Sendable {
         /// The key changed since the ticket: nothing was written; the caller's
         /// completion is called with no error.
@@ -29,6 +38,7 @@ struct _WriterState<Key: CacheKey, Value: Sendable>: Sendable {
         case queued(startsApplying: Bool)
 
         /// Whether the change was made (memory is written with it).
+        @inlinable
         var isMade: Bool {
             switch self {
             case .madeInMemory, .queued: true
@@ -57,31 +67,34 @@ struct _WriterState<Key: CacheKey, Value: Sendable>: Sendable {
         var flushes: [@Sendable () -> Void] = []
     }
 
+    // The properties the inlinable write path changes have internal setters; only
+    // this type's transitions change them.
+
     /// Whether the cache has any store; without, every change is memory only.
-    let hasStores: Bool
+    @usableFromInline let hasStores: Bool
     /// The most bytes of values queued for the stores before a write that waits
     /// for room waits, and a promotion skips the stores; `nil` for no budget.
-    let queueByteLimit: Int?
+    @usableFromInline let queueByteLimit: Int?
     /// The state of each key with a queued change.
-    private(set) var keys: [Key: _KeyWriteState<Value>] = [:]
+    @usableFromInline var keys: [Key: _KeyWriteState<Value>] = [:]
     /// The queued clears and removals by string.
-    private(set) var clears: _ClearState
+    @usableFromInline private(set) var clears: _ClearState
     /// The reads in flight.
-    private(set) var tickets = _ReadTickets<Key>()
+    @usableFromInline var tickets = _ReadTickets<Key>()
     /// The changes queued for the stores, in order, not yet taken by the writer.
-    private(set) var queue: [Operation] = []
+    @usableFromInline var queue: [Operation] = []
     /// The sequence the next change gets (and a read that starts now takes as its ticket).
-    private(set) var nextSequence: UInt64 = 1
+    @usableFromInline var nextSequence: UInt64 = 1
     /// The sequence of the newest change every store has applied.
     private(set) var completed: UInt64 = 0
     /// Whether the writer is applying the queue (so a new change needs no start).
-    private(set) var isApplying = false
+    @usableFromInline var isApplying = false
     /// The bytes of the queued values not yet applied (values of unknown size
     /// counted at ``meanEncodedBytes``).
-    private(set) var queuedBytes = 0
+    @usableFromInline var queuedBytes = 0
     /// The mean encoded size of the values written so far (a moving average): what
     /// a queued value of unknown size counts as.
-    private(set) var meanEncodedBytes = 1_024
+    @usableFromInline private(set) var meanEncodedBytes = 1_024
     private var roomWaiters: [@Sendable () -> Void] = []
     private var flushWaiters: [(target: UInt64, resume: @Sendable () -> Void)] = []
 
@@ -98,6 +111,7 @@ struct _WriterState<Key: CacheKey, Value: Sendable>: Sendable {
     /// the queue over its budget. `bytes` is what the change counts against the
     /// budget (`nil`: a value of unknown size, counted at ``meanEncodedBytes``).
     /// The caller writes memory under the same lock when the outcome ``WriteOutcome/isMade``.
+    @inlinable  // CacheBenchmarks "assign caller side 1KiB: Cache over DiskStore"
     mutating func write(
         _ kind: Operation.Kind, ifUnchangedSince ticket: UInt64? = nil, bytes: Int?, waitsForRoom: Bool,
         completesLocally: Bool = false, completion: (@Sendable ((any Error)?) -> Void)? = nil
@@ -120,6 +134,7 @@ struct _WriterState<Key: CacheKey, Value: Sendable>: Sendable {
 
     /// Registers a writer that got ``WriteOutcome/waitsForRoom``: `wake` is
     /// returned by the ``complete(_:)`` that brings the queue under its budget.
+    @usableFromInline
     mutating func waitForRoom(_ wake: @escaping @Sendable () -> Void) {
         roomWaiters.append(wake)
     }
@@ -234,21 +249,24 @@ struct _WriterState<Key: CacheKey, Value: Sendable>: Sendable {
         meanEncodedBytes = (meanEncodedBytes * 3 + meanBytes) / 4
     }
 
-    // MARK: Private
+    // MARK: Private (inlinable with the write path)
 
-    private mutating func takeSequence() -> UInt64 {
+    @inlinable
+    mutating func takeSequence() -> UInt64 {
         defer { nextSequence += 1 }
         return nextSequence
     }
 
-    private func isOverBudget(adding bytes: Int) -> Bool {
+    @inlinable
+    func isOverBudget(adding bytes: Int) -> Bool {
         guard let queueByteLimit else { return false }
         return queuedBytes > 0 && queuedBytes + bytes > queueByteLimit
     }
 
     /// Appends `operation` to the queue; whether the caller must start the applier
     /// (none is running).
-    private mutating func enqueue(_ operation: Operation) -> Bool {
+    @inlinable
+    mutating func enqueue(_ operation: Operation) -> Bool {
         queuedBytes += operation.bytes
         queue.append(operation)
         if isApplying { return false }
@@ -257,7 +275,8 @@ struct _WriterState<Key: CacheKey, Value: Sendable>: Sendable {
     }
 
     /// Whether the key `kind` writes changed at or after `ticket`.
-    private func hasChanged(_ kind: Operation.Kind, since ticket: UInt64) -> Bool {
+    @usableFromInline
+    func hasChanged(_ kind: Operation.Kind, since ticket: UInt64) -> Bool {
         guard let key = kind.key else { return tickets.hasClearedAll(since: ticket) }
         return hasChanged(key, since: ticket)
     }
@@ -265,7 +284,8 @@ struct _WriterState<Key: CacheKey, Value: Sendable>: Sendable {
     /// Notes what `kind`, at `sequence`, changes: what reads must see (when it is
     /// `queued` for the stores) and, while reads are in flight, the change that
     /// drops their promotions.
-    private mutating func record(_ kind: Operation.Kind, at sequence: UInt64, queued: Bool) {
+    @inlinable
+    mutating func record(_ kind: Operation.Kind, at sequence: UInt64, queued: Bool) {
         switch kind {
         case .set(let key, let value, let dates):
             if queued {
@@ -280,6 +300,18 @@ struct _WriterState<Key: CacheKey, Value: Sendable>: Sendable {
                     remote: remote, at: sequence, after: keys[key], hasRemoteStores: clears.hasRemoteStores)
             }
             tickets.noteChange(of: key, at: sequence)
+        case .removeLocally, .removeAll, .promote:
+            recordWithoutKey(kind, at: sequence, queued: queued)
+        }
+    }
+
+    /// ``record(_:at:queued:)`` for the changes that name no key of the cache's
+    /// type (compiled once, in Hoard).
+    @usableFromInline
+    mutating func recordWithoutKey(_ kind: Operation.Kind, at sequence: UInt64, queued: Bool) {
+        switch kind {
+        case .set, .remove:
+            preconditionFailure("record(_:at:queued:) records changes of a key")
         case .removeLocally(let keyString):
             if queued { clears.removeLocally(keyString, at: sequence) }
             tickets.noteChange(ofString: keyString, at: sequence)
