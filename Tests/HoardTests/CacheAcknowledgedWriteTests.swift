@@ -60,6 +60,76 @@ struct CacheAcknowledgedWriteTests {
         }
     }
 
+    @Test(
+        "A value the store refuses removes the older value there, unless a later change of the key in the batch was applied"
+    )
+    func refusedValueRemovesTheOlderOne() async throws {
+        try await DiskTest.withTemporaryDirectory { directory in
+            let disk = try DiskStore(directory: directory, configuration: .init(byteLimit: 64 << 10))
+            let gated = GatedStore(disk)
+            let failures = FailureLog()
+            var configuration = Cache<String, Data>.Configuration(name: "poison")
+            configuration.localStores = .stores([gated])
+            configuration.onError = { failures.record($0) }
+            let cache = try Cache<String, Data>(configuration: configuration)
+            try await cache.set(Data("old-big".utf8), for: "big")
+            try await cache.set(Data("old-later".utf8), for: "later")
+
+            gated.close()
+            cache["big"] = Data(count: 100 << 10)
+            cache["later"] = Data(count: 100 << 10)
+            cache["later"] = Data("new-later".utf8)
+            gated.release()
+            await cache.flush()
+
+            #expect(try disk.entry(for: "big", in: "poison") == nil, "the value the refused one replaced is gone")
+            #expect(try disk.entry(for: "later", in: "poison")?.data == Data("new-later".utf8))
+            let fresh = try Cache<String, Data>(configuration: configuration)
+            #expect(fresh.cachedValue(for: "big") == nil, "no older value comes back once memory lets go")
+            #expect(fresh.cachedValue(for: "later") == Data("new-later".utf8))
+            #expect(failures.all.map(\.key) == ["big", "later"], "each refused change is reported once")
+            #expect(failures.all.allSatisfy { $0.operation == .write })
+        }
+    }
+
+    @Test("A value a remote store refuses removes the older value there")
+    func remoteRefusedValueRemovesTheOlderOne() async throws {
+        let remote = RefusingRemoteStore(refusing: "big")
+        try await remote.inner.set(Data("old-big".utf8), for: "big", in: "poison", storedAt: Date(), expiresAt: nil)
+        var configuration = Cache<String, Data>.Configuration(name: "poison")
+        configuration.localStores = .none
+        configuration.remoteStores = [remote]
+        let failures = FailureLog()
+        configuration.onError = { failures.record($0) }
+        let cache = try Cache<String, Data>(configuration: configuration)
+
+        cache["big"] = Data("new-big".utf8)
+        cache["other"] = Data("other".utf8)
+        await cache.flush()
+
+        #expect(try await remote.inner.entry(for: "big", in: "poison") == nil)
+        #expect(try await remote.inner.entry(for: "other", in: "poison")?.data == Data("other".utf8))
+        #expect(failures.all.map(\.key) == ["big"])
+    }
+
+    @Test("A store that can neither take a value nor remove the older one reports the key as a failed removal too")
+    func staleValueLeftIsReported() async throws {
+        let remote = RefusingRemoteStore(refusing: "big", removals: true)
+        try await remote.inner.set(Data("old-big".utf8), for: "big", in: "poison", storedAt: Date(), expiresAt: nil)
+        var configuration = Cache<String, Data>.Configuration(name: "poison")
+        configuration.localStores = .none
+        configuration.remoteStores = [remote]
+        let failures = FailureLog()
+        configuration.onError = { failures.record($0) }
+        let cache = try Cache<String, Data>(configuration: configuration)
+
+        cache["big"] = Data("new-big".utf8)
+        await cache.flush()
+
+        #expect(failures.all.map(\.key) == ["big", "big"])
+        #expect(failures.all.map(\.operation) == [.write, .remove])
+    }
+
     @Test("A refused write is thrown to its caller; the other writes of its batch succeed")
     func refusedWriteThrowsAlone() async throws {
         try await DiskTest.withTemporaryDirectory { directory in
@@ -343,5 +413,31 @@ struct CacheMissedInvalidationTests {
             #expect(kept == (localExpiry != nil))
             #expect(try await cache.value(for: "k") == "1", "from the local copy, or else the remote store")
         }
+    }
+}
+
+/// A remote store that refuses, as too large, every batch that sets one key (and,
+/// when `removals`, every batch that removes it), and applies every other batch.
+final class RefusingRemoteStore: ForwardingRemoteStore {
+    let inner = InMemoryRemoteStore()
+    let refused: String
+    let refusesRemovals: Bool
+
+    init(refusing key: String, removals: Bool = false) {
+        refused = key
+        refusesRemovals = removals
+    }
+
+    func write(_ batch: [CacheStoreWrite]) async throws {
+        for write in batch {
+            switch write {
+            case .set(_, let key, _, _, _) where key == refused:
+                throw HoardError(.valueTooLarge, "refused: \(key)")
+            case .removeValue(let key, _) where key == refused && refusesRemovals:
+                throw HoardError(.valueTooLarge, "refused: \(key)")
+            default: continue
+            }
+        }
+        try await inner.write(batch)
     }
 }

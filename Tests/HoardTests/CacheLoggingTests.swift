@@ -23,7 +23,8 @@ struct CacheLoggingTests {
             await cache.flush()
             #expect(handler.records.filter { $0.level >= .info }.isEmpty, "nothing at info or above on the hot path")
 
-            gated.fail(with: HoardError(.storageFull, "disk full"))
+            // A failure of the store as a whole: no removal of the older value follows.
+            gated.fail(with: HoardError(.ioFailed, "disk failed"))
             cache["k"] = "w"
             await cache.flush()
             let warnings = handler.records.filter { $0.level == .warning }
@@ -33,7 +34,7 @@ struct CacheLoggingTests {
             #expect(record.metadata["hoard.tier"] == "local store 0")
             #expect(record.metadata["hoard.operation"] == "write")
             #expect(record.metadata["hoard.key"] == "k")
-            #expect(record.metadata["hoard.error"]?.contains("disk full") == true)
+            #expect(record.metadata["hoard.error"]?.contains("disk failed") == true)
         }
     }
 

@@ -90,7 +90,8 @@ struct CacheStatisticsTests {
             var configuration: Cache<String, String>.Configuration = CacheTest.configuration()
             configuration.localStores = .stores([gated])
             let cache = try Cache<String, String>(configuration: configuration)
-            gated.fail(with: HoardError(.storageFull, "disk full"))
+            // A failure of the store as a whole: no removal of the older value follows.
+            gated.fail(with: HoardError(.ioFailed, "disk failed"))
             await #expect(throws: HoardError.self) { try await cache.set("v", for: "k") }
             cache["k2"] = "w"
             await cache.flush()

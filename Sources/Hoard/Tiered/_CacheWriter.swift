@@ -388,6 +388,14 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
             noteFailures(
                 of: share, batch: batch, writes: writes, positions: positions, tier: .local(index),
                 into: &failures)
+            let stale = share.staleKeys(of: writes)
+            if !stale.isEmpty {
+                do {
+                    try _timed(timings, .write, .local(index)) { try store.write(Self.removals(of: stale, in: writes)) }
+                } catch {
+                    noteStaleKeysLeft(stale, batch: batch, positions: positions, tier: .local(index), error: error)
+                }
+            }
         }
         return (failures, encoded)
     }
@@ -415,6 +423,16 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
             noteFailures(
                 of: share, batch: batch, writes: writes, positions: positions, tier: .remote(index),
                 into: &failures)
+            let stale = share.staleKeys(of: writes)
+            if !stale.isEmpty {
+                do {
+                    try await _timed(timings, .write, .remote(index)) {
+                        try await store.write(Self.removals(of: stale, in: writes))
+                    }
+                } catch {
+                    noteStaleKeysLeft(stale, batch: batch, positions: positions, tier: .remote(index), error: error)
+                }
+            }
         }
         return failures
     }
@@ -438,6 +456,28 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
                 CacheFailure(
                     key: Self.keyString(of: batch[batch.startIndex + operation].kind), tier: tier,
                     operation: Self.isRemoval(writes[position]) ? .remove : .write, error: error))
+        }
+    }
+
+    /// The removals of the keys of `writes` at the share positions `stale`
+    /// (``_StoreBatch/staleKeys(of:)``).
+    static func removals(of stale: [Int], in writes: [CacheStoreWrite]) -> [CacheStoreWrite] {
+        stale.compactMap { position in
+            _StoreBatch.Key(writes[position]).map { .removeValue(for: $0.key, in: $0.namespace) }
+        }
+    }
+
+    /// Reports each key a store could neither change nor remove after a failed
+    /// change (so it may serve an older value until that expires or is replaced),
+    /// as a failed removal.
+    func noteStaleKeysLeft(
+        _ stale: [Int], batch: ArraySlice<Operation>, positions: [Int], tier: CacheTier, error: any Error
+    ) {
+        for position in stale {
+            report(
+                CacheFailure(
+                    key: Self.keyString(of: batch[batch.startIndex + positions[position]].kind), tier: tier,
+                    operation: .remove, error: error))
         }
     }
 

@@ -11,8 +11,20 @@
 /// tried and fail with that error, so an unreachable store costs one more attempt,
 /// not one per change.
 ///
+/// A change the store refused leaves the store with what it held before: the value a
+/// refused `set` was to replace, or the value a refused removal was to remove. So
+/// that the store does not serve that older value once memory lets go of the key,
+/// ``staleKeys(of:)`` names the keys whose last change in the share the store
+/// refused for a reason of the change's own, and the writer then removes them from
+/// that store (one more write; if the store refuses that too, the older value may be
+/// served until it expires or is replaced, and the failure of the removal is
+/// reported with the key). After a failure of the store itself (unreachable, busy,
+/// damaged), a removal would fail the same way: the changes' failures are reported,
+/// and the store may serve older values of those keys until they expire or are
+/// replaced.
+///
 /// The type only plans: the writer runs ``next``, reports the outcome with
-/// ``finish(_:error:)``, and reads ``failures`` at the end. Retrying a change
+/// ``finish(_:error:)``, and reads ``failures`` and ``staleKeys(of:)`` at the end. Retrying a change
 /// after the whole share failed is safe because a store's `write` either applied
 /// nothing (a local store's transaction) or applied a prefix of idempotent changes
 /// (a remote store's rounds), which the same changes in the same order restore.
@@ -48,6 +60,42 @@ struct _StoreBatch {
         } else {
             for position in range.upperBound..<count { failures.append((position, error)) }
             next = nil
+        }
+    }
+
+    /// The positions in the share of the changes whose refusal leaves the store
+    /// serving an older value of their key: each `set` or removal refused for a
+    /// reason of its own (``isChangeSpecific(_:)``) that is the last change of its
+    /// key in `writes` (a later change of the key decides what the store holds),
+    /// unless the store refused the key itself (`invalidName`: it can hold no value
+    /// for it). In the share's order.
+    func staleKeys(of writes: [CacheStoreWrite]) -> [Int] {
+        guard !failures.isEmpty else { return [] }
+        var last: [Self.Key: Int] = [:]
+        for (position, write) in writes.enumerated() {
+            if let key = Self.Key(write) { last[key] = position }
+        }
+        return failures.compactMap { failure in
+            guard let key = Self.Key(writes[failure.position]), last[key] == failure.position,
+                Self.isChangeSpecific(failure.error), (failure.error as? HoardError)?.code != .invalidName
+            else { return nil }
+            return failure.position
+        }
+    }
+
+    /// A store's key: its namespace and its string.
+    struct Key: Hashable {
+        let namespace: String
+        let key: String
+
+        /// The key `write` changes; `nil` for a clear of a namespace.
+        init?(_ write: CacheStoreWrite) {
+            switch write {
+            case .set(_, let key, let namespace, _, _), .removeValue(let key, let namespace):
+                (self.namespace, self.key) = (namespace, key)
+            case .removeAll:
+                return nil
+            }
         }
     }
 
