@@ -130,6 +130,37 @@ struct CacheAcknowledgedWriteTests {
         #expect(failures.all.map(\.operation) == [.write, .remove])
     }
 
+    @Test(
+        "A read that begins after a removal or a clear does not receive a value fetched before it",
+        arguments: [false, true])
+    func readAfterChangeDoesNotJoinAnOlderFetch(clears: Bool) async throws {
+        let probe = FetchProbe(open: false)
+        let started = Mutex(0)
+        let configuration: Cache<String, Int>.Configuration = CacheTest.configuration()
+        // Each fetch answers its own number.
+        let cache = try Cache<String, Int>(configuration: configuration) { _ in
+            let number = started.withLock { count in
+                count += 1
+                return count
+            }
+            await probe.enter()
+            return number
+        }
+        let first = Task { try await cache.value(for: "k") }
+        #expect(await CacheTest.eventually { probe.calls == 1 })
+        if clears {
+            try await cache.clear()
+        } else {
+            try await cache.removeValue(for: "k")
+        }
+        let second = Task { try await cache.value(for: "k") }
+        #expect(await CacheTest.eventually { probe.calls == 2 }, "the second read fetches anew")
+        probe.open()
+        #expect(try await second.value == 2, "not the value fetched before the change")
+        #expect(try await first.value == 1, "the first read receives its own fetch")
+        #expect(cache.cachedValue(for: "k") == 2, "only the newer fetch is stored")
+    }
+
     @Test("A refused write is thrown to its caller; the other writes of its batch succeed")
     func refusedWriteThrowsAlone() async throws {
         try await DiskTest.withTemporaryDirectory { directory in

@@ -215,16 +215,25 @@ extension Cache {
     /// Runs `fetch` once for every concurrent caller missing `key`, and stores what
     /// it returns in every tier (unless the key changed since `ticket`, the ticket
     /// of the caller that started the fetch) before any caller resumes.
+    ///
+    /// A caller joins a running fetch only when the key has not changed since that
+    /// fetch's read began: a read that begins after a change never receives a value
+    /// fetched before it.
     @usableFromInline
     func fetchAndStore(_ key: Key, using fetch: @escaping Fetch, ticket: UInt64) async throws -> CacheEntry<Value>? {
         let writer = self.writer
         return try await flights.run(
             key,
+            ticket: ticket,
+            joins: { !writer.hasChanged(key, since: $0) },
             joined: { counters.coalescedWaits.add(1, ordering: .relaxed) },
-            led: { writer.retainRead(ticket) }
+            led: { writer.retainRead(ticket) },
+            // The ticket is held while a caller may still join the flight: the
+            // writer remembers the changes that `joins` looks for only while a
+            // read holds a ticket that old.
+            forgotten: { writer.endRead(ticket) }
         ) {
-            defer { writer.endRead(ticket) }
-            return try await self.fetchOnce(key, using: fetch, ticket: ticket)
+            try await self.fetchOnce(key, using: fetch, ticket: ticket)
         }
     }
 
@@ -273,8 +282,8 @@ extension Cache {
         counters.staleHits.add(1, ordering: .relaxed)
         guard let fetch = fetch ?? self.fetch else { return }
         let (ticket, _) = writer.beginRead(key)
-        let started = flights.start(key) {
-            defer { self.writer.endRead(ticket) }
+        let writer = self.writer
+        let started = flights.start(key, ticket: ticket, forgotten: { writer.endRead(ticket) }) {
             // A failure is reported where the fetch ran; reads that joined the
             // refresh receive it as well.
             return try await self.fetchOnce(key, using: fetch, ticket: ticket)
