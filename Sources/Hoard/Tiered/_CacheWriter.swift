@@ -122,10 +122,7 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
     /// after the second answer sees the value). The load is sequentially
     /// consistent, as the readers' increment is, so that it is not reordered
     /// before the memory write.
-    ///
-    /// Inlinable: the memory-only assignment row of `CacheBenchmarks` pays no call
-    /// for it.
-    @inlinable
+    @inlinable  // CacheBenchmarks "memory set: Cache (no stores)"
     var isQuiet: Bool { readsInFlight.load(ordering: .sequentiallyConsistent) == 0 }
 
     // MARK: Writing
@@ -133,8 +130,8 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
     /// Gives `kind` its place in the order, applies its change to memory (`memory`,
     /// run under the writer's lock so no promotion can come between the two), and
     /// queues it for the stores. `completion`, when given, is called once every
-    /// store has applied it (at once when there are no stores, or when the write is
-    /// dropped).
+    /// store has applied it, or only the local stores when `completesLocally` (at
+    /// once when there are no stores, or when the write is dropped).
     ///
     /// - Parameters:
     ///   - ticket: When given, the write is made only if the key has not changed

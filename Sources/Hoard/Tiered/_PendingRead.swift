@@ -15,15 +15,6 @@ enum _PendingRead<Value: Sendable>: Sendable {
     /// is queued.
     case removed(local: Bool, remote: Bool)
 
-    /// Whether this is a change the remote stores are yet to apply (a value, or a
-    /// removal from them).
-    var changesRemoteStores: Bool {
-        switch self {
-        case .value: true
-        case .removed(_, let remote): remote
-        }
-    }
-
     /// Whether a read answers from this alone, without looking in the local
     /// stores.
     @usableFromInline

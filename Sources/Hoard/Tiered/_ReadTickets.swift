@@ -2,8 +2,9 @@
 /// drops a read's promotion, or its fetched value, when a newer change came first.
 ///
 /// A read takes a *ticket*, the sequence the next change will get; a change at or
-/// after it is newer than anything the read can find. Changes are remembered only
-/// while reads are in flight, and only as far back as the oldest of them needs.
+/// after it is newer than anything the read can find. Changes of keys are
+/// remembered only while reads are in flight, and only as far back as the oldest of
+/// them needs; the newest clear is always remembered (one number).
 @usableFromInline
 struct _ReadTickets<Key: Hashable>: Sendable where Key: Sendable {
     /// The tickets of the reads in flight, with how many reads hold each.

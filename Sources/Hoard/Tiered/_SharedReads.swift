@@ -24,7 +24,7 @@ final class _SharedReads<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         @usableFromInline var newerThan: Date?
         @usableFromInline var fetches: Bool
 
-        @inlinable
+        @inlinable  // CacheBenchmarks "disk hit promote 1KiB: Cache async value(for:)"
         init(key: Key, maxAge: TimeInterval?, newerThan: Date?, fetches: Bool) {
             self.key = key
             self.maxAge = maxAge
@@ -40,7 +40,7 @@ final class _SharedReads<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         @usableFromInline var ticket: UInt64
         @usableFromInline var flight: _Flight<Value>?
 
-        @inlinable
+        @inlinable  // CacheBenchmarks "disk hit promote 1KiB: Cache async value(for:)"
         init(ticket: UInt64) {
             self.ticket = ticket
         }
@@ -56,13 +56,13 @@ final class _SharedReads<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     @usableFromInline let walks = Mutex<[Name: Walk]>([:])
 
-    @inlinable
+    @inlinable  // CacheBenchmarks "disk hit promote 1KiB: Cache async value(for:)"
     init() {}
 
     /// The walk to join for `name`, if one is running and `mayJoin` accepts its
     /// ticket; otherwise the caller leads a walk under `ticket`, registered for
     /// `name` when no other walk is.
-    @inlinable
+    @inlinable  // CacheBenchmarks "disk hit promote 1KiB: Cache async value(for:)"
     func join(_ name: Name, ticket: UInt64, mayJoin: (UInt64) -> Bool) -> Role {
         walks.withLock { walks -> Role in
             guard var walk = walks[name] else {
@@ -80,7 +80,7 @@ final class _SharedReads<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     /// Ends a walk the caller led with `result`: a registered one is forgotten,
     /// then its joiners (if any) resume.
-    @inlinable
+    @inlinable  // CacheBenchmarks "disk hit promote 1KiB: Cache async value(for:)"
     func finish(_ name: Name, registered: Bool, with result: Result<Value, any Error>) {
         guard registered else { return }
         let flight = walks.withLock { $0.removeValue(forKey: name)?.flight }

@@ -1,6 +1,6 @@
 /// Runs `body` and, when there is somewhere to send it, hands its duration to
 /// `timings` (the cost when `timings` is `nil` is one comparison).
-@inlinable
+@inlinable  // CacheBenchmarks "disk hit promote 1KiB: Cache async value(for:)"
 func _timed<T>(
     _ timings: (@Sendable (CacheTiming) -> Void)?, _ operation: CacheTiming.Operation, _ tier: CacheTier,
     _ body: () throws -> T
@@ -18,7 +18,6 @@ func _timed<T>(
 }
 
 /// ``_timed(_:_:_:_:)`` for asynchronous work.
-@inlinable
 func _timed<T>(
     _ timings: (@Sendable (CacheTiming) -> Void)?, _ operation: CacheTiming.Operation, _ tier: CacheTier,
     _ body: () async throws -> T
