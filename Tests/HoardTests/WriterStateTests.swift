@@ -15,6 +15,8 @@ struct WriterStateTests {
     /// One change of the alphabet the exhaustive tests draw from.
     enum Change: CaseIterable {
         case setK, setJ, removeK, invalidateK, removeKByString, clearLocal, clearRemote, clearBoth
+        /// A clear of memory only (`clear(memory: true, disk: false, remote: false)`).
+        case clearNone
 
         /// The writer's operation for this change, the `step`-th of its sequence
         /// (a set writes the value `step`).
@@ -30,6 +32,7 @@ struct WriterStateTests {
             case .clearLocal: return .removeAll(local: true, remote: false)
             case .clearRemote: return .removeAll(local: false, remote: true)
             case .clearBoth: return .removeAll(local: true, remote: true)
+            case .clearNone: return .removeAll(local: false, remote: false)
             }
         }
 
@@ -39,7 +42,7 @@ struct WriterStateTests {
         /// The changes that can happen in a cache with or without remote stores
         /// (invalidations come from remote stores only).
         static func alphabet(remote: Bool) -> [Change] {
-            remote ? allCases : [.setK, .setJ, .removeK, .clearLocal, .clearRemote, .clearBoth]
+            remote ? allCases : [.setK, .setJ, .removeK, .clearLocal, .clearRemote, .clearBoth, .clearNone]
         }
     }
 
@@ -50,20 +53,31 @@ struct WriterStateTests {
         let hasRemote: Bool
 
         mutating func apply(_ kind: Kind) {
+            applyLocally(kind)
+            applyRemotely(kind)
+        }
+
+        /// The local stores' share of `kind` (the writer applies a batch there
+        /// first).
+        mutating func applyLocally(_ kind: Kind) {
             switch kind {
-            case .set(let key, let value, _):
-                local[key] = value
-                if hasRemote { remote[key] = value }
-            case .remove(let key, let fromRemote):
-                local[key] = nil
-                if fromRemote && hasRemote { remote[key] = nil }
-            case .removeLocally(let key):
-                local[key] = nil
-            case .removeAll(let clearsLocal, let clearsRemote):
-                if clearsLocal { local = [:] }
-                if clearsRemote && hasRemote { remote = [:] }
-            case .promote(let key, _, _, _, _):
-                Issue.record("promotions are not modelled here: \(key)")
+            case .set(let key, let value, _): local[key] = value
+            case .remove(let key, _), .removeLocally(let key): local[key] = nil
+            case .removeAll(let clearsLocal, _): if clearsLocal { local = [:] }
+            case .promote(let key, _, _, _, _): Issue.record("promotions are not modelled here: \(key)")
+            }
+        }
+
+        /// The remote stores' share of `kind` (applied after the local stores', before
+        /// the batch completes).
+        mutating func applyRemotely(_ kind: Kind) {
+            guard hasRemote else { return }
+            switch kind {
+            case .set(let key, let value, _): remote[key] = value
+            case .remove(let key, let fromRemote): if fromRemote { remote[key] = nil }
+            case .removeLocally: break
+            case .removeAll(_, let clearsRemote): if clearsRemote { remote = [:] }
+            case .promote(let key, _, _, _, _): Issue.record("promotions are not modelled here: \(key)")
             }
         }
 
@@ -155,6 +169,85 @@ struct WriterStateTests {
     }
 
     @Test(
+        "Changes queued while earlier batches are applied: every read, between any two steps of the stores, answers what they will hold",
+        arguments: [false, true])
+    func readsSeeTheNewestChangeWhileBatchesApply(remote: Bool) {
+        var checked = 0
+        for changes in Self.sequences(of: Change.alphabet(remote: remote), upTo: 3) {
+            // Bit `i` of `schedule`: the writer takes and applies what is queued
+            // after the `i`-th change.
+            for schedule in 0..<(1 << changes.count) {
+                for initial in [(nil, nil), (100, 200)] as [(Int?, Int?)] {
+                    checked += Self.checkInterleaved(
+                        changes, schedule: schedule, local: initial.0, remote: remote ? initial.1 : nil,
+                        hasRemote: remote)
+                }
+            }
+        }
+        #expect(checked > 10_000)
+    }
+
+    /// Makes `changes` one by one over stores holding `local` and `remote` for both
+    /// keys; after the changes that `schedule` marks (and after the last), takes the
+    /// queue and applies it as the writer does: every operation's local share in
+    /// order, then every remote share, then completes the batch. Checks every read
+    /// after each step against what the stores will hold once every change made so
+    /// far is applied.
+    ///
+    /// - Returns: How many reads it checked.
+    static func checkInterleaved(
+        _ changes: [Change], schedule: Int, local: Int?, remote: Int?, hasRemote: Bool
+    ) -> Int {
+        var stores = Stores(hasRemote: hasRemote)
+        for key in ["k", "j"] {
+            stores.local[key] = local
+            stores.remote[key] = remote
+        }
+        var promised = stores
+        var state = State(hasStores: true, hasRemoteStores: hasRemote, queueByteLimit: nil)
+        var checked = 0
+        func checkReads(_ moment: String) {
+            for key in ["k", "j"] {
+                let answer = stores.answer(key, pending: state.pending(for: key))
+                let expected = promised.answer(key)
+                if answer != expected {
+                    Issue.record(
+                        "\(changes), schedule \(schedule), over \(local as Any)/\(remote as Any), \(moment): a read of \(key) answers \(answer as Any), the stores will hold \(expected as Any)"
+                    )
+                }
+                checked += 1
+            }
+        }
+        func applyQueue(after step: Int) {
+            let batch = state.takeQueued()
+            for (index, operation) in batch.enumerated() {
+                stores.applyLocally(operation.kind)
+                checkReads("after step \(step), local share \(index) of \(batch.count)")
+            }
+            for (index, operation) in batch.enumerated() {
+                stores.applyRemotely(operation.kind)
+                checkReads("after step \(step), remote share \(index) of \(batch.count)")
+            }
+            _ = state.complete(batch[...])
+            checkReads("after step \(step), batch completed")
+        }
+        for (step, change) in changes.enumerated() {
+            let kind = change.kind(step: step + 1)
+            _ = state.write(kind, bytes: 0, waitsForRoom: false)
+            promised.apply(kind)
+            checkReads("after step \(step)")
+            if schedule & (1 << step) != 0 { applyQueue(after: step) }
+        }
+        applyQueue(after: changes.count)
+        #expect(state.takeQueued().isEmpty)
+        if !state.keys.isEmpty || state.pending(for: "k") != nil || state.queuedBytes != 0 {
+            Issue.record("\(changes), schedule \(schedule): still pending once applied")
+        }
+        #expect(stores == promised)
+        return checked
+    }
+
+    @Test(
         "A read's promotion and its fetched value are dropped exactly when its key changed after the read began",
         arguments: [false, true])
     func ticketsDropWhatIsOlder(remote: Bool) {
@@ -192,7 +285,7 @@ struct WriterStateTests {
 
                     // The other key changed only through a clear or its own set.
                     let jChanged = changes[readStart...].contains {
-                        [.setJ, .clearLocal, .clearRemote, .clearBoth].contains($0)
+                        [.setJ, .clearLocal, .clearRemote, .clearBoth, .clearNone].contains($0)
                     }
                     #expect(state.hasChanged("j", since: ticket) == jChanged, "\(changes), read from \(readStart)")
 
