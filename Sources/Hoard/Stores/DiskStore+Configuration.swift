@@ -96,7 +96,16 @@ extension DiskStore {
         /// that reaches the count does not wait for it). They are also written
         /// before a trim or an eviction, after ``accessFlushInterval``, by
         /// ``DiskStore/flushAccessTimes()``, and when the store is deallocated;
-        /// a write does not carry them. Defaults to 1,000. Must be at least 1.
+        /// a write does not carry them. Defaults to 10,000. Must be at least 1.
+        ///
+        /// A flush rewrites every page of the index that holds one of its access
+        /// times, and most of a large store's access pages hold one once a batch
+        /// is in the thousands: so a batch of 10,000 writes about as many pages as
+        /// one of 1,000, and random reads over many entries pay about a tenth of the
+        /// page writes. Each pending access is a dictionary entry in memory (kept
+        /// after the flush while it is younger than ``accessTimeResolution``), and a
+        /// flush holds the store's write connection while it writes its batch
+        /// (writes of this instance wait for it).
         public var accessFlushCount: Int
 
         /// The longest, in seconds, a recorded access waits in memory before it is
@@ -172,7 +181,7 @@ extension DiskStore {
             spillThreshold: Int = 32 << 10,
             busyTimeout: TimeInterval = 5,
             accessTimeResolution: TimeInterval = 1,
-            accessFlushCount: Int = 1_000,
+            accessFlushCount: Int = 10_000,
             accessFlushInterval: TimeInterval = 1,
             readerCount: Int = min(ProcessInfo.processInfo.activeProcessorCount, 16),
             pageCacheBytes: Int = 8 << 20,
