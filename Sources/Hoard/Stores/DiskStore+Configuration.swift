@@ -98,14 +98,15 @@ extension DiskStore {
         /// ``DiskStore/flushAccessTimes()``, and when the store is deallocated;
         /// a write does not carry them. Defaults to 10,000. Must be at least 1.
         ///
-        /// A flush rewrites every page of the index that holds one of its access
-        /// times, and most of a large store's access pages hold one once a batch
-        /// is in the thousands: so a batch of 10,000 writes about as many pages as
-        /// one of 1,000, and random reads over many entries pay about a tenth of the
-        /// page writes. Each pending access is a dictionary entry in memory (kept
-        /// after the flush while it is younger than ``accessTimeResolution``), and a
-        /// flush holds the store's write connection while it writes its batch
-        /// (writes of this instance wait for it).
+        /// A flush rewrites every page of the access table that holds one of its
+        /// times: over 100,000 entries (a few hundred such pages) a batch of 1,000
+        /// random accesses already rewrites most of them, so batches of 10,000
+        /// rewrite about a tenth of the pages per access; the larger the store,
+        /// the smaller that difference. Each pending access is a dictionary entry
+        /// in memory (kept after the flush while it is younger than
+        /// ``accessTimeResolution``), and a flush holds the store's write
+        /// connection while it writes its batch (writes of this instance wait for
+        /// it).
         public var accessFlushCount: Int
 
         /// The longest, in seconds, a recorded access waits in memory before it is
