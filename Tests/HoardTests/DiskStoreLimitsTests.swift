@@ -193,6 +193,31 @@ extension DiskStoreSuites {
             }
         }
 
+        @Test("By default, reads record up to 10,000 accesses before a flush writes them")
+        func defaultAccessBatch() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                // Given 10,000 entries, and an instance with the default batch (and no
+                // flush by age within the test)
+                let clock = ManualClock(start: Date(timeIntervalSince1970: 0))
+                let a = try DiskStore(directory: url, configuration: .init(accessFlushInterval: 3_600), clock: clock)
+                let b = try DiskStore(directory: url, clock: clock)
+                let keys = (0..<10_000).map { "k\($0)" }
+                try a.write(keys.map { .set(Data([1]), for: $0, in: "ns", storedAt: clock.now(), expiresAt: nil) })
+                func accessedAt10() throws -> Int {
+                    a.waitForQueuedAccessFlushes()
+                    return try b.entries(in: "ns").filter { $0.accessedAt.timeIntervalSince1970 == 10 }.count
+                }
+                clock.advance(by: 10)
+
+                // When A reads 9,999 of them, none of the accesses is written yet
+                for key in keys.dropLast() { #expect(try a.entry(for: key, in: "ns") != nil) }
+                #expect(try accessedAt10() == 0)
+                // The 10,000th has them all written in one flush
+                #expect(try a.entry(for: keys[9_999], in: "ns") != nil)
+                #expect(try accessedAt10() == 10_000)
+            }
+        }
+
         @Test("A trim writes pending access times first")
         func trimAppliesPendingAccesses() throws {
             try DiskTest.withTemporaryDirectory { url in

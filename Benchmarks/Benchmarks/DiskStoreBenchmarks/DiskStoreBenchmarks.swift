@@ -21,7 +21,11 @@ import Hoard
 ///   reading 1,000 random keys each per iteration, against the 1-thread row), and
 ///   `rounds` (1,000 random gets, then 100 random overwrites each in its own
 ///   transaction, per iteration: a server's mix, where the writes follow reads
-///   whose access times are pending).
+///   whose access times are pending). The `get` and `rounds` rows also run with
+///   `accessFlushCount` 1,000 (the default before 10,000), which separates what the
+///   size of the access flushes costs the reads; and `get` as a floor with no flush
+///   during the run (the recorded accesses stay in memory), the store's read path
+///   without the access writes beside it.
 ///   Baseline: raw SQLite prepared statements on a table with PRIMARY KEY
 ///   (namespace, key) (a rowid table), WAL, synchronous=NORMAL. Floor (`set`,
 ///   `insert`, `set batch1000`): raw SQLite running DiskStore's own statements on
@@ -47,6 +51,18 @@ let benchmarks: @Sendable () -> Void = {
     register(
         "disk get 1KiB: DiskStore, access resolution 1 hour", shape: small, perIteration: 1_000,
         make: { try StoreSubject(shape: small, accessTimeResolution: 3_600) }
+    ) {
+        $0.get(1_000)
+    }
+    register(
+        "disk get 1KiB: DiskStore, access flush count 1,000", shape: small, perIteration: 1_000,
+        make: { try StoreSubject(shape: small, accessFlushCount: 1_000) }
+    ) {
+        $0.get(1_000)
+    }
+    register(
+        "disk get 1KiB: floor, DiskStore with no access flush during the run", shape: small, perIteration: 1_000,
+        make: { try StoreSubject(shape: small, accessFlushCount: .max, accessFlushInterval: 86_400) }
     ) {
         $0.get(1_000)
     }
@@ -77,6 +93,12 @@ let benchmarks: @Sendable () -> Void = {
     register(
         "disk rounds 1KiB: DiskStore (1,000 random gets, then 100 random overwrites)", shape: small,
         perIteration: 1_000, make: { try StoreSubject(shape: small) }
+    ) {
+        try $0.rounds(gets: 1_000, overwrites: 100)
+    }
+    register(
+        "disk rounds 1KiB: DiskStore, access flush count 1,000 (1,000 random gets, then 100 random overwrites)",
+        shape: small, perIteration: 1_000, make: { try StoreSubject(shape: small, accessFlushCount: 1_000) }
     ) {
         try $0.rounds(gets: 1_000, overwrites: 100)
     }

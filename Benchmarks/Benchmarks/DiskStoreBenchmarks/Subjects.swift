@@ -12,12 +12,19 @@ final class StoreSubject: DiskSubject {
     var stream: KeyStream
     let namespace = DiskStore.defaultNamespace
 
-    /// - Parameter accessTimeResolution: As in `DiskStore.Configuration`; `nil`
-    ///   for its default.
-    init(shape: Shape, accessTimeResolution: TimeInterval? = nil) throws {
+    /// - Parameters:
+    ///   - accessTimeResolution: As in `DiskStore.Configuration`; `nil` for its default.
+    ///   - accessFlushCount: As in `DiskStore.Configuration`; `nil` for its default.
+    ///   - accessFlushInterval: As in `DiskStore.Configuration`; `nil` for its default.
+    init(
+        shape: Shape, accessTimeResolution: TimeInterval? = nil, accessFlushCount: Int? = nil,
+        accessFlushInterval: TimeInterval? = nil
+    ) throws {
         directory = try makeTemporaryDirectory()
         var configuration = DiskStore.Configuration(syncsValueFiles: false)
         if let accessTimeResolution { configuration.accessTimeResolution = accessTimeResolution }
+        if let accessFlushCount { configuration.accessFlushCount = accessFlushCount }
+        if let accessFlushInterval { configuration.accessFlushInterval = accessFlushInterval }
         store = try DiskStore(directory: directory.appendingPathComponent("store"), configuration: configuration)
         keys = shape.keys
         value = Data(repeating: 0xA5, count: shape.valueSize)

@@ -96,7 +96,17 @@ extension DiskStore {
         /// that reaches the count does not wait for it). They are also written
         /// before a trim or an eviction, after ``accessFlushInterval``, by
         /// ``DiskStore/flushAccessTimes()``, and when the store is deallocated;
-        /// a write does not carry them. Defaults to 1,000. Must be at least 1.
+        /// a write does not carry them. Defaults to 10,000. Must be at least 1.
+        ///
+        /// A flush rewrites every page of the access table that holds one of its
+        /// times: over 100,000 entries (a few hundred such pages) a batch of 1,000
+        /// random accesses already rewrites most of them, so batches of 10,000
+        /// rewrite about a tenth of the pages per access; the larger the store,
+        /// the smaller that difference. Each pending access is a dictionary entry
+        /// in memory (kept after the flush while it is younger than
+        /// ``accessTimeResolution``), and a flush holds the store's write
+        /// connection while it writes its batch (writes of this instance wait for
+        /// it).
         public var accessFlushCount: Int
 
         /// The longest, in seconds, a recorded access waits in memory before it is
@@ -172,7 +182,7 @@ extension DiskStore {
             spillThreshold: Int = 32 << 10,
             busyTimeout: TimeInterval = 5,
             accessTimeResolution: TimeInterval = 1,
-            accessFlushCount: Int = 1_000,
+            accessFlushCount: Int = 10_000,
             accessFlushInterval: TimeInterval = 1,
             readerCount: Int = min(ProcessInfo.processInfo.activeProcessorCount, 16),
             pageCacheBytes: Int = 8 << 20,
