@@ -56,7 +56,7 @@ struct CacheNonWaitingReadTests {
             let release = DispatchSemaphore(value: 0)
             let gated = Atomic<Bool>(true)
             var configuration = DiskStore.Configuration(readerCount: 1)
-            configuration.readerGate = {
+            configuration.readerGate = { _ in
                 guard gated.exchange(false, ordering: .relaxed) else { return }
                 entered.signal()
                 release.wait()

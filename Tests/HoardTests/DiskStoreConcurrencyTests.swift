@@ -58,6 +58,48 @@ extension DiskStoreSuites {
             return (problems, written)
         }
 
+        @Test("A thread that reads alone keeps to one read connection (whose page cache holds what it read)")
+        func oneThreadKeepsToOneConnection() async throws {
+            try await DiskTest.withTemporaryDirectory { url in
+                let used = Mutex<Set<Int>>([])
+                var configuration = DiskStore.Configuration(readerCount: 4)
+                configuration.readerGate = { position in used.withLock { _ = $0.insert(position) } }
+                let store = try DiskStore(directory: url, configuration: configuration)
+                for index in 0..<20 {
+                    try store.set(Data([UInt8(index)]), for: "k\(index)", in: "ns", storedAt: Date(), expiresAt: nil)
+                }
+                let found = try await DiskTest.onThread {
+                    try (0..<200).map { try store.entry(for: "k\($0 % 20)", in: "ns")?.data }
+                }
+                #expect(found.allSatisfy { $0 != nil })
+                #expect(used.withLock { $0.count } == 1, "every read of one thread on one connection")
+            }
+        }
+
+        @Test("Threads alive at once prefer different read connections, each always the same one")
+        func threadsSpreadOverConnections() async throws {
+            let count = 16
+            let arrived = DispatchSemaphore(value: 0)
+            let go = DispatchSemaphore(value: 0)
+            async let preferences = DiskTest.onThreads(count) { _ in
+                // Every thread is alive before any asks (a finished thread's identity
+                // may be reused).
+                arrived.signal()
+                go.wait()
+                let first = _DiskReaders.preferredSlot(modulo: 4)
+                return (0..<10).allSatisfy { _ in _DiskReaders.preferredSlot(modulo: 4) == first } ? first : -1
+            }
+            try await DiskTest.onThread {
+                for _ in 0..<count { arrived.wait() }
+                for _ in 0..<count { go.signal() }
+            }
+            let slots = try await preferences
+            #expect(!slots.contains(-1), "a thread's preference does not change")
+            #expect(slots.allSatisfy { (0..<4).contains($0) })
+            // 16 threads on one connection of four by chance: 4^-15.
+            #expect(Set(slots).count > 1)
+        }
+
         @Test("Two reads of one instance are in flight at once, on two read connections")
         func readsRunInParallel() async throws {
             try await DiskTest.withTemporaryDirectory { url in
@@ -65,7 +107,7 @@ extension DiskStoreSuites {
                 let entered = DispatchSemaphore(value: 0)
                 let release = DispatchSemaphore(value: 0)
                 var configuration = DiskStore.Configuration(readerCount: 2)
-                configuration.readerGate = {
+                configuration.readerGate = { _ in
                     entered.signal()
                     release.wait()
                 }

@@ -169,9 +169,10 @@ extension DiskStore {
         /// SQLite's.
         var indexLengthLimit: Int?
 
-        /// For tests: called on a read connection while it holds the row it looked
-        /// up, before the connection is released. `nil` (the default) for none.
-        var readerGate: (@Sendable () -> Void)?
+        /// For tests: called on a read connection, with its position among the
+        /// store's read connections, while it holds the row it looked up, before
+        /// the connection is released. `nil` (the default) for none.
+        var readerGate: (@Sendable (Int) -> Void)?
 
         /// Creates a configuration; every parameter defaults as its property says.
         public init(

@@ -1,5 +1,13 @@
 import Synchronization
 
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
 /// The read connections of a ``DiskStore``: up to
 /// ``DiskStore/Configuration/readerCount`` SQLite connections that only read
 /// (`PRAGMA query_only`), beside the one write connection in ``_DiskState``.
@@ -7,8 +15,11 @@ import Synchronization
 /// In WAL mode any number of connections read at once, each from the last commit
 /// when its statement began, while one connection writes; so readers never take the
 /// writer's lock and never wait for a write. Each connection sits behind a lock of
-/// its own. A reader takes the first connection free now, starting from a rotating
-/// position; when every one is in use it waits for one of them.
+/// its own. A reader takes the first connection free now, starting from one its
+/// thread prefers (chosen by a hash of the thread's identity): a thread that reads
+/// alone keeps using one connection, whose page cache holds what it read before,
+/// while threads that read at once mostly start from different connections. When
+/// every one is in use it waits for the one its thread prefers.
 final class _DiskReaders: Sendable {
     /// One connection and the lock it is used under.
     private final class Slot: Sendable {
@@ -20,10 +31,10 @@ final class _DiskReaders: Sendable {
     }
 
     private let slots: [Slot]
-    private let next = _RoundRobin()
     private let busyTimeout: Double
-    /// For tests: called while a connection holds the row it found.
-    private let gate: (@Sendable () -> Void)?
+    /// For tests: called, with the connection's position, while a connection holds
+    /// the row it found.
+    private let gate: (@Sendable (Int) -> Void)?
 
     /// Opens `count` read connections to the index at `path`, all at once: a
     /// process that gives up its privileges after opening the store keeps reading.
@@ -32,7 +43,7 @@ final class _DiskReaders: Sendable {
     ///   are closed.
     init(
         path: String, count: Int, busyTimeout: Double, pageCacheBytes: Int, lengthLimit: Int?,
-        gate: (@Sendable () -> Void)?
+        gate: (@Sendable (Int) -> Void)?
     ) throws(HoardError) {
         var slots: [Slot] = []
         do throws(HoardError) {
@@ -59,16 +70,17 @@ final class _DiskReaders: Sendable {
     ///
     /// - Throws: ``HoardError`` when a connection cannot be opened or the read fails.
     func lookup(namespace: String, key: String) throws(HoardError) -> _DiskIndex.Row? {
-        let start = next.advance(modulo: slots.count)
+        let start = Self.preferredSlot(modulo: slots.count)
         for offset in 0..<slots.count {
-            let slot = slots[(start + offset) % slots.count]
-            let found = try slot.index.withLockIfAvailable { (index) throws(HoardError) -> _DiskIndex.Row? in
-                try lookup(namespace: namespace, key: key, on: index)
+            let position = (start + offset) % slots.count
+            let found = try slots[position].index.withLockIfAvailable {
+                (index) throws(HoardError) -> _DiskIndex.Row? in
+                try lookup(namespace: namespace, key: key, on: index, at: position)
             }
             if let found { return found }
         }
         return try slots[start].index.withLock { (index) throws(HoardError) -> _DiskIndex.Row? in
-            try lookup(namespace: namespace, key: key, on: index)
+            try lookup(namespace: namespace, key: key, on: index, at: start)
         }
     }
 
@@ -79,15 +91,16 @@ final class _DiskReaders: Sendable {
     /// - Throws: ``HoardError`` when a connection cannot be opened or the read
     ///   fails for another reason than a busy lock.
     func lookupWithoutWaiting(namespace: String, key: String) throws(HoardError) -> _DiskIndex.Row?? {
-        let start = next.advance(modulo: slots.count)
+        let start = Self.preferredSlot(modulo: slots.count)
         for offset in 0..<slots.count {
-            let slot = slots[(start + offset) % slots.count]
-            let found = try slot.index.withLockIfAvailable { (index) throws(HoardError) -> _DiskIndex.Row?? in
+            let position = (start + offset) % slots.count
+            let found = try slots[position].index.withLockIfAvailable {
+                (index) throws(HoardError) -> _DiskIndex.Row?? in
                 let reader = index
                 try reader.connection.setBusyTimeout(milliseconds: 0)
                 defer { try? reader.connection.setBusyTimeout(milliseconds: busyMilliseconds) }
                 do throws(HoardError) {
-                    return .some(try lookup(namespace: namespace, key: key, on: reader))
+                    return .some(try lookup(namespace: namespace, key: key, on: reader, at: position))
                 } catch  where error.code == .busy {
                     return .none
                 }
@@ -99,14 +112,30 @@ final class _DiskReaders: Sendable {
 
     /// Whether `namespace` holds a live entry for `key` at `now`.
     func contains(namespace: String, key: String, now: Double) throws(HoardError) -> Bool {
-        try slots[next.advance(modulo: slots.count)].index.withLock { (index) throws(HoardError) -> Bool in
+        try slots[Self.preferredSlot(modulo: slots.count)].index.withLock { (index) throws(HoardError) -> Bool in
             try index.contains(namespace: namespace, key: key, now: now)
         }
     }
 
-    private func lookup(namespace: String, key: String, on reader: _DiskIndex) throws(HoardError) -> _DiskIndex.Row? {
+    /// The connection the calling thread tries first: a hash of the thread's
+    /// identity, so that one thread keeps to one connection.
+    static func preferredSlot(modulo count: Int) -> Int {
+        guard count > 1 else { return 0 }
+        #if canImport(Darwin)
+        let thread = UInt64(UInt(bitPattern: pthread_self()))
+        #else
+        let thread = UInt64(pthread_self())
+        #endif
+        // Thread identities are aligned addresses: mix every bit into the top ones.
+        let mixed = (thread ^ (thread >> 29)) &* 0x9E37_79B9_7F4A_7C15
+        return Int((mixed >> 32) % UInt64(count))
+    }
+
+    private func lookup(
+        namespace: String, key: String, on reader: _DiskIndex, at position: Int
+    ) throws(HoardError) -> _DiskIndex.Row? {
         let row = try reader.lookup(namespace: namespace, key: key)
-        if row != nil { gate?() }
+        if row != nil { gate?(position) }
         return row
     }
 
