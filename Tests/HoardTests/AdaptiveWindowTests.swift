@@ -39,6 +39,38 @@ struct AdaptiveWindowTests {
         #expect(cache.count == 1_000)
     }
 
+    /// Fills a cache of `countLimit` entries whose window holds one entry, then asks
+    /// again for two keys it evicted as candidates: each new key pushes the one
+    /// before it out of the window, and it loses its duel with the oldest entry (all
+    /// seen once), so `countLimit - 1` and `countLimit` leave the cache remembered as
+    /// leaving the window. Returns the window after the first and the second miss.
+    func windowAfterTwoWindowMisses(countLimit: Int) throws -> (Int, Int) {
+        let cache = try MemoryCache<Int, Int>(
+            configuration: .init(countLimit: countLimit, lowWaterMark: 1.0, policy: .tinyLFU, memoryPressure: nil))
+        cache.shards.withLock(0) { $0.tinyLFU.resizeWindow(by: 1 - $0.tinyLFU.windowCapacity) }
+        for key in 0..<(countLimit + 2) { cache[key] = key }
+        #expect(cache[countLimit - 1] == nil && cache[countLimit] == nil, "the candidates lost their duels")
+        #expect(cache.shards.withLock(0) { $0.tinyLFU.history.capacity } == 16)
+        cache[countLimit - 1] = countLimit - 1
+        let first = window(of: cache)
+        cache[countLimit] = countLimit
+        return (first, window(of: cache))
+    }
+
+    @Test("Below 1% of the capacity the window moves once one side of the history is two misses ahead")
+    func netsMissesBelowOnePercent() throws {
+        let (first, second) = try windowAfterTwoWindowMisses(countLimit: 1_000)
+        #expect(first == 1, "one remembered miss does not move a window below 1%")
+        #expect(second == 2, "a second one on the same side grows it")
+    }
+
+    @Test("At 1% of the capacity or more every remembered miss moves the window")
+    func movesOnEveryMissFromOnePercent() throws {
+        let (first, second) = try windowAfterTwoWindowMisses(countLimit: 100)
+        #expect(first == 2)
+        #expect(second == 3)
+    }
+
     @Test("A cost-weighted cache, and one that never evicts, keep a fixed window")
     func fixedWindows() throws {
         let costs = try MemoryCache<Int, Data>(
