@@ -56,12 +56,14 @@ extension HitRatioTraceTests {
     /// every other row both targets are hard expectations. `lirs-cs@1000` and
     /// `lirs-2_pools@1000` met both in every draw measured, with too thin a margin
     /// (0.0006 and 0.0001 at the lowest of 23 draws) to fail a run on.
+    /// `addr-swim@113` met both in the draws measured for the policy change, but a
+    /// release-mode CI draw landed at 0.8532 (floor 0.8581, best 0.8646).
     static let recordedShortfalls: Set<String> = [
         "lirs-cpp@122", "lirs-cs@141", "lirs-cs@1000", "lirs-gli@1000",
         "lirs-2_pools@1000", "lirs-ps@308", "lirs-ps@1000", "lirs-sprite@1000",
         "lirs-sprite@5000", "lirs-multi3@1000", "lirs-zigzag@200", "lirs-zigzag@1000",
         "c2k-web07@1000", "c2k-web07@2048", "c2k-web07@5000", "c2k-web07@10000",
-        "addr-swim@452", "addr-swim@1000", "addr-swim@2260", "addr-swim@5000", "addr-swim@10000",
+        "addr-swim@113", "addr-swim@452", "addr-swim@1000", "addr-swim@2260", "addr-swim@5000", "addr-swim@10000",
     ]
 
     /// The keys of recorded trace `name`, expanded from
