@@ -125,6 +125,38 @@ struct CacheOrderingTests {
         #expect(cache.statistics.droppedPromotions == 1)
     }
 
+    @Test(
+        "A remote hit's copy stays readable while queued for the local store, through a later clear of the remote stores"
+    )
+    func promotionQueuedBeforeRemoteClear() async throws {
+        try await DiskTest.withTemporaryDirectory { directory in
+            let disk = GatedStore(try DiskStore(directory: directory))
+            let remote = GatedRemoteStore()
+            try await remote.inner.set(Data("1".utf8), for: "k", in: "test", storedAt: Date(), expiresAt: nil)
+            var configuration: Cache<String, String>.Configuration = CacheTest.configuration()
+            configuration.localStores = .stores([disk])
+            configuration.remoteStores = [remote]
+            let cache = try Cache<String, String>(configuration: configuration)
+
+            disk.close()  // the promotion's batch waits at the local store
+            #expect(try await cache.value(for: "k") == "1")
+            let clear = Task { try await cache.clear(memory: true, disk: false, remote: true) }
+            #expect(await CacheTest.eventually { cache.memoryCount == 0 }, "the clear is queued")
+            // The local store will hold the copy (queued before the clear): reads
+            // answer it now, not a miss that turns into "1" once the batch lands.
+            #expect(cache.cachedValue(for: "k") == "1")
+            #expect(try await cache.value(for: "k") == "1")
+
+            disk.release()
+            try await clear.value
+            await cache.flush()
+            #expect(try await remote.inner.entry(for: "k", in: "test") == nil)
+            #expect(try disk.entry(for: "k", in: "test")?.data == Data("1".utf8))
+            try await cache.clear(memory: true, disk: false, remote: false)
+            #expect(try await cache.value(for: "k") == "1", "from the local store")
+        }
+    }
+
     @Test("Without a race, a remote hit is promoted into memory and every local store, in the writer's order")
     func promotionWithoutRace() async throws {
         try await DiskTest.withTemporaryDirectory { directory in

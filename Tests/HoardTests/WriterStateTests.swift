@@ -64,9 +64,17 @@ struct WriterStateTests {
             case .set(let key, let value, _): local[key] = value
             case .remove(let key, _), .removeLocally(let key): local[key] = nil
             case .removeAll(let clearsLocal, _): if clearsLocal { local = [:] }
-            case .promote(let key, _, _, _, _): Issue.record("promotions are not modelled here: \(key)")
+            case .promote(let key, _, let data, _, _, let localStoresBefore):
+                // The model has one local store: a promotion from the remote stores
+                // (`localStoresBefore` 1) writes it, one from it (0) writes nothing.
+                if localStoresBefore > 0 { local[key] = Stores.decode(data) }
             }
         }
+
+        /// The bytes a promotion of `value` carries.
+        static func encode(_ value: Int) -> Data { Data(String(value).utf8) }
+
+        static func decode(_ data: Data) -> Int? { Int(String(decoding: data, as: UTF8.self)) }
 
         /// The remote stores' share of `kind` (applied after the local stores', before
         /// the batch completes).
@@ -77,7 +85,7 @@ struct WriterStateTests {
             case .remove(let key, let fromRemote): if fromRemote { remote[key] = nil }
             case .removeLocally: break
             case .removeAll(_, let clearsRemote): if clearsRemote { remote = [:] }
-            case .promote(let key, _, _, _, _): Issue.record("promotions are not modelled here: \(key)")
+            case .promote: break  // promotions copy into local stores only
             }
         }
 
@@ -247,6 +255,183 @@ struct WriterStateTests {
         return checked
     }
 
+    /// One step of ``readsPromotionsAndFetchesKeepTheNewestChange(remote:)``: a
+    /// change of the alphabet, or a step of one read of `k`.
+    enum ReadStep: Equatable {
+        case change(Change)
+        /// A read of `k` begins below memory: it takes its ticket and finds what
+        /// the queued changes and the stores answer now.
+        case beginRead
+        /// The read ends as the cache's does with what it found: a value it found
+        /// (queued, or in the local store) is promoted into memory, one found in
+        /// the remote store into memory and the local store, and on a miss the
+        /// fetched value is written under the read's ticket.
+        case finishRead
+
+        static func alphabet(remote: Bool) -> [ReadStep] {
+            let changes: [Change] =
+                remote
+                ? [.setK, .removeK, .invalidateK, .removeKByString, .clearLocal, .clearRemote]
+                : [.setK, .removeK, .clearLocal]
+            return changes.map { .change($0) } + [.beginRead, .finishRead]
+        }
+    }
+
+    /// What a read of `k` found, as the cache's read walks the tiers.
+    enum Found: Equatable {
+        /// A queued change's value, or the local store's: memory takes it.
+        case inMemoryOrLocal(Int)
+        /// The remote store's: memory and the local store take it.
+        case remote(Int)
+        /// Nothing: the read fetches.
+        case miss
+    }
+
+    /// Walks the tiers as `Cache`'s read does for `pending`: a queued value
+    /// answers; a queued removal hides the tiers it removed from; then the local
+    /// store, then the remote one.
+    static func walk(_ stores: Stores, pending: _PendingRead<Int>?) -> Found {
+        var searchesLocal = true
+        var searchesRemote = stores.hasRemote
+        switch pending {
+        case .value(let value, _, _)?: return .inMemoryOrLocal(value)
+        case .removed(let local, let remote)?:
+            searchesLocal = !local
+            searchesRemote = searchesRemote && !remote
+        case nil: break
+        }
+        if searchesLocal, let value = stores.local["k"] { return .inMemoryOrLocal(value) }
+        if searchesRemote, let value = stores.remote["k"] { return .remote(value) }
+        return .miss
+    }
+
+    @Test(
+        "Promotions and fetched values, between any changes and batches: what is copied is what a read would answer, and reads stay right after it",
+        arguments: [false, true])
+    func readsPromotionsAndFetchesKeepTheNewestChange(remote: Bool) {
+        var checked = 0
+        let alphabet = ReadStep.alphabet(remote: remote)
+        var sequences: [[ReadStep]] = [[]]
+        for _ in 0..<4 { sequences = sequences.flatMap { prefix in alphabet.map { prefix + [$0] } } }
+        for steps in sequences where steps.contains(.beginRead) {
+            for schedule in 0..<(1 << steps.count) {
+                for initial in [(nil, nil), (nil, 200), (100, 200)] as [(Int?, Int?)] {
+                    checked += Self.checkPromotions(
+                        steps, schedule: schedule, local: initial.0, remote: remote ? initial.1 : nil,
+                        hasRemote: remote)
+                }
+            }
+        }
+        #expect(checked > 100_000)
+    }
+
+    /// Runs `steps` as ``checkInterleaved(_:schedule:local:remote:hasRemote:)``
+    /// runs changes, with one read of `k` that begins and finishes where `steps`
+    /// say (a read still open after the last step finishes then). Checks that a
+    /// promotion or fetched value the writer accepts copies what the stores will
+    /// hold, and every read after each step as before.
+    ///
+    /// - Returns: How many reads it checked.
+    static func checkPromotions(
+        _ steps: [ReadStep], schedule: Int, local: Int?, remote: Int?, hasRemote: Bool
+    ) -> Int {
+        var stores = Stores(hasRemote: hasRemote)
+        for key in ["k", "j"] {
+            stores.local[key] = local
+            stores.remote[key] = remote
+        }
+        // What the stores will hold once every change and accepted copy so far is
+        // applied.
+        var promised = stores
+        var state = State(hasStores: true, hasRemoteStores: hasRemote, queueByteLimit: nil)
+        var read: (ticket: UInt64, found: Found)?
+        var finished = false
+        var checked = 0
+        func fail(_ what: String) {
+            Issue.record("\(steps), schedule \(schedule), over \(local as Any)/\(remote as Any): \(what)")
+        }
+        func checkReads(_ moment: String) {
+            for key in ["k", "j"] {
+                let answer = stores.answer(key, pending: state.pending(for: key))
+                if answer != promised.answer(key) {
+                    fail(
+                        "\(moment): a read of \(key) answers \(answer as Any), the stores will hold \(promised.answer(key) as Any)"
+                    )
+                }
+                checked += 1
+            }
+        }
+        func applyQueue(after step: Int) {
+            let batch = state.takeQueued()
+            for (index, operation) in batch.enumerated() {
+                stores.applyLocally(operation.kind)
+                checkReads("after step \(step), local share \(index) of \(batch.count)")
+            }
+            for (index, operation) in batch.enumerated() {
+                stores.applyRemotely(operation.kind)
+                checkReads("after step \(step), remote share \(index) of \(batch.count)")
+            }
+            _ = state.complete(batch[...])
+            checkReads("after step \(step), batch completed")
+        }
+        func finishRead(at step: Int) {
+            guard let (ticket, found) = read, !finished else { return }
+            finished = true
+            defer { state.endRead(ticket) }
+            switch found {
+            case .inMemoryOrLocal(let value):
+                if state.promote("k", ifUnchangedSince: ticket, stores: nil, bytes: 0) != .dropped,
+                    value != promised.answer("k")
+                {
+                    fail("step \(step): memory took \(value), the stores will hold \(promised.answer("k") as Any)")
+                }
+            case .remote(let value):
+                let copy = Kind.promote(
+                    "k", value, Stores.encode(value), storedAt: Date(timeIntervalSince1970: 0), expiresAt: nil,
+                    localStoresBefore: 1)
+                let outcome = state.promote("k", ifUnchangedSince: ticket, stores: copy, bytes: 1)
+                guard outcome != .dropped else { return }
+                if value != promised.answer("k") {
+                    fail(
+                        "step \(step): the remote store's \(value) was promoted, the stores will hold \(promised.answer("k") as Any)"
+                    )
+                }
+                if case .queued = outcome { promised.apply(copy) }
+            case .miss:
+                let fetched = Change.setK.kind(step: 50 + step)
+                guard state.write(fetched, ifUnchangedSince: ticket, bytes: 0, waitsForRoom: false) != .dropped
+                else { return }
+                if promised.answer("k") != nil {
+                    fail("step \(step): a fetched value was written over \(promised.answer("k") as Any)")
+                }
+                promised.apply(fetched)
+            }
+        }
+        for (step, readStep) in steps.enumerated() {
+            switch readStep {
+            case .change(let change):
+                let kind = change.kind(step: step + 1)
+                _ = state.write(kind, bytes: 0, waitsForRoom: false)
+                promised.apply(kind)
+            case .beginRead:
+                guard read == nil else { break }
+                let (ticket, pending) = state.beginRead("k")
+                read = (ticket, walk(stores, pending: pending))
+            case .finishRead:
+                finishRead(at: step)
+            }
+            checkReads("after step \(step)")
+            if schedule & (1 << step) != 0 { applyQueue(after: step) }
+        }
+        finishRead(at: steps.count)
+        applyQueue(after: steps.count)
+        if !state.keys.isEmpty || state.pending(for: "k") != nil || !state.tickets.isEmpty {
+            fail("still pending once applied")
+        }
+        if stores != promised { fail("the stores hold \(stores), not \(promised)") }
+        return checked
+    }
+
     @Test(
         "A read's promotion and its fetched value are dropped exactly when its key changed after the read began",
         arguments: [false, true])
@@ -268,7 +453,7 @@ struct WriterStateTests {
                     var promoting = state
                     let promotion = promoting.promote(
                         "k", ifUnchangedSince: ticket,
-                        stores: .promote("k", Data([1]), storedAt: Date(), expiresAt: nil, localStoresBefore: 1),
+                        stores: .promote("k", 1, Data([1]), storedAt: Date(), expiresAt: nil, localStoresBefore: 1),
                         bytes: 1)
                     #expect((promotion == .dropped) == expected, "\(changes), read from \(readStart)")
 
@@ -374,7 +559,7 @@ struct WriterStateTests {
         #expect(
             state.promote(
                 "d", ifUnchangedSince: state.nextSequence,
-                stores: .promote("d", Data(count: 10), storedAt: Date(), expiresAt: nil, localStoresBefore: 1),
+                stores: .promote("d", 4, Data(count: 10), storedAt: Date(), expiresAt: nil, localStoresBefore: 1),
                 bytes: 10) == .madeInMemory)
         #expect(state.queuedBytes == 1_510)
 
@@ -418,17 +603,34 @@ struct WriterStateTests {
         #expect(state.flush {}, "everything applied")
     }
 
-    @Test("A promotion queued for the stores is not a pending change and is dropped by none of its own")
-    func promotionsAreNotPending() {
-        var state = State(hasStores: true, hasRemoteStores: false, queueByteLimit: nil)
+    @Test(
+        "A promotion queued for the stores is no change (it drops no read's promotion) but reads answer it until it is applied"
+    )
+    func promotionsAreReadUntilApplied() {
+        var state = State(hasStores: true, hasRemoteStores: true, queueByteLimit: nil)
         let ticket = state.beginRead("k").ticket
         let outcome = state.promote(
             "k", ifUnchangedSince: ticket,
-            stores: .promote("k", Data([1]), storedAt: Date(), expiresAt: nil, localStoresBefore: 1), bytes: 1)
+            stores: .promote("k", 1, Data([1]), storedAt: Date(), expiresAt: nil, localStoresBefore: 1), bytes: 1)
         #expect(outcome == .queued(startsApplying: true))
-        #expect(state.pending(for: "k") == nil)
         #expect(!state.hasChanged("k", since: ticket))
         #expect(state.promote("k", ifUnchangedSince: ticket, stores: nil, bytes: 0) == .madeInMemory)
+        guard case .value(1, _, _)? = state.pending(for: "k") else {
+            Issue.record("a queued promotion is not read: \(state.pending(for: "k") as Any)")
+            return
+        }
+        // A clear of the remote stores queued after it leaves the copy in the local
+        // stores: reads still answer it.
+        _ = state.write(.removeAll(local: false, remote: true), bytes: 0, waitsForRoom: false)
+        guard case .value(1, _, _)? = state.pending(for: "k") else {
+            Issue.record("a clear of the remote stores hides the local copy: \(state.pending(for: "k") as Any)")
+            return
+        }
+        let batch = state.takeQueued()
+        _ = state.complete(batch[...])
+        #expect(state.pending(for: "k") == nil)
+        #expect(state.keys.isEmpty)
+        state.endRead(ticket)
     }
 }
 

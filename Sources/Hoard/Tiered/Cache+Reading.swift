@@ -296,7 +296,7 @@ extension Cache {
             index == 0
             ? nil
             : .promote(
-                key, stored.data, storedAt: stored.storedAt,
+                key, value, stored.data, storedAt: stored.storedAt,
                 expiresAt: capped(stored.expiresAt, by: configuration.localExpiry, now: clock.now()),
                 localStoresBefore: index)
         let cost = memory.cost(of: entry.value)

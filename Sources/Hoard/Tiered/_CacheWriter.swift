@@ -108,7 +108,7 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
     func queuedSize(of kind: Operation.Kind) -> Int? {
         switch kind {
         case .set(_, let value, _): size?(value)
-        case .promote(_, let data, _, _, _): data.count
+        case .promote(_, _, let data, _, _, _): data.count
         case .remove, .removeLocally, .removeAll: 0
         }
     }
@@ -482,7 +482,7 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
     /// (``CacheKey/cacheKeyString``), as every failure of the cache is.
     static func keyString(of kind: Operation.Kind) -> String? {
         switch kind {
-        case .set(let key, _, _), .promote(let key, _, _, _, _), .remove(let key, _): key.cacheKeyString
+        case .set(let key, _, _), .promote(let key, _, _, _, _, _), .remove(let key, _): key.cacheKeyString
         case .removeLocally(let keyString): keyString
         case .removeAll: nil
         }
@@ -518,7 +518,7 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
                     .set(
                         data, for: key._storeKeyString, in: namespace, storedAt: dates.storedAt,
                         expiresAt: remote ? dates.remoteExpiry : dates.localExpiry))
-            case .promote(let key, let data, let storedAt, let expiresAt, let before):
+            case .promote(let key, _, let data, let storedAt, let expiresAt, let before):
                 guard !remote, localIndex < before else { continue }
                 writes.append(
                     .set(data, for: key._storeKeyString, in: namespace, storedAt: storedAt, expiresAt: expiresAt))

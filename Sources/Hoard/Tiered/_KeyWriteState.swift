@@ -15,6 +15,7 @@ import Foundation
 /// | value queued | the value at `s` | the value at `s` (with remote stores) |
 /// | removal from every tier queued | removed at `s` | removed at `s` (with remote stores) |
 /// | removal from the local stores only (an invalidation) | removed at `s` | unchanged |
+/// | copy of a value found in a slower tier queued for the local stores (a promotion) | the value at `s` | unchanged |
 /// | changes up to `s` applied by every store | forgotten when at or before `s` | forgotten when at or before `s` |
 /// | clear of a tier queued at `s` | forgotten when before `s` (the clear answers) | forgotten when before `s` |
 ///
@@ -73,6 +74,18 @@ struct _KeyWriteState<Value: Sendable>: Sendable {
         let queued = Queued(sequence: sequence, change: .removed)
         guard hasRemoteStores else { return Self(local: queued, remote: nil) }
         return Self(local: queued, remote: remote ? queued : before?.remote)
+    }
+
+    /// The state after a read's copy of a value it found in a slower tier (a
+    /// promotion) is queued for the local stores at `sequence`; the remote tier's
+    /// queued change stays as it was. A promotion is queued only when the key did
+    /// not change since its read began, so the value is what the stores answer.
+    static func promoting(_ value: Value, storedAt: Date, expiresAt: Date?, at sequence: UInt64, after before: Self?)
+        -> Self
+    {
+        Self(
+            local: Queued(sequence: sequence, change: .value(value, storedAt: storedAt, expiresAt: expiresAt)),
+            remote: before?.remote)
     }
 
     /// The state once every store has applied the changes up to `applied`

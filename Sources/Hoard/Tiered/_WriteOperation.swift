@@ -8,8 +8,9 @@ struct _WriteOperation<Key: CacheKey, Value: Sendable>: Sendable {
     enum Kind: Sendable {
         /// A caller's value, for every store, with its dates in every tier.
         case set(Key, Value, _WriteDates)
-        /// Bytes found in a slower tier, for the local stores before `localStoresBefore`.
-        case promote(Key, Data, storedAt: Date, expiresAt: Date?, localStoresBefore: Int)
+        /// A value found in a slower tier, and its bytes, for the local stores
+        /// before `localStoresBefore` (reads answer the value until they hold it).
+        case promote(Key, Value, Data, storedAt: Date, expiresAt: Date?, localStoresBefore: Int)
         /// A removal; from the remote stores as well when `remote` is true.
         case remove(Key, remote: Bool)
         /// A removal from the local stores of a key known only by its string
@@ -21,7 +22,7 @@ struct _WriteOperation<Key: CacheKey, Value: Sendable>: Sendable {
         /// The key the change is about, when it names one.
         var key: Key? {
             switch self {
-            case .set(let key, _, _), .promote(let key, _, _, _, _), .remove(let key, _): key
+            case .set(let key, _, _), .promote(let key, _, _, _, _, _), .remove(let key, _): key
             case .removeLocally, .removeAll: nil
             }
         }

@@ -142,15 +142,25 @@ struct _WriterState<Key: CacheKey, Value: Sendable>: Sendable {
 
     /// Copies what a read found into faster tiers, unless the key changed since
     /// the read's `ticket`: memory (the caller writes it under the same lock unless
-    /// the outcome is ``PromoteOutcome/dropped``) and, when `stores` is given and
-    /// the queue has room for its `bytes`, the local stores.
+    /// the outcome is ``PromoteOutcome/dropped``) and, when `stores` (a
+    /// ``_WriteOperation/Kind/promote(_:_:_:storedAt:expiresAt:localStoresBefore:)``)
+    /// is given and the queue has room for its `bytes`, the local stores.
+    ///
+    /// A copy queued for the local stores is not a change (no read's ticket sees
+    /// it), but reads answer its value until the stores have applied it: a change
+    /// queued after it (a clear of the remote stores, say) leaves the local stores
+    /// holding the copy, and a read in between must already answer what they will
+    /// hold.
     mutating func promote(
         _ key: Key, ifUnchangedSince ticket: UInt64, stores: Operation.Kind?, bytes: Int
     ) -> PromoteOutcome {
         if hasChanged(key, since: ticket) { return .dropped }
         guard let stores, hasStores, !isOverBudget(adding: bytes) else { return .madeInMemory }
-        let startsApplying = enqueue(
-            Operation(sequence: takeSequence(), kind: stores, completion: nil, bytes: bytes))
+        let sequence = takeSequence()
+        if case .promote(_, let value, _, let storedAt, let expiresAt, _) = stores {
+            keys[key] = .promoting(value, storedAt: storedAt, expiresAt: expiresAt, at: sequence, after: keys[key])
+        }
+        let startsApplying = enqueue(Operation(sequence: sequence, kind: stores, completion: nil, bytes: bytes))
         return .queued(startsApplying: startsApplying)
     }
 
@@ -213,14 +223,12 @@ struct _WriterState<Key: CacheKey, Value: Sendable>: Sendable {
         for operation in batch {
             queuedBytes -= operation.bytes
             switch operation.kind {
-            case .set(let key, _, _), .remove(let key, _):
+            case .set(let key, _, _), .remove(let key, _), .promote(let key, _, _, _, _, _):
                 if let state = keys[key] { keys[key] = state.afterApplying(operation.sequence) }
             case .removeAll:
                 clears.appliedClear(at: operation.sequence)
             case .removeLocally(let keyString):
                 clears.appliedRemoval(of: keyString, at: operation.sequence)
-            case .promote:
-                break
             }
         }
         if !roomWaiters.isEmpty, queuedBytes < queueByteLimit ?? .max {
