@@ -1,13 +1,5 @@
 import Synchronization
 
-#if canImport(Darwin)
-import Darwin
-#elseif canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#endif
-
 /// The read connections of a ``DiskStore``: up to
 /// ``DiskStore/Configuration/readerCount`` SQLite connections that only read
 /// (`PRAGMA query_only`), beside the one write connection in ``_DiskState``.
@@ -121,11 +113,7 @@ final class _DiskReaders: Sendable {
     /// identity, so that one thread keeps to one connection.
     static func preferredSlot(modulo count: Int) -> Int {
         guard count > 1 else { return 0 }
-        #if canImport(Darwin)
-        let thread = UInt64(UInt(bitPattern: pthread_self()))
-        #else
-        let thread = UInt64(pthread_self())
-        #endif
+        let thread = UInt64(_POSIX.currentThread)
         // Thread identities are aligned addresses: mix every bit into the top ones.
         let mixed = (thread ^ (thread >> 29)) &* 0x9E37_79B9_7F4A_7C15
         return Int((mixed >> 32) % UInt64(count))

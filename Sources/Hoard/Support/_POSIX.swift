@@ -217,4 +217,14 @@ enum _POSIX {
         return Date().timeIntervalSinceReferenceDate
         #endif
     }
+
+    /// The calling thread's identity (its `pthread_t` as an integer): the same for
+    /// every call on one thread, and different from every other live thread's.
+    static var currentThread: UInt {
+        #if canImport(Darwin)
+        UInt(bitPattern: pthread_self())
+        #else
+        UInt(pthread_self())
+        #endif
+    }
 }

@@ -110,7 +110,7 @@ final class _MemoryPressureWatcher: Sendable {
         let finished = DispatchSemaphore(value: 0)
         let threadID = Atomic<UInt>(0)
         let thread = Thread {
-            threadID.store(UInt(pthread_self()), ordering: .releasing)
+            threadID.store(_POSIX.currentThread, ordering: .releasing)
             let end = poll(warning: warning, critical: critical, wake: wake.read, deliver: deliver)
             _ = close(warning)
             if critical >= 0 { _ = close(critical) }
@@ -131,7 +131,7 @@ final class _MemoryPressureWatcher: Sendable {
                 wake.release()
                 // A handler that releases the last observation runs on the thread
                 // itself, which ends when the handler returns: waiting would deadlock.
-                if threadID.load(ordering: .acquiring) != UInt(pthread_self()) { finished.wait() }
+                if threadID.load(ordering: .acquiring) != _POSIX.currentThread { finished.wait() }
             })
     }
 
