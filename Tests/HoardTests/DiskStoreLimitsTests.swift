@@ -443,5 +443,77 @@ extension DiskStoreSuites {
                 #expect(try store.keys(in: "ns") == ["x"])
             }
         }
+
+        @Test("A flush does not trust a read made before the same instance rewrote or removed the entry")
+        func flushAfterOwnWrites() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                let clock = ManualClock(start: Date(timeIntervalSince1970: 1_000))
+                let store = try DiskStore(
+                    directory: url, configuration: .init(accessTimeResolution: 1, accessFlushInterval: 3_600),
+                    clock: clock)
+                for key in ["rewritten", "removed", "kept"] {
+                    try store.set(Data(count: 10), for: key, in: "ns", storedAt: clock.now(), expiresAt: nil)
+                }
+                // Given a flush already done (the store has seen the index as it is)
+                #expect(try store.entry(for: "kept", in: "ns") != nil)
+                store.flushAccessTimes()
+                #expect(try Self.accessRows(url) == 1)
+                // When all three are read at 1010, then one is written again at 1020
+                // and one removed, before the reads are written
+                clock.advance(by: 10)
+                for key in ["rewritten", "removed", "kept"] { #expect(try store.entry(for: key, in: "ns") != nil) }
+                clock.advance(by: 10)
+                try store.set(Data(count: 10), for: "rewritten", in: "ns", storedAt: clock.now(), expiresAt: nil)
+                #expect(try store.removeValue(for: "removed", in: "ns"))
+                store.flushAccessTimes()
+
+                // Then the rewritten entry counts from its new stored date, the removed
+                // one leaves no access row behind, and the other has its read
+                let accessed = Dictionary(
+                    uniqueKeysWithValues: try store.entries(in: "ns").map {
+                        ($0.key, $0.accessedAt.timeIntervalSince1970)
+                    })
+                #expect(accessed == ["rewritten": 1_020, "kept": 1_010])
+                #expect(try Self.accessRows(url) == 2)
+                #expect(try store.verify().isHealthy)
+            }
+        }
+
+        @Test("A flush does not trust a read made before another instance rewrote or removed the entry")
+        func flushAfterOtherInstanceWrites() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                let clock = ManualClock(start: Date(timeIntervalSince1970: 1_000))
+                let reader = try DiskStore(
+                    directory: url, configuration: .init(accessTimeResolution: 1, accessFlushInterval: 3_600),
+                    clock: clock)
+                let writer = try DiskStore(directory: url, clock: clock)
+                for key in ["rewritten", "removed", "kept"] {
+                    try writer.set(Data(count: 10), for: key, in: "ns", storedAt: clock.now(), expiresAt: nil)
+                }
+                // Given a flush by the reader after those writes
+                #expect(try reader.entry(for: "kept", in: "ns") != nil)
+                reader.flushAccessTimes()
+                // When the reader reads all three at 1010, and the other instance (its
+                // own connection, as another process would) writes one again at 1020
+                // and removes one before the reads are written
+                clock.advance(by: 10)
+                for key in ["rewritten", "removed", "kept"] { #expect(try reader.entry(for: key, in: "ns") != nil) }
+                clock.advance(by: 10)
+                try writer.set(Data(count: 10), for: "rewritten", in: "ns", storedAt: clock.now(), expiresAt: nil)
+                #expect(try writer.removeValue(for: "removed", in: "ns"))
+                reader.flushAccessTimes()
+
+                // Then the flush sees the other connection's commits and checks each
+                // read against its entry
+                let accessed = Dictionary(
+                    uniqueKeysWithValues: try writer.entries(in: "ns").map {
+                        ($0.key, $0.accessedAt.timeIntervalSince1970)
+                    }
+                )
+                #expect(accessed == ["rewritten": 1_020, "kept": 1_010])
+                #expect(try Self.accessRows(url) == 2)
+                #expect(try writer.verify().isHealthy)
+            }
+        }
     }
 }

@@ -296,14 +296,16 @@ public final class DiskStore: CacheStore {
     func _entry(for key: String, in namespace: String) throws(HoardError) -> StoredEntry? {
         for _ in 0..<8 {
             let now = clock.now().timeIntervalSince1970
-            var found = found(try readers.lookup(namespace: namespace, key: key), now: now)
+            let epoch = accesses.epoch
+            var found = found(try readers.lookup(namespace: namespace, key: key), now: now, epoch: epoch)
             if found == nil {
                 // Expired or damaged: the write connection removes it, if it still is.
                 var effects = _DiskEffects()
                 var flush = _DiskAccessLog.Flush.none
                 found = try state.withLock { (state) throws(HoardError) -> _DiskState.Found in
-                    try state.find(namespace: namespace, key: key, now: now, effects: &effects) { id in
-                        flush = accesses.record(id: id, now: now)
+                    try state.find(namespace: namespace, key: key, now: now, effects: &effects) { id, storedAt in
+                        // Read under the write lock: no transaction since.
+                        flush = accesses.record(id: id, now: now, storedAt: storedAt, epoch: accesses.epoch)
                     }
                 }
                 finish(effects)
@@ -352,13 +354,14 @@ public final class DiskStore: CacheStore {
     }
 
     /// What a read connection's `row` answers: a live, well-formed entry is a hit
-    /// and has its access recorded (in memory); `nil` for an expired or damaged
-    /// entry, which only the write connection may remove.
-    func found(_ row: _DiskIndex.Row?, now: Double) -> _DiskState.Found? {
+    /// and has its access recorded (in memory, with the access log's `epoch`
+    /// loaded before the read began); `nil` for an expired or damaged entry,
+    /// which only the write connection may remove.
+    func found(_ row: _DiskIndex.Row?, now: Double, epoch: Int) -> _DiskState.Found? {
         guard let row else { return .miss }
         if row.problem != nil || row.checksumMismatch { return nil }
         if let expiresAt = row.expiresAt, expiresAt <= now { return nil }
-        scheduleAccessFlush(accesses.record(id: row.id, now: now))
+        scheduleAccessFlush(accesses.record(id: row.id, now: now, storedAt: row.storedAt, epoch: epoch))
         let expiresAt = row.expiresAt.map { Date(timeIntervalSince1970: $0) }
         if let value = row.value {
             return .inline(
@@ -720,8 +723,9 @@ extension DiskStore: _NonWaitingLookup {
         let key = _normalized(key)
         let namespace = _normalized(namespace)
         let now = clock.now().timeIntervalSince1970
+        let epoch = accesses.epoch
         guard let row = try? readers.lookupWithoutWaiting(namespace: namespace, key: key) else { return nil }
-        switch found(row, now: now) {
+        switch found(row, now: now, epoch: epoch) {
         case .miss?: return .some(nil)
         case .inline(let entry)?: return .some(entry)
         default: return nil

@@ -10,7 +10,24 @@ import Synchronization
 /// or the oldest is ``DiskStore/Configuration/accessFlushInterval`` old, and before
 /// every trim or eviction, so least-recently-accessed order holds to the resolution
 /// within one process.
+///
+/// Each access keeps the stored date its read found and the ``epoch`` at which
+/// the read began. The epoch advances after every transaction of the store's
+/// write connection that may have changed `entries`, and when a flush finds that
+/// another connection committed (`PRAGMA data_version`); so an access whose epoch
+/// is still current at a flush read a row that has not changed since, and the
+/// flush need not read it again (see ``_DiskIndex/touch(id:at:storedAt:)``).
 final class _DiskAccessLog: Sendable {
+    /// One access not yet written.
+    struct Access: Equatable {
+        var id: Int64
+        /// When it was read.
+        var time: Double
+        /// The entry's stored date, as the read found it.
+        var storedAt: Double
+        /// The ``_DiskAccessLog/epoch`` loaded before the read began.
+        var epoch: Int
+    }
     /// What a recording asks of its caller, once the lock is released.
     enum Flush: Equatable {
         case none
@@ -21,8 +38,8 @@ final class _DiskAccessLog: Sendable {
     }
 
     private struct State {
-        /// Row id → access time, recorded by reads and not yet written.
-        var pending: [Int64: Double] = [:]
+        /// Row id → access, recorded by reads and not yet written.
+        var pending: [Int64: Access] = [:]
         /// Row id → the access time last written for it, kept while younger than
         /// the resolution (pruned when it grows): a read of an entry found here is
         /// not recorded again.
@@ -38,6 +55,7 @@ final class _DiskAccessLog: Sendable {
     }
 
     private let state = Mutex(State())
+    private let epochCounter = Atomic<Int>(0)
     let resolution: Double
     let flushCount: Int
     let flushInterval: Double
@@ -48,19 +66,34 @@ final class _DiskAccessLog: Sendable {
         self.flushInterval = flushInterval
     }
 
-    /// Records a read of row `id` at `now`, unless one was recorded for it within
-    /// the resolution. A read the resolution or more after a pending one replaces
-    /// it: the newest time is the one written.
+    /// The current epoch: load it before a read begins, and pass it to
+    /// ``record(id:now:storedAt:epoch:)``.
+    var epoch: Int { epochCounter.load(ordering: .acquiring) }
+
+    /// Notes that `entries` may have changed: called after a transaction of the
+    /// write connection commits or rolls back (never before it ends, so a read
+    /// that loads the new epoch sees what it committed), and when another
+    /// connection is found to have committed.
+    func entriesMayHaveChanged() {
+        epochCounter.wrappingAdd(1, ordering: .releasing)
+    }
+
+    /// Records a read of row `id` at `now`, which found the entry stored at
+    /// `storedAt` and began at `epoch`, unless one was recorded for it within the
+    /// resolution. A read the resolution or more after a pending one replaces it:
+    /// the newest time is the one written.
     ///
     /// - Returns: Whether the caller is to queue a flush.
     @inline(__always)
-    func record(id: Int64, now: Double) -> Flush {
+    func record(id: Int64, now: Double, storedAt: Double, epoch: Int) -> Flush {
         state.withLock { state -> Flush in
             if let pending = state.pending[id] {
-                if now - pending >= resolution { state.pending[id] = now }
+                if now - pending.time >= resolution {
+                    state.pending[id] = Access(id: id, time: now, storedAt: storedAt, epoch: epoch)
+                }
             } else {
                 if let written = state.written[id], now - written < resolution { return .none }
-                state.pending[id] = now
+                state.pending[id] = Access(id: id, time: now, storedAt: storedAt, epoch: epoch)
                 state.pendingSince = min(state.pendingSince, now)
             }
             if !state.immediateQueued,
@@ -91,21 +124,23 @@ final class _DiskAccessLog: Sendable {
     /// pages: about half the page writes of random order), and remembers them as
     /// written while they are younger than the resolution. The caller writes them,
     /// or reports why it could not: they only refine eviction order.
-    func take() -> [(id: Int64, time: Double)] {
-        state.withLock { state -> [(id: Int64, time: Double)] in
+    func take() -> [Access] {
+        state.withLock { state -> [Access] in
             guard !state.pending.isEmpty else {
                 state.pendingSince = .infinity
                 return []
             }
-            let taken = state.pending.sorted { $0.key < $1.key }.map { (id: $0.key, time: $0.value) }
+            let taken = state.pending.values.sorted { $0.id < $1.id }
             if resolution > 0 {
                 if state.written.count + state.pending.count > state.writtenPruneCount {
-                    let newest = state.pending.values.max() ?? 0
+                    let newest = state.pending.values.lazy.map(\.time).max() ?? 0
                     state.written = state.written.filter { newest - $0.value < resolution }
                     // Pruned again only once it has doubled: O(1) amortised per access.
                     state.writtenPruneCount = max(2 * state.written.count, 4_096)
                 }
-                state.written.merge(state.pending) { max($0, $1) }
+                for access in taken {
+                    state.written[access.id] = max(state.written[access.id] ?? -.infinity, access.time)
+                }
             }
             state.pending.removeAll(keepingCapacity: true)
             state.pendingSince = .infinity

@@ -349,9 +349,17 @@ final class _DiskIndex {
         _ = try statement.step()
     }
 
+    /// Called when a transaction that may have changed `entries` has ended
+    /// (committed or not): the store's write connection advances the access
+    /// log's epoch here (see ``_DiskAccessLog/entriesMayHaveChanged()``).
+    var transactionEnded: (() -> Void)?
+
     /// Runs `body` in a write transaction (`BEGIN IMMEDIATE`): committed when it
-    /// returns, rolled back when it throws.
-    func transaction<R>(_ body: () throws(HoardError) -> R) throws(HoardError) -> R {
+    /// returns, rolled back when it throws. Then, unless `changesEntries` is
+    /// `false` (the caller promises `body` changes no row of `entries`), calls
+    /// ``transactionEnded``.
+    func transaction<R>(changesEntries: Bool = true, _ body: () throws(HoardError) -> R) throws(HoardError) -> R {
+        defer { if changesEntries { transactionEnded?() } }
         try run(.begin)
         do {
             let result = try body()
@@ -361,6 +369,15 @@ final class _DiskIndex {
             if connection.isInTransaction { try? run(.rollback) }
             throw error
         }
+    }
+
+    /// `PRAGMA data_version`: a value that differs from the one this connection
+    /// read before if another connection committed since.
+    func dataVersion() throws(HoardError) -> Int64 {
+        let statement = try self.statement(.dataVersion)
+        defer { statement.reset() }
+        guard try statement.step() else { throw HoardError(.ioFailed, "PRAGMA data_version returned no row") }
+        return statement.int64(at: 0)
     }
 
     /// Calls `body` with the UTF-8 bytes of two strings, without copying them.
@@ -638,19 +655,26 @@ final class _DiskIndex {
 
     /// Records an access to row `id` at `time` (never moving it backwards). An
     /// entry without an access row (accessed when stored) gets one, at the later
-    /// of its stored date and `time`.
-    func touch(id: Int64, at time: Double) throws(HoardError) {
+    /// of its stored date and `time`, if it still exists.
+    ///
+    /// With `storedAt`, the caller vouches that the entry's row is unchanged since
+    /// a read found it stored then (no transaction changed `entries` since: see
+    /// ``_DiskAccessLog/epoch``), so its existence and stored date are not read
+    /// again: one lookup in `access`, and for an entry never read before an insert
+    /// there, without the `pread` of the entry's page (most of a first access's
+    /// cost). Without, an entry with no access row has its row read.
+    func touch(id: Int64, at time: Double, storedAt: Double? = nil) throws(HoardError) {
         let statement = try self.statement(.touch)
         statement.bind(id, at: 1)
         statement.bind(time, at: 2)
         _ = try statement.step()
         statement.reset()
         guard connection.changes == 0 else { return }
-        let restore = try self.statement(.restoreAccess)
-        restore.bind(id, at: 1)
-        restore.bind(time, at: 2)
-        defer { restore.reset() }
-        _ = try restore.step()
+        let insert = try self.statement(storedAt == nil ? .restoreAccess : .firstAccess)
+        insert.bind(id, at: 1)
+        insert.bind(max(storedAt ?? time, time), at: 2)
+        defer { insert.reset() }
+        _ = try insert.step()
     }
 
     // MARK: Listing and totals

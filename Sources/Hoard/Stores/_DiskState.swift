@@ -52,10 +52,15 @@ struct _DiskState {
     let countLimit: Int
     let byteLowWater: Int
     let countLowWater: Int
+    /// The write connection's `PRAGMA data_version` when a flush last read it
+    /// (`nil` before the first): a flush that finds another value knows another
+    /// connection committed meanwhile.
+    private var seenDataVersion: Int64?
 
     init(index: _DiskIndex, accesses: _DiskAccessLog, configuration: DiskStore.Configuration) {
         self.index = index
         self.accesses = accesses
+        index.transactionEnded = { [accesses] in accesses.entriesMayHaveChanged() }
         byteLimit = configuration.byteLimit ?? .max
         countLimit = configuration.countLimit ?? .max
         byteLowWater = configuration.byteLowWater
@@ -81,11 +86,11 @@ struct _DiskState {
     }
 
     /// Looks up `key` on the write connection: a live, well-formed entry is a hit
-    /// (its row id handed to `hit`, which records the access); an expired one is
-    /// deleted; a malformed one, or an inline value that does not match its
-    /// checksum, is deleted and reported.
+    /// (its row id and stored date handed to `hit`, which records the access); an
+    /// expired one is deleted; a malformed one, or an inline value that does not
+    /// match its checksum, is deleted and reported.
     mutating func find(
-        namespace: String, key: String, now: Double, effects: inout _DiskEffects, hit: (Int64) -> Void
+        namespace: String, key: String, now: Double, effects: inout _DiskEffects, hit: (Int64, Double) -> Void
     ) throws(HoardError) -> Found {
         let index = try open()
         guard let row = try index.lookup(namespace: namespace, key: key) else { return .miss }
@@ -105,7 +110,7 @@ struct _DiskState {
             }
             return .miss
         }
-        hit(row.id)
+        hit(row.id, row.storedAt)
         let expiresAt = row.expiresAt.map { Date(timeIntervalSince1970: $0) }
         if let value = row.value {
             return .inline(
@@ -174,19 +179,33 @@ struct _DiskState {
     // MARK: Access times
 
     /// Writes the pending access times inside the caller's transaction, in row id
-    /// order.
-    private func writePendingAccesses(_ index: _DiskIndex) throws(HoardError) {
-        for (id, time) in accesses.take() {
-            try index.touch(id: id, at: time)
+    /// order. An access whose read began at `unchangedEpoch` read a row that is
+    /// still as it found it, which is not read again; `nil` (inside a transaction
+    /// that may have changed `entries`) reads every entry without an access row.
+    private func writePendingAccesses(_ index: _DiskIndex, unchangedEpoch: Int? = nil) throws(HoardError) {
+        for access in accesses.take() {
+            try index.touch(
+                id: access.id, at: access.time, storedAt: access.epoch == unchangedEpoch ? access.storedAt : nil)
         }
     }
 
     /// Writes the pending access times in their own transaction. A failure is
     /// reported and the times dropped: they only refine eviction order.
+    ///
+    /// The transaction first reads `PRAGMA data_version`: when another connection
+    /// (another instance or process) committed since the last flush, the epoch
+    /// advances, so that accesses read before are checked against their rows.
+    /// With the write lock held, nobody else commits until the flush does.
     mutating func flushAccesses(effects: inout _DiskEffects) {
         guard let index, !accesses.isEmpty else { return }
         do {
-            try index.transaction { () throws(HoardError) in try writePendingAccesses(index) }
+            let version = try index.transaction(changesEntries: false) { () throws(HoardError) -> Int64 in
+                let version = try index.dataVersion()
+                if version != seenDataVersion { accesses.entriesMayHaveChanged() }
+                try writePendingAccesses(index, unchangedEpoch: accesses.epoch)
+                return version
+            }
+            seenDataVersion = version
         } catch {
             effects.events.append(.failed(operation: "record access times", namespace: nil, key: nil, error: error))
         }

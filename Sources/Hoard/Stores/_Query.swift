@@ -1,7 +1,7 @@
 /// Every query the store runs, by its slot in the statement cache.
 enum _Query: Int, CaseIterable {
     case begin, commit, rollback, readMeta
-    case lookup, expiryOfKey, upsert, recordWrite, fileOfKey, anyFile, touch, restoreAccess
+    case lookup, expiryOfKey, upsert, recordWrite, fileOfKey, anyFile, touch, restoreAccess, firstAccess, dataVersion
     case deleteKey, deleteNamespace, deleteEverything, deleteIfExpired, deleteID, deleteExpired
     case fileOfKeyToDelete, filesOfNamespaceToDelete, filesOfEverythingToDelete, fileIfExpiredToDelete
     case fileOfIDToDelete, filesOfExpiredToDelete
@@ -62,6 +62,11 @@ enum _Query: Int, CaseIterable {
                 SELECT id, CASE WHEN typeof(stored_at) IN ('real', 'integer') THEN max(stored_at, ?2) ELSE ?2 END
                 FROM entries WHERE id = ?1
                 """
+        case .firstAccess:
+            // Only for an entry known to exist, with `?2` already the later of its
+            // stored date and the access time.
+            return "INSERT OR IGNORE INTO access (id, accessed_at) VALUES (?1, ?2)"
+        case .dataVersion: return "PRAGMA data_version"
         // Each deletion is a SELECT of the rows' files, then the DELETE, with the same
         // parameters, in one transaction: `DELETE … RETURNING` would need SQLite 3.35.
         case .deleteKey: return "DELETE FROM entries WHERE namespace = ?1 AND key = ?2"
