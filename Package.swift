@@ -113,10 +113,14 @@ let package = Package(
         // CRC-32C with the CPU's instruction (SSE4.2, ARMv8 CRC) where it has one, chosen
         // at run time, and portable C otherwise.
         .target(name: "CHoardCRC32C"),
+        // A cache-line prefetch hint, inlined into Swift callers (the memory cache's
+        // frequency sketch); C because Swift has no prefetch of its own.
+        .target(name: "CHoardPrefetch"),
         .target(
             name: "Hoard",
             dependencies: [
                 "CHoardCRC32C",
+                "CHoardPrefetch",
                 .target(name: "CSQLite", condition: .when(platforms: [.linux, .android, .windows])),
                 // The logging API only (no handler, no transitive dependency): the
                 // one package the core depends on, so an application's own

@@ -27,6 +27,10 @@ import Hoard
 ///   1 thread): `LockedDictionary` whose entries also keep their write time, read
 ///   from `SystemClock` or `CoarseSystemClock` before the lock: the floor of any
 ///   cache that, like `MemoryCache`, stores when each value was written.
+/// - `floor SketchedDictionary` (get-hit, 1 thread): `LockedDictionary` whose reads
+///   also update two words of tables the size of `.tinyLFU`'s frequency sketch at
+///   100,000 entries: what a sketch's two cache lines cost a read, beside
+///   `LockedDictionary`, the floor of the gap between `.tinyLFU` and `.lru`.
 ///
 /// Workloads: `get-hit` (reads), `set` (overwrites), `mix` (90% reads, 10%
 /// overwrites) on 1 thread; `get-hit` and `mix` on 2 threads, each replaying half
@@ -67,6 +71,9 @@ let benchmarks: @Sendable () -> Void = {
     }
     register("floor TimestampedDictionary coarse clock", oneThread: [.set], twoThreads: []) {
         TimestampedDictionary(capacity: KeySpace.keyCount, clock: CoarseSystemClock())
+    }
+    register("floor SketchedDictionary", oneThread: [.getHit], twoThreads: []) {
+        SketchedDictionary(capacity: KeySpace.keyCount)
     }
 }
 

@@ -87,6 +87,8 @@ struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable>: ~Copyable {
         _ key: Key, hash: UInt64, clock: any CacheClock, maxAge: Double?, newerThan: Double?,
         observers: _MemoryObservers<Key, Value>
     ) -> Int32? {
+        // The sketch's lines load while the index and the node do (see `prefetch`).
+        if usesTinyLFU { tinyLFU.sketch.prefetch(hash) }
         guard let i = slot(of: key, hash: hash) else {
             misses &+= 1
             return nil
@@ -139,6 +141,7 @@ struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable>: ~Copyable {
         _ value: Value, for key: Key, hash: UInt64, cost: Int, storedAt: Double, expiresAt: Double,
         observers: _MemoryObservers<Key, Value>?
     ) -> Bool {
+        if usesTinyLFU { tinyLFU.sketch.prefetch(hash) }
         let existing = slot(of: key, hash: hash)
         guard cost <= costLimit else {
             if let existing { removeNode(existing, key: key, observers: observers) }
