@@ -255,7 +255,7 @@ struct WriterStateTests {
         return checked
     }
 
-    /// One step of ``readsPromotionsAndFetchesKeepTheNewestChange(remote:)``: a
+    /// One step of ``readsPromotionsAndFetchesKeepTheNewestChange(remote:length:)``: a
     /// change of the alphabet, or a step of one read of `k`.
     enum ReadStep: Equatable {
         case change(Change)
