@@ -125,6 +125,7 @@ extension DiskStoreSuites {
         /// earlier Hoard left it: access times in an indexed `accessed_at` column of
         /// `entries`, no `access` table.
         static func downgradeToVersion2(_ url: URL) throws {
+            try downgradeToVersion4(url)
             try tamper(
                 url,
                 """
@@ -163,8 +164,8 @@ extension DiskStoreSuites {
                 let store = try DiskStore(
                     directory: url, configuration: .init(spillThreshold: 100, onEvent: events.handler))
 
-                // Then it is version 4, healthy, with every value
-                #expect(try Self.formatVersion(url) == "4")
+                // Then it is version 5, healthy, with every value
+                #expect(try Self.formatVersion(url) == "5")
                 #expect(try store.verify().isHealthy)
                 #expect(try store.entry(for: "inline", in: "ns")?.data == Data("small".utf8))
                 #expect(try store.entry(for: "spilled", in: "ns")?.data == DiskTest.bytes(1_000))
@@ -194,7 +195,7 @@ extension DiskStoreSuites {
                 // Once it is let go, opening migrates
                 close(descriptor)
                 let store = try DiskStore(directory: url)
-                #expect(try Self.formatVersion(url) == "4")
+                #expect(try Self.formatVersion(url) == "5")
                 #expect(try store.entry(for: "inline", in: "ns")?.data == Data("small".utf8))
             }
         }
@@ -217,8 +218,8 @@ extension DiskStoreSuites {
                 // When it is opened alone
                 let store = try DiskStore(directory: url, clock: clock)
 
-                // Then it is version 4, healthy, with every access time
-                #expect(try Self.formatVersion(url) == "4")
+                // Then it is version 5, healthy, with every access time
+                #expect(try Self.formatVersion(url) == "5")
                 #expect(try store.verify().isHealthy)
                 let accessed = Dictionary(
                     uniqueKeysWithValues: try store.entries(in: "ns").map {
@@ -231,10 +232,71 @@ extension DiskStoreSuites {
             }
         }
 
+        /// Turns a store of the current format into one of format version 4 as an
+        /// earlier Hoard left it: totals that count every row, kept by three
+        /// triggers, and no watermark.
+        static func downgradeToVersion4(_ url: URL) throws {
+            try tamper(
+                url,
+                """
+                \(DiskStoreDamageTests.foldTotals)
+                DROP TRIGGER entries_deleted;
+                DROP TRIGGER entries_resized;
+                DROP TABLE totals_watermark;
+                CREATE TRIGGER entries_inserted AFTER INSERT ON entries BEGIN
+                    INSERT INTO namespaces (namespace, count, bytes) VALUES (NEW.namespace, 1, NEW.size)
+                    ON CONFLICT (namespace) DO UPDATE SET count = count + 1, bytes = bytes + excluded.bytes;
+                END;
+                CREATE TRIGGER entries_deleted AFTER DELETE ON entries BEGIN
+                    UPDATE namespaces SET count = count - 1, bytes = bytes - OLD.size WHERE namespace = OLD.namespace;
+                    DELETE FROM namespaces WHERE namespace = OLD.namespace AND count <= 0;
+                END;
+                CREATE TRIGGER entries_resized AFTER UPDATE OF size ON entries WHEN OLD.size IS NOT NEW.size BEGIN
+                    UPDATE namespaces SET bytes = bytes - OLD.size + NEW.size WHERE namespace = NEW.namespace;
+                END;
+                UPDATE meta SET value = '4' WHERE name = 'version';
+                """)
+            #expect(try formatVersion(url) == "4")
+        }
+
+        @Test("A version 4 store is migrated on open: its totals stay exact, and later writes keep them")
+        func migratesVersion4() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                // Given a version 4 store of 100 entries in two namespaces
+                do {
+                    let store = try DiskStore(directory: url)
+                    for i in 0..<100 {
+                        try store.set(
+                            Data(count: i), for: "k\(i)", in: i % 2 == 0 ? "even" : "odd", storedAt: Date(),
+                            expiresAt: nil)
+                    }
+                }
+                try Self.downgradeToVersion4(url)
+
+                // When it is opened alone
+                let store = try DiskStore(directory: url)
+
+                // Then it is version 5, healthy, with the same totals
+                #expect(try Self.formatVersion(url) == "5")
+                #expect(try store.verify().isHealthy)
+                #expect(try store.usage(in: "even") == StoreUsage(count: 50, bytes: 2_450))
+                #expect(try store.usage(in: "odd") == StoreUsage(count: 50, bytes: 2_500))
+                // And writes, overwrites and removals keep them
+                try store.set(Data(count: 7), for: "new", in: "even", storedAt: Date(), expiresAt: nil)
+                try store.set(Data(count: 1), for: "k1", in: "odd", storedAt: Date(), expiresAt: nil)
+                _ = try store.removeValue(for: "k0", in: "even")
+                #expect(try store.usage(in: "even") == StoreUsage(count: 50, bytes: 2_457))
+                #expect(try store.usage(in: "odd") == StoreUsage(count: 50, bytes: 2_500))
+                #expect(try store.totalUsage() == StoreUsage(count: 100, bytes: 4_957))
+                #expect(try store.verify().isHealthy)
+            }
+        }
+
         /// Turns a store of the current format into one of format version 3 as an
         /// earlier Hoard left it: an access row for every entry, and no trigger
         /// that deletes it when the entry is written again.
         static func downgradeToVersion3(_ url: URL) throws {
+            try downgradeToVersion4(url)
             try tamper(
                 url,
                 """
@@ -264,8 +326,8 @@ extension DiskStoreSuites {
                 // When it is opened alone
                 let store = try DiskStore(directory: url, clock: clock)
 
-                // Then it is version 4, healthy, with its access times
-                #expect(try Self.formatVersion(url) == "4")
+                // Then it is version 5, healthy, with its access times
+                #expect(try Self.formatVersion(url) == "5")
                 #expect(try store.verify().isHealthy)
                 func accessed() throws -> [String: Double] {
                     Dictionary(
@@ -283,14 +345,14 @@ extension DiskStoreSuites {
             }
         }
 
-        @Test("A store of format version 5 is refused as unsupported, and left unchanged")
+        @Test("A store of format version 6 is refused as unsupported, and left unchanged")
         func newerVersion() throws {
             try DiskTest.withTemporaryDirectory { url in
                 do { _ = try DiskStore(directory: url) }
-                try Self.tamper(url, "UPDATE meta SET value = '5' WHERE name = 'version'")
+                try Self.tamper(url, "UPDATE meta SET value = '6' WHERE name = 'version'")
                 let error = #expect(throws: HoardError.self) { try DiskStore(directory: url) }
                 #expect(error?.code == .unsupportedFormat)
-                #expect(try Self.formatVersion(url) == "5")
+                #expect(try Self.formatVersion(url) == "6")
             }
         }
 

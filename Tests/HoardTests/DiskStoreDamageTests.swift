@@ -182,7 +182,8 @@ extension DiskStoreSuites {
                 let names = try store.entries(in: "files")
                 #expect(names.count == 3)
                 try Self.tamper(url, "UPDATE entries SET size = -1 WHERE key = CAST('malformed' AS BLOB)")
-                try Self.tamper(url, "UPDATE namespaces SET count = 99 WHERE namespace = CAST('rows' AS BLOB)")
+                try Self.tamper(
+                    url, Self.foldTotals + "UPDATE namespaces SET count = 99 WHERE namespace = CAST('rows' AS BLOB)")
                 let files = try Self.fileNames(url)
                 try FileManager.default.removeItem(at: url.appendingPathComponent("blobs/\(files["missing"]!)"))
                 #expect(truncate(url.appendingPathComponent("blobs/\(files["short"]!)").path, 10) == 0)
@@ -274,6 +275,7 @@ extension DiskStoreSuites {
                 try Self.tamper(
                     url,
                     """
+                    \(Self.foldTotals)
                     DELETE FROM namespaces WHERE namespace = CAST('untotalled' AS BLOB);
                     INSERT INTO namespaces (namespace, count, bytes) VALUES (CAST('ghost' AS BLOB), 3, 30);
                     """)
@@ -285,6 +287,18 @@ extension DiskStoreSuites {
                 #expect(try store.namespaces().keys.sorted() == ["kept", "untotalled"])
             }
         }
+
+        /// Folds the entries above the watermark into the `namespaces` table, as the
+        /// store does every ``_DiskIndex/foldInterval`` writes, so that a test can
+        /// then change the table's rows.
+        static let foldTotals = """
+            INSERT INTO namespaces (namespace, count, bytes)
+                SELECT namespace, count(*), sum(size) FROM entries
+                WHERE id > (SELECT id FROM totals_watermark) GROUP BY namespace
+                ON CONFLICT (namespace) DO UPDATE SET count = count + excluded.count, bytes = bytes + excluded.bytes;
+            UPDATE totals_watermark SET id = (SELECT max(id) FROM entries);
+
+            """
 
         /// Key → file name of every entry in a file.
         static func fileNames(_ url: URL) throws -> [String: String] {

@@ -16,9 +16,10 @@ import Darwin
 /// of the Swift around them (no lock, key normalisation, checksum or limit check).
 ///
 /// Where the plain SQLite baseline writes one table and its key index, this writes
-/// what the store's format needs: the entry, its key index and the namespace totals
-/// (a trigger); an overwrite also deletes the entry's access row if it has one (a
-/// trigger). The gap between this row and
+/// what the store's format needs: the entry (with a row id above the totals'
+/// watermark) and its key index, and every 64th write folds the new rows into the
+/// namespace totals; an overwrite also deletes the entry's access row if it has one
+/// (a trigger). The gap between this row and
 /// the plain one is the format's; the gap between DiskStore and this row is the
 /// library's. Its `get` is the store's lookup and, for a value in a file, the
 /// store's file reads, without the checksum the store verifies.
@@ -30,6 +31,10 @@ final class StoreSchemaSubject: DiskSubject, RawSQLite {
     private var anyFile: OpaquePointer?
     private var upsert: OpaquePointer?
     private var select: OpaquePointer?
+    private var fold: OpaquePointer?
+    private var moveWatermark: OpaquePointer?
+    /// Writes since the last fold of the totals, as the store counts them.
+    private var writesSinceFold = 0
     let keys: [String]
     let value: Data
     var stream: KeyStream
@@ -52,14 +57,39 @@ final class StoreSchemaSubject: DiskSubject, RawSQLite {
         anyFile = try prepare("SELECT 1 FROM entries WHERE blob IS NOT NULL LIMIT 1")
         upsert = try prepare(
             """
-            INSERT INTO entries (namespace, key, stored_at, expires_at, size, value, blob, crc)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+            INSERT INTO entries (id, namespace, key, stored_at, expires_at, size, value, blob, crc)
+            VALUES (
+                max(coalesce((SELECT max(id) FROM entries), 0), (SELECT id FROM totals_watermark)) + 1,
+                ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
             ON CONFLICT (namespace, key) DO UPDATE SET
                 stored_at = excluded.stored_at, expires_at = excluded.expires_at, size = excluded.size,
                 value = excluded.value, blob = excluded.blob, crc = excluded.crc
             """)
         select = try prepare(
             "SELECT value, stored_at, expires_at, blob, size FROM entries WHERE namespace = ?1 AND key = ?2")
+        fold = try prepare(
+            """
+            INSERT INTO namespaces (namespace, count, bytes)
+            SELECT namespace, count(*), sum(size) FROM entries NOT INDEXED
+            WHERE id > (SELECT id FROM totals_watermark) GROUP BY namespace
+            ON CONFLICT (namespace) DO UPDATE SET count = count + excluded.count, bytes = bytes + excluded.bytes
+            """)
+        moveWatermark = try prepare(
+            """
+            UPDATE totals_watermark SET id = (SELECT max(id) FROM entries)
+            WHERE id < (SELECT max(id) FROM entries)
+            """)
+    }
+
+    /// Ends a write transaction as the store does: folds the totals when 64 writes
+    /// or more were made since the last fold, then commits.
+    private func finish() throws {
+        if writesSinceFold >= 64 {
+            try step(fold)
+            try step(moveWatermark)
+            writesSinceFold = 0
+        }
+        try step(commit)
     }
 
     /// Binds the default namespace and `key` as UTF-8 blobs, as the store does.
@@ -86,6 +116,7 @@ final class StoreSchemaSubject: DiskSubject, RawSQLite {
         sqlite3_bind_null(upsert, 7)
         sqlite3_bind_int64(upsert, 8, 0)
         try step(upsert)
+        writesSinceFold += 1
     }
 
     /// The lookup of the store's `entry(for:in:)`, then for a value in a file the
@@ -122,24 +153,24 @@ final class StoreSchemaSubject: DiskSubject, RawSQLite {
     func setOne() throws {
         try step(begin)
         try put(keys[stream.next()])
-        try step(commit)
+        try finish()
     }
 
     func insertOne() throws {
         try step(begin)
         try put("new-\(inserted)")
-        try step(commit)
+        try finish()
         inserted += 1
     }
 
     func setBatch(_ count: Int) throws {
         try step(begin)
         for _ in 0..<count { try put(keys[stream.next()]) }
-        try step(commit)
+        try finish()
     }
 
     func close() {
-        for statement in [begin, commit, anyFile, upsert, select] { sqlite3_finalize(statement) }
+        for statement in [begin, commit, anyFile, upsert, select, fold, moveWatermark] { sqlite3_finalize(statement) }
         sqlite3_close(db)
         try? FileManager.default.removeItem(at: directory)
     }

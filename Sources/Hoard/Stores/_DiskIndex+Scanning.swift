@@ -181,13 +181,24 @@ extension _DiskIndex {
         try run(.accessRowsForUnread)
     }
 
-    /// Rebuilds the `namespaces` totals from the entries.
+    /// Rebuilds the `namespaces` totals from the entries, all of them: the
+    /// watermark moves to the last row (never down, so new rows stay above it).
     func recomputeTotals() throws(HoardError) {
         try connection.execute(
             """
             DELETE FROM namespaces;
             INSERT INTO namespaces (namespace, count, bytes)
-                SELECT namespace, count(*), total(size) FROM entries GROUP BY namespace;
+                SELECT namespace, count(*), sum(size) FROM entries GROUP BY namespace;
+            UPDATE totals_watermark SET id = max(id, coalesce((SELECT max(id) FROM entries), 0));
             """)
+    }
+
+    /// Folds the entries above the totals' watermark into `namespaces` and moves
+    /// the watermark to the last row. Call inside a transaction; the totals read
+    /// the same before and after.
+    func foldTotals() throws(HoardError) {
+        try run(.foldTotals)
+        try run(.moveWatermark)
+        writesSinceFold = 0
     }
 }

@@ -3,10 +3,10 @@ import Foundation
 /// The SQL side of a ``DiskStore``: the schema of `index.sqlite` and every query
 /// the store runs, each prepared once per connection and reused.
 ///
-/// Schema (format version 4):
+/// Schema (format version 5):
 ///
 /// ```sql
-/// meta(name TEXT PRIMARY KEY, value TEXT)      -- format = hoard.diskstore, version = 4
+/// meta(name TEXT PRIMARY KEY, value TEXT)      -- format = hoard.diskstore, version = 5
 /// entries(id INTEGER PRIMARY KEY,
 ///         namespace BLOB, key BLOB,            -- UTF-8 bytes; UNIQUE (namespace, key)
 ///         stored_at REAL, expires_at REAL,     -- seconds since 1970; expires_at NULL = never
@@ -17,7 +17,8 @@ import Foundation
 /// access(id INTEGER PRIMARY KEY,               -- = entries.id; deleted with the entry, and when the
 ///        accessed_at REAL)                     -- entry is rewritten, by triggers; last access, for
 ///                                              -- least-recently-accessed eviction (version 3)
-/// namespaces(namespace BLOB PRIMARY KEY, count INTEGER, bytes INTEGER)  -- kept by triggers
+/// namespaces(namespace BLOB PRIMARY KEY, count INTEGER, bytes INTEGER)  -- rows up to the watermark
+/// totals_watermark(id INTEGER)                 -- one row (version 5)
 /// ```
 ///
 /// Access times live in a narrow table of their own (version 3) so that recording
@@ -32,12 +33,25 @@ import Foundation
 /// older value) writes its access time. Trimming first gives every entry without
 /// an access row its stored date, then evicts in `access` order.
 ///
+/// The totals in `namespaces` count the entries whose row id is at most the one
+/// in `totals_watermark` (version 5). A new entry gets a row id above the
+/// watermark and costs the totals nothing; a read of the totals adds the rows above
+/// it (a row-id range, a few dozen rows), and every ``foldInterval``-th write of a
+/// connection folds them into the totals and moves the watermark, in its own
+/// transaction. Triggers keep the totals of the rows at or below the watermark
+/// when they are deleted or resized. Through version 4 a trigger updated the
+/// totals on every insert, which wrote the totals' page in every commit and cost
+/// a new 1 KiB key about a quarter of its insert time. Every step is a statement
+/// in the write's transaction, so the totals are exact for every connection at
+/// every moment, and a crash loses nothing.
+///
 /// The database's `application_id` header field is ``applicationID``, so a store
 /// is recognised by its first 100 bytes before SQLite opens it.
 ///
 /// Version 1 had no `crc` column; versions 1 and 2 kept `accessed_at` in
-/// `entries`; version 3 gave every entry an access row on every write.
-/// ``migrate(blobs:)`` turns any of them into a version 4 index in one
+/// `entries`; version 3 gave every entry an access row on every write; versions 1
+/// to 4 kept the totals by a trigger on every insert.
+/// ``migrate(blobs:)`` turns any of them into a version 5 index in one
 /// transaction (``DiskStore`` does so when it opens one and no other instance has
 /// the store open).
 ///
@@ -46,7 +60,10 @@ final class _DiskIndex {
     /// `PRAGMA application_id`: "HORD".
     static let applicationID: UInt32 = 0x484F_5244
     static let formatName = "hoard.diskstore"
-    static let formatVersion = 4
+    static let formatVersion = 5
+    /// How many writes of one connection leave their rows above the totals'
+    /// watermark before the transaction of the last one folds them in.
+    static let foldInterval = 64
     /// The oldest format version ``migrate(blobs:)`` upgrades.
     static let oldestMigratableVersion = 1
 
@@ -54,6 +71,9 @@ final class _DiskIndex {
     private var statements: [_SQLiteConnection.Statement?]
     /// The format version recorded in `meta` (``formatVersion`` once migrated).
     private(set) var storedVersion: Int
+    /// Entries written through this connection since its last fold of the totals
+    /// (see ``foldTotals()``).
+    var writesSinceFold = 0
 
     // MARK: Creating and opening
 
@@ -77,7 +97,9 @@ final class _DiskIndex {
                 count INTEGER NOT NULL,
                 bytes INTEGER NOT NULL
             ) WITHOUT ROWID;
-            \(entriesIndexesAndTotalsSQL)
+            \(entriesIndexesSQL)
+            \(watermarkTableSQL)
+            \(totalsTriggersSQL)
             \(accessTableSQL)
             \(rewriteTriggerSQL)
             COMMIT;
@@ -101,20 +123,31 @@ final class _DiskIndex {
         """
     }
 
-    /// The indexes of `entries`, and the triggers that keep `namespaces` up to date.
-    private static let entriesIndexesAndTotalsSQL = """
+    /// The indexes of `entries`.
+    private static let entriesIndexesSQL = """
         CREATE UNIQUE INDEX entries_by_key ON entries (namespace, key);
         CREATE INDEX entries_by_expiry ON entries (expires_at) WHERE expires_at IS NOT NULL;
         CREATE INDEX entries_with_files ON entries (blob) WHERE blob IS NOT NULL;
-        CREATE TRIGGER entries_inserted AFTER INSERT ON entries BEGIN
-            INSERT INTO namespaces (namespace, count, bytes) VALUES (NEW.namespace, 1, NEW.size)
-            ON CONFLICT (namespace) DO UPDATE SET count = count + 1, bytes = bytes + excluded.bytes;
-        END;
-        CREATE TRIGGER entries_deleted AFTER DELETE ON entries BEGIN
+        """
+
+    /// The row id up to which `namespaces` counts the entries (format version 5),
+    /// starting at every row there is.
+    private static let watermarkTableSQL = """
+        CREATE TABLE totals_watermark (id INTEGER NOT NULL);
+        INSERT INTO totals_watermark (id) SELECT coalesce(max(id), 0) FROM entries;
+        """
+
+    /// The triggers that keep `namespaces` up to date for the rows it counts, those
+    /// at or below the watermark (format version 5; through version 4 every row,
+    /// with a third trigger on insert).
+    private static let totalsTriggersSQL = """
+        CREATE TRIGGER entries_deleted AFTER DELETE ON entries
+        WHEN OLD.id <= (SELECT id FROM totals_watermark) BEGIN
             UPDATE namespaces SET count = count - 1, bytes = bytes - OLD.size WHERE namespace = OLD.namespace;
             DELETE FROM namespaces WHERE namespace = OLD.namespace AND count <= 0;
         END;
-        CREATE TRIGGER entries_resized AFTER UPDATE OF size ON entries WHEN OLD.size IS NOT NEW.size BEGIN
+        CREATE TRIGGER entries_resized AFTER UPDATE OF size ON entries
+        WHEN OLD.size IS NOT NEW.size AND OLD.id <= (SELECT id FROM totals_watermark) BEGIN
             UPDATE namespaces SET bytes = bytes - OLD.size + NEW.size WHERE namespace = NEW.namespace;
         END;
         """
@@ -237,7 +270,7 @@ final class _DiskIndex {
         END;
         """
 
-    /// Upgrades a version 1, 2 or 3 index to version 4 in one transaction. Call
+    /// Upgrades a version 1, 2, 3 or 4 index to version 5 in one transaction. Call
     /// only when no other instance has the store open: an older version of Hoard
     /// would go on writing rows of its own format (and, before version 4, would
     /// never evict an entry without an access row).
@@ -249,7 +282,9 @@ final class _DiskIndex {
         try transaction { () throws(HoardError) in
             if storedVersion < 2 { try addChecksums(blobs: blobs) }
             if storedVersion < 3 { try moveAccessTimes() }
-            try connection.execute(Self.rewriteTriggerSQL)
+            if storedVersion < 4 { try connection.execute(Self.rewriteTriggerSQL) }
+            // Version 4 → 5: the totals, kept by triggers, count every row so far.
+            try connection.execute(Self.watermarkMigrationSQL)
             try connection.execute("UPDATE meta SET value = '\(Self.formatVersion)' WHERE name = 'version'")
         }
         storedVersion = Self.formatVersion
@@ -300,7 +335,18 @@ final class _DiskIndex {
         try connection.execute(Self.moveAccessTimesSQL)
     }
 
-    /// The statements of ``moveAccessTimes()``.
+    /// Version 4 → 5: the watermark at the last row (the totals count every row),
+    /// and the totals' triggers of version 5 instead of the three of version 4.
+    static let watermarkMigrationSQL = """
+        DROP TRIGGER IF EXISTS entries_inserted;
+        DROP TRIGGER IF EXISTS entries_deleted;
+        DROP TRIGGER IF EXISTS entries_resized;
+        \(watermarkTableSQL)
+        \(totalsTriggersSQL)
+        """
+
+    /// The statements of ``moveAccessTimes()`` (the totals' triggers come after, in
+    /// ``watermarkMigrationSQL``).
     static let moveAccessTimesSQL = """
         CREATE TABLE access (id INTEGER PRIMARY KEY, accessed_at REAL NOT NULL);
         CREATE INDEX access_by_time ON access (accessed_at);
@@ -315,7 +361,7 @@ final class _DiskIndex {
         DROP TRIGGER IF EXISTS entries_resized;
         DROP TABLE entries;
         ALTER TABLE entries_v3 RENAME TO entries;
-        \(entriesIndexesAndTotalsSQL)
+        \(entriesIndexesSQL)
         \(accessTriggerSQL)
         """
 
@@ -363,6 +409,7 @@ final class _DiskIndex {
         try run(.begin)
         do {
             let result = try body()
+            if writesSinceFold >= Self.foldInterval { try foldTotals() }
             try run(.commit)
             return result
         } catch {
@@ -523,6 +570,7 @@ final class _DiskIndex {
         value: Data?, size: Int, blob: String?, crc: UInt32
     ) throws(HoardError) {
         let statement = try self.statement(.upsert)
+        writesSinceFold += 1
         try withBytes(namespace, key) { (ns, k) throws(HoardError) in
             statement.bind(Int64(crc), at: 8)
             try statement.bind(bytes: ns, at: 1)

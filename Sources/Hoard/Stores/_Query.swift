@@ -5,7 +5,8 @@ enum _Query: Int, CaseIterable {
     case deleteKey, deleteNamespace, deleteEverything, deleteIfExpired, deleteID, deleteExpired
     case fileOfKeyToDelete, filesOfNamespaceToDelete, filesOfEverythingToDelete, fileIfExpiredToDelete
     case fileOfIDToDelete, filesOfExpiredToDelete
-    case keys, usage, totalUsage, namespaces, leastRecentlyAccessed, referencedFiles, filesOfNamespace
+    case keys, usage, totalUsage, namespaces, foldTotals, moveWatermark
+    case leastRecentlyAccessed, referencedFiles, filesOfNamespace
     case scan, list, quickCheck, wrongTotals, wrongAccessTimes, accessRowsForUnread
 
     private static let scannedColumns = """
@@ -16,6 +17,22 @@ enum _Query: Int, CaseIterable {
     /// An entry's access time as a column of a query over `entries`: `NULL` when
     /// the entry has no row in `access` (it was last accessed when stored) or a
     /// row whose time is not a number.
+    /// The entries above the totals' watermark, which `namespaces` does not count
+    /// yet: a range of row ids at the end of the table.
+    private static let unfolded = """
+        entries NOT INDEXED WHERE id > (SELECT id FROM totals_watermark)
+        """
+
+    /// Every namespace's count and bytes: its `namespaces` row plus its entries
+    /// above the watermark.
+    private static let totals = """
+        SELECT namespace, sum(count) AS count, sum(bytes) AS bytes FROM (
+            SELECT namespace, count, bytes FROM namespaces
+            UNION ALL
+            SELECT namespace, count(*), sum(size) FROM \(unfolded) GROUP BY namespace)
+        GROUP BY namespace
+        """
+
     private static let accessTime = """
         (SELECT CASE WHEN typeof(accessed_at) IN ('real', 'integer') THEN accessed_at END
          FROM access WHERE access.id = entries.id)
@@ -34,9 +51,13 @@ enum _Query: Int, CaseIterable {
                 """
         case .expiryOfKey: return "SELECT expires_at FROM entries WHERE namespace = ?1 AND key = ?2"
         case .upsert:
+            // A new entry's row id is above the totals' watermark even when rows at
+            // the top of the table were deleted since the last fold.
             return """
-                INSERT INTO entries (namespace, key, stored_at, expires_at, size, value, blob, crc)
-                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+                INSERT INTO entries (id, namespace, key, stored_at, expires_at, size, value, blob, crc)
+                VALUES (
+                    max(coalesce((SELECT max(id) FROM entries), 0), (SELECT id FROM totals_watermark)) + 1,
+                    ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
                 ON CONFLICT (namespace, key) DO UPDATE SET
                     stored_at = excluded.stored_at, expires_at = excluded.expires_at, size = excluded.size,
                     value = excluded.value, blob = excluded.blob, crc = excluded.crc
@@ -86,9 +107,30 @@ enum _Query: Int, CaseIterable {
                 SELECT key FROM entries WHERE namespace = ?1 AND (expires_at IS NULL OR expires_at > ?2)
                 ORDER BY key
                 """
-        case .usage: return "SELECT count, bytes FROM namespaces WHERE namespace = ?1"
-        case .totalUsage: return "SELECT total(count), total(bytes) FROM namespaces"
-        case .namespaces: return "SELECT namespace, count, bytes FROM namespaces ORDER BY namespace"
+        case .usage:
+            return """
+                SELECT coalesce((SELECT count FROM namespaces WHERE namespace = ?1), 0) + count(*),
+                       coalesce((SELECT bytes FROM namespaces WHERE namespace = ?1), 0) + coalesce(sum(size), 0)
+                FROM \(Self.unfolded) AND namespace = ?1
+                """
+        case .totalUsage:
+            return """
+                SELECT (SELECT coalesce(sum(count), 0) FROM namespaces) + count(*),
+                       (SELECT coalesce(sum(bytes), 0) FROM namespaces) + coalesce(sum(size), 0)
+                FROM \(Self.unfolded)
+                """
+        case .namespaces: return "\(Self.totals) ORDER BY namespace"
+        case .foldTotals:
+            return """
+                INSERT INTO namespaces (namespace, count, bytes)
+                SELECT namespace, count(*), sum(size) FROM \(Self.unfolded) GROUP BY namespace
+                ON CONFLICT (namespace) DO UPDATE SET count = count + excluded.count, bytes = bytes + excluded.bytes
+                """
+        case .moveWatermark:
+            return """
+                UPDATE totals_watermark SET id = (SELECT max(id) FROM entries)
+                WHERE id < (SELECT max(id) FROM entries)
+                """
         case .leastRecentlyAccessed:
             return """
                 SELECT e.id, e.size, e.namespace, e.key FROM access AS a JOIN entries AS e ON e.id = a.id
@@ -114,19 +156,20 @@ enum _Query: Int, CaseIterable {
                     WHERE NOT EXISTS (SELECT 1 FROM access WHERE access.id = entries.id))
                 """
         case .wrongTotals:
-            // Namespaces with a totals row, compared with their entries; then
-            // namespaces with entries but no totals row. Two LEFT JOINs rather than a
-            // FULL OUTER JOIN, which SQLite has only since 3.39.
+            // Namespaces with totals (their `namespaces` row and the rows above the
+            // watermark), compared with their entries; then namespaces with entries
+            // but no totals. Two LEFT JOINs rather than a FULL OUTER JOIN, which
+            // SQLite has only since 3.39.
             return """
                 SELECT n.namespace, n.count, n.bytes, coalesce(e.count, 0), coalesce(e.bytes, 0)
-                FROM namespaces AS n
+                FROM (\(Self.totals)) AS n
                 LEFT JOIN (SELECT namespace, count(*) AS count, total(size) AS bytes FROM entries GROUP BY namespace) AS e
                     ON e.namespace = n.namespace
                 WHERE n.count IS NOT coalesce(e.count, 0) OR n.bytes IS NOT coalesce(e.bytes, 0)
                 UNION ALL
                 SELECT e.namespace, 0, 0, e.count, e.bytes
                 FROM (SELECT namespace, count(*) AS count, total(size) AS bytes FROM entries GROUP BY namespace) AS e
-                LEFT JOIN namespaces AS n ON n.namespace = e.namespace
+                LEFT JOIN (\(Self.totals)) AS n ON n.namespace = e.namespace
                 WHERE n.namespace IS NULL
                 """
         case .wrongAccessTimes:

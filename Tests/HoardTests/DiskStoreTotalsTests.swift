@@ -1,0 +1,140 @@
+import Foundation
+import Testing
+
+@testable import Hoard
+
+extension DiskStoreSuites {
+    /// The namespace totals of format version 5: the `namespaces` table counts the
+    /// rows up to a watermark, reads add the rows above it, and every
+    /// ``_DiskIndex/foldInterval``-th write folds them in.
+    @Suite("DiskStore namespace totals")
+    struct DiskStoreTotalsTests {
+        /// The totals the store reports, per namespace and in all.
+        static func totals(_ store: DiskStore) throws -> (namespaces: [String: StoreUsage], total: StoreUsage) {
+            (try store.namespaces(), try store.totalUsage())
+        }
+
+        /// The row id up to which the `namespaces` table counts, read through a
+        /// connection of its own.
+        static func watermark(_ url: URL) throws -> Int64 {
+            let connection = try _SQLiteConnection(path: url.appendingPathComponent("index.sqlite").path)
+            defer { connection.close() }
+            let statement = try connection.prepare("SELECT id FROM totals_watermark")
+            defer { statement.reset() }
+            try #require(try statement.step())
+            return statement.int64(at: 0)
+        }
+
+        @Test("Random writes, overwrites and removals in three namespaces: the totals are exact after every step")
+        func exactAfterEveryStep() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                let store = try DiskStore(directory: url)
+                var model: [String: [String: Int]] = [:]  // namespace → key → size
+                var random = MemoryCacheModelTests.Generator(state: 7)
+                var folds = 0
+                var lastWatermark: Int64 = 0
+                for step in 0..<600 {
+                    let namespace = ["a", "b", "c"][Int.random(in: 0..<3, using: &random)]
+                    let key = "k\(Int.random(in: 0..<40, using: &random))"
+                    switch Int.random(in: 0..<100, using: &random) {
+                    case 0..<70:
+                        let size = Int.random(in: 0..<50, using: &random)
+                        try store.set(Data(count: size), for: key, in: namespace, storedAt: Date(), expiresAt: nil)
+                        model[namespace, default: [:]][key] = size
+                    case 70..<97:
+                        let removed = try store.removeValue(for: key, in: namespace)
+                        #expect(removed == (model[namespace]?[key] != nil), "step \(step)")
+                        model[namespace]?[key] = nil
+                    default:
+                        _ = try store.removeAll(in: namespace)
+                        model[namespace] = nil
+                    }
+                    let expected = model.compactMapValues { keys -> StoreUsage? in
+                        keys.isEmpty ? nil : StoreUsage(count: keys.count, bytes: keys.values.reduce(0, +))
+                    }
+                    let (namespaces, total) = try Self.totals(store)
+                    #expect(namespaces == expected, "step \(step)")
+                    #expect(
+                        total
+                            == StoreUsage(
+                                count: expected.values.reduce(0) { $0 + $1.count },
+                                bytes: expected.values.reduce(0) { $0 + $1.bytes }),
+                        "step \(step)")
+                    for name in ["a", "b", "c"] {
+                        #expect(try store.usage(in: name) == expected[name] ?? StoreUsage(), "step \(step), \(name)")
+                    }
+                    if namespaces != expected { return }
+                    let watermark = try Self.watermark(url)
+                    if watermark != lastWatermark { folds += 1 }
+                    lastWatermark = watermark
+                }
+                #expect(folds >= 5, "the run folds the totals again and again")
+                #expect(try store.verify().isHealthy)
+            }
+        }
+
+        @Test("A row id freed at the top of the table after a fold is not given again below the watermark")
+        func rowIDsStayAboveTheWatermark() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                let store = try DiskStore(directory: url)
+                // Given a fold (the foldInterval-th write) at the last row
+                for i in 0..<_DiskIndex.foldInterval {
+                    try store.set(Data(count: 10), for: "k\(i)", in: "ns", storedAt: Date(), expiresAt: nil)
+                }
+                let watermark = try Self.watermark(url)
+                #expect(watermark == Int64(_DiskIndex.foldInterval))
+                // When the last two rows go and a new entry comes
+                #expect(try store.removeValue(for: "k\(_DiskIndex.foldInterval - 1)", in: "ns"))
+                #expect(try store.removeValue(for: "k\(_DiskIndex.foldInterval - 2)", in: "ns"))
+                try store.set(Data(count: 5), for: "new", in: "ns", storedAt: Date(), expiresAt: nil)
+
+                // Then the new entry is counted
+                let count = _DiskIndex.foldInterval - 1
+                #expect(try store.usage(in: "ns") == StoreUsage(count: count, bytes: (count - 1) * 10 + 5))
+                #expect(try store.verify().isHealthy)
+            }
+        }
+
+        @Test("A second instance reads exact totals over rows the first wrote and did not fold, and the other way")
+        func twoInstances() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                let first = try DiskStore(directory: url)
+                let second = try DiskStore(directory: url)
+                for i in 0..<10 {
+                    try first.set(Data(count: 3), for: "k\(i)", in: "ns", storedAt: Date(), expiresAt: nil)
+                }
+                #expect(try Self.watermark(url) == 0, "nothing folded yet")
+                #expect(try second.usage(in: "ns") == StoreUsage(count: 10, bytes: 30))
+                #expect(try second.totalUsage() == StoreUsage(count: 10, bytes: 30))
+                // The second instance's writes and removals, up to its own fold
+                for i in 5..<(5 + _DiskIndex.foldInterval) {
+                    try second.set(Data(count: 1), for: "k\(i)", in: "ns", storedAt: Date(), expiresAt: nil)
+                }
+                #expect(try Self.watermark(url) > 0, "the second instance folded")
+                #expect(try first.removeValue(for: "k0", in: "ns"))
+                let count = 4 + _DiskIndex.foldInterval
+                let expected = StoreUsage(count: count, bytes: 4 * 3 + _DiskIndex.foldInterval)
+                #expect(try first.usage(in: "ns") == expected)
+                #expect(try second.usage(in: "ns") == expected)
+                #expect(try first.namespaces() == ["ns": expected])
+                #expect(try first.verify().isHealthy)
+            }
+        }
+
+        @Test("Byte limits count the entries not folded yet: a store over its limit trims at once")
+        func limitsCountUnfoldedEntries() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                let store = try DiskStore(directory: url, configuration: .init(byteLimit: 100, lowWaterMark: 0.5))
+                for i in 0..<10 {
+                    try store.set(Data(count: 10), for: "k\(i)", in: "ns", storedAt: Date(), expiresAt: nil)
+                }
+                #expect(try store.totalUsage() == StoreUsage(count: 10, bytes: 100))
+                try store.set(Data(count: 10), for: "k10", in: "ns", storedAt: Date(), expiresAt: nil)
+                // Over 100 bytes: trimmed to the low-water mark, keeping the newest
+                #expect(try store.totalUsage() == StoreUsage(count: 5, bytes: 50))
+                #expect(try store.contains("k10", in: "ns"))
+                #expect(try Self.watermark(url) == 0, "nothing folded: the limit read the rows above the watermark")
+            }
+        }
+    }
+}
