@@ -291,14 +291,7 @@ extension DiskStoreSuites {
         /// Folds the entries above the watermark into the `namespaces` table, as the
         /// store does every ``_DiskIndex/foldInterval`` writes, so that a test can
         /// then change the table's rows.
-        static let foldTotals = """
-            INSERT INTO namespaces (namespace, count, bytes)
-                SELECT namespace, count(*), sum(size) FROM entries
-                WHERE id > (SELECT id FROM totals_watermark) GROUP BY namespace
-                ON CONFLICT (namespace) DO UPDATE SET count = count + excluded.count, bytes = bytes + excluded.bytes;
-            UPDATE totals_watermark SET id = (SELECT max(id) FROM entries);
-
-            """
+        static let foldTotals = "\(_Query.foldTotals.sql);\n\(_Query.moveWatermark.sql);\n"
 
         /// Key → file name of every entry in a file.
         static func fileNames(_ url: URL) throws -> [String: String] {

@@ -192,13 +192,4 @@ extension _DiskIndex {
             UPDATE totals_watermark SET id = max(id, coalesce((SELECT max(id) FROM entries), 0));
             """)
     }
-
-    /// Folds the entries above the totals' watermark into `namespaces` and moves
-    /// the watermark to the last row. Call inside a transaction; the totals read
-    /// the same before and after.
-    func foldTotals() throws(HoardError) {
-        try run(.foldTotals)
-        try run(.moveWatermark)
-        writesSinceFold = 0
-    }
 }

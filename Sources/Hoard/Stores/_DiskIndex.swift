@@ -73,7 +73,7 @@ final class _DiskIndex {
     private(set) var storedVersion: Int
     /// Entries written through this connection since its last fold of the totals
     /// (see ``foldTotals()``).
-    var writesSinceFold = 0
+    private var writesSinceFold = 0
 
     // MARK: Creating and opening
 
@@ -416,6 +416,15 @@ final class _DiskIndex {
             if connection.isInTransaction { try? run(.rollback) }
             throw error
         }
+    }
+
+    /// Folds the entries above the totals' watermark into `namespaces` and moves
+    /// the watermark to the last row. Call inside a transaction; the totals read
+    /// the same before and after.
+    private func foldTotals() throws(HoardError) {
+        try run(.foldTotals)
+        try run(.moveWatermark)
+        writesSinceFold = 0
     }
 
     /// `PRAGMA data_version`: a value that differs from the one this connection

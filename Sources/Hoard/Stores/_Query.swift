@@ -17,6 +17,11 @@ enum _Query: Int, CaseIterable {
     /// An entry's access time as a column of a query over `entries`: `NULL` when
     /// the entry has no row in `access` (it was last accessed when stored) or a
     /// row whose time is not a number.
+    private static let accessTime = """
+        (SELECT CASE WHEN typeof(accessed_at) IN ('real', 'integer') THEN accessed_at END
+         FROM access WHERE access.id = entries.id)
+        """
+
     /// The entries above the totals' watermark, which `namespaces` does not count
     /// yet: a range of row ids at the end of the table.
     private static let unfolded = """
@@ -31,11 +36,6 @@ enum _Query: Int, CaseIterable {
             UNION ALL
             SELECT namespace, count(*), sum(size) FROM \(unfolded) GROUP BY namespace)
         GROUP BY namespace
-        """
-
-    private static let accessTime = """
-        (SELECT CASE WHEN typeof(accessed_at) IN ('real', 'integer') THEN accessed_at END
-         FROM access WHERE access.id = entries.id)
         """
 
     var sql: String {
