@@ -95,6 +95,43 @@ extension DiskStoreSuites {
             }
         }
 
+        @Test("Only a transaction that writes an entry folds: a removal after a failed write at the interval does not")
+        func removalsNeverFold() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                _ = try DiskStore(directory: url)
+                let index = try _DiskIndex(path: url.appendingPathComponent("index.sqlite").path, busyTimeout: 5)
+                defer { index.close() }
+                func write(_ key: String) throws(HoardError) {
+                    try index.upsert(
+                        namespace: "ns", key: key, storedAt: 1, expiresAt: nil, accessedAt: nil, value: Data(count: 1),
+                        size: 1, blob: nil, crc: 0)
+                }
+                // Given one write short of the interval, then a write whose transaction fails
+                for i in 0..<(_DiskIndex.foldInterval - 1) {
+                    try index.transaction { () throws(HoardError) in try write("k\(i)") }
+                }
+                #expect(throws: HoardError.self) {
+                    try index.transaction { () throws(HoardError) in
+                        try write("failed")
+                        throw HoardError(.ioFailed, "the disk is full")
+                    }
+                }
+                #expect(try Self.watermark(url) == 0)
+
+                // When a transaction only removes an entry, it does not fold
+                try index.transaction { () throws(HoardError) in _ = try index.delete(namespace: "ns", key: "k0") }
+                #expect(try Self.watermark(url) == 0)
+
+                // Then the next write folds everything above the watermark
+                try index.transaction { () throws(HoardError) in try write("next") }
+                #expect(try Self.watermark(url) > 0)
+                let store = try DiskStore(directory: url)
+                #expect(
+                    try store.usage(in: "ns")
+                        == StoreUsage(count: _DiskIndex.foldInterval - 1, bytes: _DiskIndex.foldInterval - 1))
+            }
+        }
+
         @Test("A second instance reads exact totals over rows the first wrote and did not fold, and the other way")
         func twoInstances() throws {
             try DiskTest.withTemporaryDirectory { url in

@@ -404,12 +404,19 @@ final class _DiskIndex {
     /// returns, rolled back when it throws. Then, unless `changesEntries` is
     /// `false` (the caller promises `body` changes no row of `entries`), calls
     /// ``transactionEnded``.
+    ///
+    /// A transaction that writes an entry and brings the connection's writes since
+    /// its last fold to ``foldInterval`` folds the totals before it commits. One
+    /// that writes no entry (a removal, a trim) never folds, even when the
+    /// transaction of the write that reached the interval failed: on a full disk a
+    /// removal writes only what it removes.
     func transaction<R>(changesEntries: Bool = true, _ body: () throws(HoardError) -> R) throws(HoardError) -> R {
         defer { if changesEntries { transactionEnded?() } }
         try run(.begin)
+        let writesBefore = writesSinceFold
         do {
             let result = try body()
-            if writesSinceFold >= Self.foldInterval { try foldTotals() }
+            if writesSinceFold > writesBefore, writesSinceFold >= Self.foldInterval { try foldTotals() }
             try run(.commit)
             return result
         } catch {
