@@ -173,5 +173,26 @@ extension DiskStoreSuites {
                 #expect(try Self.watermark(url) == 0, "nothing folded: the limit read the rows above the watermark")
             }
         }
+
+        @Test("A store with a limit folds every limitedFoldInterval writes, one without every foldInterval")
+        func limitedStoresFoldSooner() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                let limited = try DiskStore(
+                    directory: url.appendingPathComponent("limited"), configuration: .init(countLimit: 1_000))
+                let unlimited = try DiskStore(directory: url.appendingPathComponent("unlimited"))
+                for i in 0..<_DiskIndex.limitedFoldInterval {
+                    #expect(try Self.watermark(url.appendingPathComponent("limited")) == 0)
+                    for store in [limited, unlimited] {
+                        try store.set(Data(count: 1), for: "k\(i)", in: "ns", storedAt: Date(), expiresAt: nil)
+                    }
+                }
+                #expect(
+                    try Self.watermark(url.appendingPathComponent("limited")) == Int64(_DiskIndex.limitedFoldInterval))
+                #expect(try Self.watermark(url.appendingPathComponent("unlimited")) == 0)
+                #expect(
+                    try limited.totalUsage()
+                        == StoreUsage(count: _DiskIndex.limitedFoldInterval, bytes: _DiskIndex.limitedFoldInterval))
+            }
+        }
     }
 }

@@ -553,8 +553,8 @@ public final class DiskStore: CacheStore {
             let now = clock.now().timeIntervalSince1970
             let apply = { () throws(HoardError) in
                 try self.state.withLock { (state) throws(HoardError) in
-                    try state.write(prepared, now: now, effects: &effects)
-                    state.enforceLimits(protecting: _PreparedWrite.names(in: prepared), effects: &effects)
+                    let usage = try state.write(prepared, now: now, effects: &effects)
+                    state.enforceLimits(after: usage, protecting: _PreparedWrite.names(in: prepared), effects: &effects)
                 }
             }
             if prepared.contains(where: \.removes) {

@@ -37,8 +37,9 @@ import Foundation
 /// in `totals_watermark` (version 5). A new entry gets a row id above the
 /// watermark and costs the totals nothing; a read of the totals adds the rows above
 /// it (a row-id range, a few dozen rows), and every ``foldInterval``-th write of a
-/// connection folds them into the totals and moves the watermark, in its own
-/// transaction. Triggers keep the totals of the rows at or below the watermark
+/// connection (``limitedFoldInterval``-th in a store with a limit, which reads the
+/// totals after every write) folds them into the totals and moves the watermark,
+/// in that write's transaction. Triggers keep the totals of the rows at or below the watermark
 /// when they are deleted or resized. Through version 4 a trigger updated the
 /// totals on every insert, which wrote the totals' page in every commit and cost
 /// a new 1 KiB key about a quarter of its insert time. Every step is a statement
@@ -62,8 +63,13 @@ final class _DiskIndex {
     static let formatName = "hoard.diskstore"
     static let formatVersion = 5
     /// How many writes of one connection leave their rows above the totals'
-    /// watermark before the transaction of the last one folds them in.
+    /// watermark before the transaction of the last one folds them in, in a store
+    /// with no limit.
     static let foldInterval = 64
+    /// ``foldInterval`` in a store with a byte or count limit, which sums the rows
+    /// above the watermark after every write: fewer rows to sum, for a fold (the
+    /// totals' page in the log) every 16 writes instead of 64.
+    static let limitedFoldInterval = 16
     /// The oldest format version ``migrate(blobs:)`` upgrades.
     static let oldestMigratableVersion = 1
 
@@ -74,6 +80,9 @@ final class _DiskIndex {
     /// Entries written through this connection since its last fold of the totals
     /// (see ``foldTotals()``).
     private var writesSinceFold = 0
+    /// How many writes this connection leaves above the watermark before a fold:
+    /// ``foldInterval`` or ``limitedFoldInterval``.
+    var writesPerFold = foldInterval
 
     // MARK: Creating and opening
 
@@ -406,7 +415,7 @@ final class _DiskIndex {
     /// ``transactionEnded``.
     ///
     /// A transaction that writes an entry and brings the connection's writes since
-    /// its last fold to ``foldInterval`` folds the totals before it commits. One
+    /// its last fold to ``writesPerFold`` folds the totals before it commits. One
     /// that writes no entry (a removal, a trim) never folds, even when the
     /// transaction of the write that reached the interval failed: on a full disk a
     /// removal writes only what it removes.
@@ -416,7 +425,7 @@ final class _DiskIndex {
         let writesBefore = writesSinceFold
         do {
             let result = try body()
-            if writesSinceFold > writesBefore, writesSinceFold >= Self.foldInterval { try foldTotals() }
+            if writesSinceFold > writesBefore, writesSinceFold >= writesPerFold { try foldTotals() }
             try run(.commit)
             return result
         } catch {

@@ -63,6 +63,7 @@ struct _DiskState {
         index.transactionEnded = { [accesses] in accesses.entriesMayHaveChanged() }
         byteLimit = configuration.byteLimit ?? .max
         countLimit = configuration.countLimit ?? .max
+        if byteLimit != .max || countLimit != .max { index.writesPerFold = _DiskIndex.limitedFoldInterval }
         byteLowWater = configuration.byteLowWater
         countLowWater = configuration.countLowWater
     }
@@ -215,9 +216,16 @@ struct _DiskState {
 
     /// Applies a batch in one transaction. Pending access times are not written
     /// with it: a write never pays for the reads before it.
-    mutating func write(_ batch: [_PreparedWrite], now: Double, effects: inout _DiskEffects) throws(HoardError) {
+    ///
+    /// - Returns: The store's usage after the batch when it has a limit, read
+    ///   in the batch's transaction (``enforceLimits(after:protecting:effects:)``
+    ///   then needs no read transaction of its own); `nil` without a limit.
+    mutating func write(
+        _ batch: [_PreparedWrite], now: Double, effects: inout _DiskEffects
+    ) throws(HoardError) -> StoreUsage? {
         let index = try open()
-        let oldFiles = try index.transaction { () throws(HoardError) -> [String] in
+        let limited = isLimited
+        let (oldFiles, usage) = try index.transaction { () throws(HoardError) -> ([String], StoreUsage?) in
             var oldFiles: [String] = []
             var mayHaveFiles: Bool?
             for write in batch {
@@ -238,10 +246,14 @@ struct _DiskState {
                     oldFiles += try index.deleteAll(namespace: namespace).files
                 }
             }
-            return oldFiles
+            return (oldFiles, limited ? try index.totalUsage() : nil)
         }
         effects.filesToRemove += oldFiles
+        return usage
     }
+
+    /// Whether the store has a byte or a count limit.
+    private var isLimited: Bool { byteLimit != .max || countLimit != .max }
 
     /// The access time a write records for an entry stored at `storedAt`: none
     /// when the stored date is the write time within the access resolution (the
@@ -251,14 +263,16 @@ struct _DiskState {
         abs(now - storedAt) <= accesses.resolution ? nil : now
     }
 
-    /// After a write: if a limit is exceeded, evicts down to its low-water mark,
+    /// After a write whose transaction left the store at `usage` (as ``write(_:now:effects:)``
+    /// returns it): if a limit is exceeded, evicts down to its low-water mark,
     /// never the entries just written. A limit that is not exceeded is only kept,
     /// not trimmed to its low-water mark too. A failure is reported, not thrown:
     /// the write itself succeeded.
-    mutating func enforceLimits(protecting names: @autoclosure () -> Set<_EntryName>, effects: inout _DiskEffects) {
-        guard byteLimit != .max || countLimit != .max, let index else { return }
+    mutating func enforceLimits(
+        after usage: StoreUsage?, protecting names: @autoclosure () -> Set<_EntryName>, effects: inout _DiskEffects
+    ) {
+        guard let usage else { return }
         do {
-            let usage = try index.totalUsage()
             guard usage.bytes > byteLimit || usage.count > countLimit else { return }
             let maxBytes = usage.bytes > byteLimit ? byteLowWater : byteLimit
             let maxCount = usage.count > countLimit ? countLowWater : countLimit
