@@ -12,13 +12,17 @@ import Hoard
 ///   `access resolution 1 hour` only an instance's first read of each key records
 ///   one, and later reads are the lookup alone, the path the raw SQLite baseline
 ///   measures), `set` (one overwrite per transaction, one per iteration),
-///   `insert` (a key not yet stored, one per transaction, one per iteration),
+///   `insert` (a key not yet stored, one per transaction, one per iteration; also
+///   in a store with a byte limit it never reaches, which sums the entries not yet
+///   folded into the namespace totals after every write),
 ///   `set batch1000` (1,000 overwrites in one transaction per iteration, `.kilo`),
 ///   `mix90/10` (1,000 operations per iteration, `.kilo`: 90% gets, 10% overwrites,
 ///   each in its own transaction; the DiskStore records read access times in
 ///   memory and writes them with the next write, the baseline updates an access
 ///   column on every get, as python-diskcache does), `get 2 threads` (two threads
-///   reading 1,000 random keys each per iteration, against the 1-thread row), and
+///   reading 1,000 random keys each per iteration, against the 1-thread row; its
+///   floor is raw SQLite with a connection per thread, against raw SQLite's
+///   1-thread row), and
 ///   `rounds` (1,000 random gets, then 100 random overwrites each in its own
 ///   transaction, per iteration: a server's mix, where the writes follow reads
 ///   whose access times are pending). The `get` and `rounds` rows also run with
@@ -79,6 +83,19 @@ let benchmarks: @Sendable () -> Void = {
         $0.getOnThreads(2, 1_000)
     }
     register(
+        "disk get 1KiB 2 threads: DiskStore with no access flush during the run (1,000 gets per thread)",
+        shape: small, perIteration: 1_000,
+        make: { try StoreSubject(shape: small, accessFlushCount: .max, accessFlushInterval: 86_400) }
+    ) {
+        $0.getOnThreads(2, 1_000)
+    }
+    register(
+        "disk get 1KiB 2 threads: floor, raw SQLite, a connection per thread (1,000 gets per thread)", shape: small,
+        perIteration: 1_000, make: { try SQLiteSubject(shape: small) }
+    ) {
+        try $0.getOnThreads(2, 1_000)
+    }
+    register(
         "disk get 1KiB: baseline GRDB DatabasePool", shape: small, perIteration: 1_000,
         make: { try GRDBSubject(shape: small) }
     ) {
@@ -123,6 +140,12 @@ let benchmarks: @Sendable () -> Void = {
         try $0.setOne()
     }
     register("disk insert 1KiB: DiskStore", shape: small, perIteration: 1, make: { try StoreSubject(shape: small) }) {
+        try $0.insertOne()
+    }
+    register(
+        "disk insert 1KiB: DiskStore with a byte limit of 1 TiB (checked, never reached)", shape: small,
+        perIteration: 1, make: { try StoreSubject(shape: small, byteLimit: 1 << 40) }
+    ) {
         try $0.insertOne()
     }
     register(

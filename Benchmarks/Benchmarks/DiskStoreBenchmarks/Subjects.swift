@@ -16,12 +16,14 @@ final class StoreSubject: DiskSubject {
     ///   - accessTimeResolution: As in `DiskStore.Configuration`; `nil` for its default.
     ///   - accessFlushCount: As in `DiskStore.Configuration`; `nil` for its default.
     ///   - accessFlushInterval: As in `DiskStore.Configuration`; `nil` for its default.
+    ///   - byteLimit: As in `DiskStore.Configuration`; `nil` for none.
     init(
         shape: Shape, accessTimeResolution: TimeInterval? = nil, accessFlushCount: Int? = nil,
-        accessFlushInterval: TimeInterval? = nil
+        accessFlushInterval: TimeInterval? = nil, byteLimit: Int? = nil
     ) throws {
         directory = try makeTemporaryDirectory()
         var configuration = DiskStore.Configuration(syncsValueFiles: false)
+        configuration.byteLimit = byteLimit
         if let accessTimeResolution { configuration.accessTimeResolution = accessTimeResolution }
         if let accessFlushCount { configuration.accessFlushCount = accessFlushCount }
         if let accessFlushInterval { configuration.accessFlushInterval = accessFlushInterval }
@@ -182,6 +184,36 @@ final class SQLiteSubject: DiskSubject, RawSQLite {
         try put(keys[stream.next()])
     }
 
+    /// One read connection per thread of `getOnThreads`, opened on its first call.
+    private var readers: [SQLiteReader] = []
+
+    /// `count` random gets on each of `threads` threads at once, each thread on a
+    /// connection of its own with keys of its own (as `StoreSubject.getOnThreads`):
+    /// what SQLite itself does with two readers in WAL mode, the floor of the
+    /// store's 2-thread row.
+    func getOnThreads(_ threads: Int, _ count: Int) throws {
+        while readers.count < threads {
+            readers.append(try SQLiteReader(path: directory.appendingPathComponent("index.sqlite").path))
+        }
+        threadRound &+= 1
+        let round = threadRound
+        let keys = keys
+        let namespace = namespace
+        // Each thread uses only the reader at its own index, so no connection is
+        // shared; the readers are not Sendable because a SQLite connection may not
+        // be used by two threads at once, which this loop never does.
+        nonisolated(unsafe) let readers = readers
+        DispatchQueue.concurrentPerform(iterations: threads) { thread in
+            var random = SplitMix(state: round &* 31 &+ UInt64(thread))
+            let reader = readers[thread]
+            for _ in 0..<count {
+                reader.get(namespace: namespace, key: keys[Int(random.next() % UInt64(keys.count))])
+            }
+        }
+    }
+
+    private var threadRound: UInt64 = 0
+
     /// A round of `gets` random gets, then a round of `overwrites` random
     /// overwrites, each in its own transaction.
     func rounds(gets: Int, overwrites: Int) throws {
@@ -226,10 +258,43 @@ final class SQLiteSubject: DiskSubject, RawSQLite {
     }
 
     func close() {
+        for reader in readers { reader.close() }
+        readers = []
         for statement in [insert, select, begin, commit, touch] { sqlite3_finalize(statement) }
         sqlite3_close_v2(db)
         db = nil
         try? FileManager.default.removeItem(at: directory)
+    }
+}
+
+/// One more connection to `SQLiteSubject`'s database, with its lookup prepared,
+/// for one thread of `SQLiteSubject.getOnThreads`.
+final class SQLiteReader: RawSQLite {
+    private(set) var db: OpaquePointer?
+    private var select: OpaquePointer?
+
+    init(path: String) throws {
+        try check(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nil))
+        select = try prepare("SELECT value, stored, expires FROM entries WHERE namespace = ? AND key = ?")
+    }
+
+    /// The lookup of `SQLiteSubject.get`, on this connection.
+    func get(namespace: String, key: String) {
+        sqlite3_bind_text(select, 1, namespace, -1, bench_sqlite_transient())
+        sqlite3_bind_text(select, 2, key, -1, bench_sqlite_transient())
+        precondition(sqlite3_step(select) == SQLITE_ROW, "a present key was not found")
+        let length = Int(sqlite3_column_bytes(select, 0))
+        let data = sqlite3_column_blob(select, 0).map { Data(bytes: $0, count: length) } ?? Data()
+        let stored = sqlite3_column_double(select, 1)
+        let expires: Double? = sqlite3_column_type(select, 2) == SQLITE_NULL ? nil : sqlite3_column_double(select, 2)
+        sqlite3_reset(select)
+        blackHole((data, stored, expires))
+    }
+
+    func close() {
+        sqlite3_finalize(select)
+        sqlite3_close_v2(db)
+        db = nil
     }
 }
 
