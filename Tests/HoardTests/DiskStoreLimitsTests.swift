@@ -296,6 +296,29 @@ extension DiskStoreSuites {
             }
         }
 
+        @Test("A first read before the entry's stored date (within the resolution) records the stored date")
+        func firstAccessNeverBeforeStoredDate() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                // Given an entry stored with a date 50 s ahead of the clock, within the
+                // resolution, so its write records no access row
+                let clock = ManualClock(start: Date(timeIntervalSince1970: 0))
+                let reader = try DiskStore(directory: url, configuration: .init(accessTimeResolution: 60), clock: clock)
+                // (after a first flush, so that the next one knows no other connection
+                // wrote since and trusts the stored date the read found)
+                try reader.set(Data([0]), for: "first", in: "ns", storedAt: clock.now(), expiresAt: nil)
+                #expect(try reader.entry(for: "first", in: "ns") != nil)
+                reader.flushAccessTimes()
+                try reader.set(Data([1]), for: "k", in: "ns", storedAt: Date(timeIntervalSince1970: 50), expiresAt: nil)
+                // When it is read at 10 s and the access is written
+                clock.set(to: Date(timeIntervalSince1970: 10))
+                #expect(try reader.entry(for: "k", in: "ns") != nil)
+                reader.flushAccessTimes()
+                // Then its access time is its stored date, not the earlier read time
+                let observer = try DiskStore(directory: url, clock: clock)
+                #expect(try observer.entries(in: "ns").first { $0.key == "k" }?.accessedAt.timeIntervalSince1970 == 50)
+            }
+        }
+
         @Test(
             "A read within the resolution of the instance's last recorded one is not recorded; pending ones are written on flush and deinit"
         )

@@ -733,19 +733,29 @@ final class _DiskIndex {
     /// With `storedAt`, the caller vouches that the entry's row is unchanged since
     /// a read found it stored then (no transaction changed `entries` since: see
     /// ``_DiskAccessLog/epoch``), so its existence and stored date are not read
-    /// again: one lookup in `access`, and for an entry never read before an insert
-    /// there, without the `pread` of the entry's page (most of a first access's
-    /// cost). Without, an entry with no access row has its row read.
+    /// again: one statement, an insert in `access` that updates the row it finds
+    /// there instead, without the `pread` of the entry's page (most of a first
+    /// access's cost) and without a second statement for an entry never read
+    /// before. Without, an entry with no access row has its row read.
     func touch(id: Int64, at time: Double, storedAt: Double? = nil) throws(HoardError) {
+        if let storedAt {
+            let statement = try self.statement(.touchKnownEntry)
+            statement.bind(id, at: 1)
+            statement.bind(max(storedAt, time), at: 2)
+            statement.bind(time, at: 3)
+            defer { statement.reset() }
+            _ = try statement.step()
+            return
+        }
         let statement = try self.statement(.touch)
         statement.bind(id, at: 1)
         statement.bind(time, at: 2)
         _ = try statement.step()
         statement.reset()
         guard connection.changes == 0 else { return }
-        let insert = try self.statement(storedAt == nil ? .restoreAccess : .firstAccess)
+        let insert = try self.statement(.restoreAccess)
         insert.bind(id, at: 1)
-        insert.bind(max(storedAt ?? time, time), at: 2)
+        insert.bind(time, at: 2)
         defer { insert.reset() }
         _ = try insert.step()
     }

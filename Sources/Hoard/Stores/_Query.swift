@@ -1,7 +1,7 @@
 /// Every query the store runs, by its slot in the statement cache.
 enum _Query: Int, CaseIterable {
     case begin, commit, rollback, readMeta
-    case lookup, expiryOfKey, upsert, recordWrite, fileOfKey, anyFile, touch, restoreAccess, firstAccess, dataVersion
+    case lookup, expiryOfKey, upsert, recordWrite, fileOfKey, anyFile, touch, restoreAccess, touchKnownEntry, dataVersion
     case deleteKey, deleteNamespace, deleteEverything, deleteIfExpired, deleteID, deleteExpired
     case fileOfKeyToDelete, filesOfNamespaceToDelete, filesOfEverythingToDelete, fileIfExpiredToDelete
     case fileOfIDToDelete, filesOfExpiredToDelete
@@ -83,10 +83,16 @@ enum _Query: Int, CaseIterable {
                 SELECT id, CASE WHEN typeof(stored_at) IN ('real', 'integer') THEN max(stored_at, ?2) ELSE ?2 END
                 FROM entries WHERE id = ?1
                 """
-        case .firstAccess:
-            // Only for an entry known to exist, with `?2` already the later of its
-            // stored date and the access time.
-            return "INSERT OR IGNORE INTO access (id, accessed_at) VALUES (?1, ?2)"
+        case .touchKnownEntry:
+            // Only for an entry known to exist: a new access row at `?2`, the later of
+            // its stored date and the access time `?3`, or the row it has moved to
+            // `?3` as `.touch` does (never backwards; a time that is not a number is
+            // replaced).
+            return """
+                INSERT INTO access (id, accessed_at) VALUES (?1, ?2)
+                ON CONFLICT (id) DO UPDATE SET accessed_at = CASE
+                    WHEN typeof(accessed_at) IN ('real', 'integer') THEN max(accessed_at, ?3) ELSE ?3 END
+                """
         case .dataVersion: return "PRAGMA data_version"
         // Each deletion is a SELECT of the rows' files, then the DELETE, with the same
         // parameters, in one transaction: `DELETE … RETURNING` would need SQLite 3.35.
