@@ -29,7 +29,10 @@ import Hoard
 ///   `accessFlushCount` 1,000 (the default before 10,000), which separates what the
 ///   size of the access flushes costs the reads; and `get` as a floor with no flush
 ///   during the run (the recorded accesses stay in memory), the store's read path
-///   without the access writes beside it.
+///   without the access writes beside it; and `get then flush` runs 10,000 of that
+///   floor's gets (the default flush count) and then writes their access times in
+///   one flush on the same thread, so that its difference from ten times the floor
+///   is what a flush costs.
 ///   Baseline: raw SQLite prepared statements on a table with PRIMARY KEY
 ///   (namespace, key) (a rowid table), WAL, synchronous=NORMAL. Floor (`set`,
 ///   `insert`, `set batch1000`): raw SQLite running DiskStore's own statements on
@@ -69,6 +72,13 @@ let benchmarks: @Sendable () -> Void = {
         make: { try StoreSubject(shape: small, accessFlushCount: .max, accessFlushInterval: 86_400) }
     ) {
         $0.get(1_000)
+    }
+    register(
+        "disk get 1KiB then flush: DiskStore, 10,000 gets then one flush of their access times", shape: small,
+        perIteration: 10_000,
+        make: { try StoreSubject(shape: small, accessFlushCount: .max, accessFlushInterval: 86_400) }
+    ) {
+        $0.getThenFlush(10_000)
     }
     register(
         "disk get 1KiB: baseline raw SQLite", shape: small, perIteration: 1_000,

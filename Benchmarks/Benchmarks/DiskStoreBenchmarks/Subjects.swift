@@ -53,6 +53,13 @@ final class StoreSubject: DiskSubject {
         try store.set(value, for: keys[stream.next()], in: namespace, storedAt: Date(), expiresAt: nil)
     }
 
+    /// `count` random gets, then one flush that writes the access times they
+    /// recorded (for a store whose flushes never run on their own).
+    func getThenFlush(_ count: Int) {
+        get(count)
+        store.flushAccessTimes()
+    }
+
     private var threadRound: UInt64 = 0
 
     /// `count` random gets on each of `threads` threads at once, each thread with
