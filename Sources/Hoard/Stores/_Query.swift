@@ -1,7 +1,8 @@
 /// Every query the store runs, by its slot in the statement cache.
 enum _Query: Int, CaseIterable {
     case begin, commit, rollback, readMeta
-    case lookup, expiryOfKey, upsert, recordWrite, fileOfKey, anyFile, touch, restoreAccess, touchKnownEntry, dataVersion
+    case lookup, expiryOfKey, upsert, recordWrite, fileOfKey, anyFile
+    case touch, restoreAccess, touchKnownEntry, dataVersion
     case deleteKey, deleteNamespace, deleteEverything, deleteIfExpired, deleteID, deleteExpired
     case fileOfKeyToDelete, filesOfNamespaceToDelete, filesOfEverythingToDelete, fileIfExpiredToDelete
     case fileOfIDToDelete, filesOfExpiredToDelete
