@@ -38,9 +38,9 @@ import Foundation
 /// watermark and costs the totals nothing; a read of the totals adds the rows above
 /// it (a row-id range, a few dozen rows), and every ``foldInterval``-th write of a
 /// connection (``limitedFoldInterval``-th in a store with a limit, which reads the
-/// totals after every write) folds them into the totals and moves the watermark,
-/// in that write's transaction. Triggers keep the totals of the rows at or below the watermark
-/// when they are deleted or resized. Through version 4 a trigger updated the
+/// totals after every write) folds them into the totals and moves the watermark, in
+/// that write's transaction. Triggers keep the totals of the rows at or below the
+/// watermark when they are deleted or resized. Through version 4 a trigger updated the
 /// totals on every insert, which wrote the totals' page in every commit and cost
 /// a new 1 KiB key about a quarter of its insert time. Every step is a statement
 /// in the write's transaction, so the totals are exact for every connection at

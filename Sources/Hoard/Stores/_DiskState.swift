@@ -63,9 +63,9 @@ struct _DiskState {
         index.transactionEnded = { [accesses] in accesses.entriesMayHaveChanged() }
         byteLimit = configuration.byteLimit ?? .max
         countLimit = configuration.countLimit ?? .max
-        if byteLimit != .max || countLimit != .max { index.writesPerFold = _DiskIndex.limitedFoldInterval }
         byteLowWater = configuration.byteLowWater
         countLowWater = configuration.countLowWater
+        if isLimited { index.writesPerFold = _DiskIndex.limitedFoldInterval }
     }
 
     /// The open index, or an error once the store is closed.
