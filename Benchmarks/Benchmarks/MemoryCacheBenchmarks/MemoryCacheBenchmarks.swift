@@ -30,7 +30,8 @@ import Hoard
 /// - `floor SketchedDictionary` (get-hit, 1 thread): `LockedDictionary` whose reads
 ///   also update two words of tables the size of `.tinyLFU`'s frequency sketch at
 ///   100,000 entries: what a sketch's two cache lines cost a read, beside
-///   `LockedDictionary`, the floor of the gap between `.tinyLFU` and `.lru`.
+///   `LockedDictionary`; what `.tinyLFU`'s hits, counted on their slots, no longer
+///   pay on every read.
 ///
 /// Workloads: `get-hit` (reads), `set` (overwrites), `mix` (90% reads, 10%
 /// overwrites) on 1 thread; `get-hit` and `mix` on 2 threads, each replaying half

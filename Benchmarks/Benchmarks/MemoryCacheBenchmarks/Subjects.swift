@@ -84,6 +84,8 @@ final class TimestampedDictionary: CacheSubject {
 /// at 100,000 entries, and the two cache lines its increment touches. Against
 /// `LockedDictionary`, it shows what those two random lines cost a read on this
 /// machine, however the sketch batches or prefetches them; writes do not touch them.
+/// `.tinyLFU`'s hits no longer pay it: they are counted on their slots, and the
+/// sketch counts them later, once per entry (see `_TinyLFUPolicy`).
 final class SketchedDictionary: CacheSubject {
     private struct State {
         var values: [Int: Int] = [:]

@@ -36,14 +36,16 @@ struct _FrequencySketch {
     let tableMask: Int
     var doorkeeper: [UInt64]
     let doorkeeperMask: UInt64
-    let sampleSize: Int
-    var additions: Int = 0
+    @usableFromInline let sampleSize: Int
+    @usableFromInline var additions: Int = 0
+    /// How many resets there have been.
+    @usableFromInline var resets = 0
     /// Occurrences recorded but not yet counted, oldest first (`record`).
-    @usableFromInline var pending: [UInt64]
-    @usableFromInline var pendingCount = 0
+    var pending: [UInt64]
+    var pendingCount = 0
     /// Keeps the loads of `flush`'s first pass from being optimised away.
     var touched: UInt64 = 0
-    @usableFromInline static let pendingCapacity = 32
+    static let pendingCapacity = 32
 
     static let seeds: (UInt64, UInt64, UInt64, UInt64) = (
         0xc3a5_c85c_97cb_3127, 0xb492_b66f_be98_f273, 0x9ae1_6a3b_2f90_404f, 0xcbf2_9ce4_8422_2325
@@ -146,13 +148,8 @@ struct _FrequencySketch {
     /// returns at once: it changes nothing, and costs three prefetch instructions and
     /// the address arithmetic.
     ///
-    /// A read calls it before its own lookup, whose misses (the hash index's bucket,
-    /// the node) then overlap with the sketch's, so that the `flush` that counts the
-    /// occurrence finds both lines in the cache instead of waiting for them.
-    ///
-    /// Called, not inlined: inlined, it made the optimizer stop inlining the hash
-    /// index's lookup into the read, which cost the read more than the call does.
-    @usableFromInline
+    /// The walk that counts every slot's hits (`_TinyLFUPolicy.countAllHits`) calls
+    /// it some slots ahead of the one it counts, so that their misses overlap.
     func prefetch(_ hash: UInt64) {
         let word = Self.doorkeeperWord(hash, doorkeeperMask: doorkeeperMask)
         let block = Self.counterBlock(hash, tableMask: tableMask)
@@ -167,12 +164,10 @@ struct _FrequencySketch {
     /// runs when 32 are waiting and must run before any `frequency` is read.
     ///
     /// An increment misses the processor's caches twice on a large sketch (the
-    /// doorkeeper's word, then the counters' block), and in a read those misses were
-    /// most of W-TinyLFU's cost over LRU. Counted in batches, the loads of many
-    /// increments are in flight at once. The order of occurrences, and so every
-    /// estimate and reset, is the same as when each is counted at once.
-    // @inlinable: MemoryCacheBenchmarks "get-hit 1T: MemoryCache tinyLFU shards:1" (every W-TinyLFU hit runs it).
-    @inlinable
+    /// doorkeeper's word, then the counters' block). Counted in batches, the loads of
+    /// many increments are in flight at once. The order of occurrences, and so every
+    /// estimate and reset, is the same as when each is counted at once. Insertions
+    /// record here; hits are counted on their slots instead (`_TinyLFUPolicy`).
     mutating func record(_ hash: UInt64) {
         pending[pendingCount] = hash
         pendingCount &+= 1
@@ -180,7 +175,6 @@ struct _FrequencySketch {
     }
 
     /// Counts every recorded occurrence, oldest first.
-    @usableFromInline
     mutating func flush() {
         // First pass: independent loads of every word the increments will touch,
         // which the processor overlaps; the second pass then finds them in cache.
@@ -231,8 +225,10 @@ struct _FrequencySketch {
         return next
     }
 
-    /// Counts one occurrence of `hash` now.
-    mutating func increment(_ hash: UInt64) {
+    /// Counts one occurrence of `hash` now; returns whether it changed anything (see
+    /// the static `increment`).
+    @discardableResult
+    mutating func increment(_ hash: UInt64) -> Bool {
         let tableMask = tableMask
         let doorkeeperMask = doorkeeperMask
         let added = table.withUnsafeMutableBufferPointer { table in
@@ -242,7 +238,27 @@ struct _FrequencySketch {
             }
         }
         if added { countAddition() }
+        return added
     }
+
+    /// Counts `times` occurrences of `hash` now, after the recorded ones, as `times`
+    /// calls of `increment(_:)` would. It stops at the first occurrence that changes
+    /// nothing (the doorkeeper's bits and all four counters already set, "full"):
+    /// the rest would change nothing either, as only a change can bring a reset.
+    /// Returns `false` when it stopped there: until the next reset, further
+    /// occurrences of `hash` change nothing.
+    mutating func increment(_ hash: UInt64, times: Int) -> Bool {
+        if pendingCount > 0 { flush() }
+        for _ in 0..<times {
+            guard increment(hash) else { return false }
+        }
+        return true
+    }
+
+    /// How many more additions the sample takes before the next reset.
+    // @inlinable: MemoryCacheBenchmarks "get-hit 1T: MemoryCache tinyLFU shards:1" (every W-TinyLFU hit reads it).
+    @inlinable
+    var additionsBeforeReset: Int { sampleSize &- additions }
 
     /// Counts one occurrence of `hash` in the given tables: sets its doorkeeper bits
     /// if they were not all set, or else adds one to each of its four counters that
@@ -283,5 +299,6 @@ struct _FrequencySketch {
         }
         for i in doorkeeper.indices { doorkeeper[i] = 0 }
         additions = (additions - (odd >> 2)) / 2
+        resets += 1
     }
 }

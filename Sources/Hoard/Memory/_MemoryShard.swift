@@ -16,13 +16,14 @@ import Foundation
 struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable>: ~Copyable {
     @usableFromInline var index = _HashIndex()
     /// The node table, in four parallel arrays (slot `i` is element `i` of each):
-    /// what reads need, what writes and policies need, the list links, and the
-    /// W-TinyLFU list each slot is on.
+    /// what reads need, what writes and policies need, the list links, and
+    /// W-TinyLFU's state of each slot.
     @usableFromInline var nodes = _SlotArray<_MemoryNode<Key, Value>>()
     @usableFromInline var info = _SlotArray<_NodeInfo>()
     @usableFromInline var links = _SlotArray<_Links>()
-    /// Which W-TinyLFU list holds each slot (unused by `.lru`; see `_Queue`).
-    @usableFromInline var queues = _SlotArray<_Queue>()
+    /// The W-TinyLFU list that holds each slot, and its uncounted hits (unused by
+    /// `.lru`; see `_PolicySlot`).
+    @usableFromInline var policySlots = _SlotArray<_PolicySlot>()
     @usableFromInline var freeHead: Int32 = -1
     @usableFromInline var totalCost = 0
     /// How many entries have a finite expiry; `removeExpired` skips the scan at zero.
@@ -87,8 +88,6 @@ struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable>: ~Copyable {
         _ key: Key, hash: UInt64, clock: any CacheClock, maxAge: Double?, newerThan: Double?,
         observers: _MemoryObservers<Key, Value>
     ) -> Int32? {
-        // The sketch's lines load while the index and the node do (see `prefetch`).
-        if usesTinyLFU { tinyLFU.sketch.prefetch(hash) }
         guard let i = slot(of: key, hash: hash) else {
             misses &+= 1
             return nil
@@ -111,7 +110,7 @@ struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable>: ~Copyable {
             return nil
         }
         if usesTinyLFU {
-            tinyLFU.recordAccess(i, hash: hash, links: &links, queues: &queues, info: info)
+            tinyLFU.recordAccess(i, links: &links, slots: &policySlots, info: info)
         } else {
             lru.moveToFront(i, in: &links)
         }
@@ -141,7 +140,6 @@ struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable>: ~Copyable {
         _ value: Value, for key: Key, hash: UInt64, cost: Int, storedAt: Double, expiresAt: Double,
         observers: _MemoryObservers<Key, Value>?
     ) -> Bool {
-        if usesTinyLFU { tinyLFU.sketch.prefetch(hash) }
         let existing = slot(of: key, hash: hash)
         guard cost <= costLimit else {
             if let existing { removeNode(existing, key: key, observers: observers) }
@@ -161,8 +159,8 @@ struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable>: ~Copyable {
             info[n].cost = cost
             info[n].storedAt = storedAt
             if usesTinyLFU {
-                if tinyLFU.weighsByCost { tinyLFU.reweigh(queue: queues[n], by: delta) }
-                tinyLFU.recordAccess(i, hash: hash, links: &links, queues: &queues, info: info)
+                if tinyLFU.weighsByCost { tinyLFU.reweigh(queue: policySlots[n].queue, by: delta) }
+                tinyLFU.recordAccess(i, links: &links, slots: &policySlots, info: info)
             } else {
                 lru.moveToFront(i, in: &links)
             }
@@ -179,13 +177,13 @@ struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable>: ~Copyable {
                 nodes.append(node)
                 info.append(nodeInfo)
                 links.append(_Links(prev: -1, next: -1))
-                queues.append(.none)
+                policySlots.append(_PolicySlot(queue: .none))
             }
             index.insert(i, hash: hash, info: info)
             totalCost += cost
             if expiresAt != .infinity { expiringCount += 1 }
             if usesTinyLFU {
-                tinyLFU.insert(i, hash: hash, links: &links, queues: &queues, info: info)
+                tinyLFU.insert(i, hash: hash, links: &links, slots: &policySlots, info: info)
             } else {
                 lru.pushFront(i, weight: cost, in: &links)
             }
@@ -218,7 +216,7 @@ struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable>: ~Copyable {
         protecting protected: Int32, observers: _MemoryObservers<Key, Value>?
     ) {
         while index.count > countTarget || totalCost > costTarget {
-            let victim = usesTinyLFU ? tinyLFU.victim(in: info, excluding: protected) : lru.tail
+            let victim = usesTinyLFU ? tinyLFU.victim(in: info, slots: &policySlots, excluding: protected) : lru.tail
             guard victim >= 0, victim != protected, let key = nodes[Int(victim)].entry?.key else { break }
             removeNode(victim, key: key, observers: nil)
             evictions &+= 1
@@ -243,7 +241,8 @@ struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable>: ~Copyable {
         let n = Int(i)
         let cost = info[n].cost
         if usesTinyLFU {
-            tinyLFU.remove(i, weight: tinyLFU.weight(ofCost: cost), links: &links, queues: &queues)
+            tinyLFU.remove(
+                i, weight: tinyLFU.weight(ofCost: cost), links: &links, slots: &policySlots, info: info)
         } else {
             lru.remove(i, weight: cost, in: &links)
         }
@@ -271,16 +270,16 @@ struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable>: ~Copyable {
                 if let key = nodes[n].entry?.key { observers.publishUpdate(key: key, value: nil) }
             }
         }
+        if usesTinyLFU { tinyLFU.removeAll(slots: &policySlots, info: info) }
         index = _HashIndex()
         nodes = _SlotArray()
         info = _SlotArray()
         links = _SlotArray()
-        queues = _SlotArray()
+        policySlots = _SlotArray()
         freeHead = -1
         totalCost = 0
         expiringCount = 0
         lru = _LRUList()
-        tinyLFU.removeAll()
         return removed
     }
 

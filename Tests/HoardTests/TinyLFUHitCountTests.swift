@@ -1,0 +1,127 @@
+import Testing
+
+@testable import Hoard
+
+/// W-TinyLFU counts a hit on the entry's own slot and has the sketch count it later
+/// (`_TinyLFUPolicy`): when the entry is judged in a duel, when it leaves, and for
+/// every slot before the sketch's sample could be complete.
+@Suite("W-TinyLFU's hits counted on their slots")
+struct TinyLFUHitCountTests {
+    /// A one-shard W-TinyLFU cache of `countLimit` entries, evicting one at a time.
+    func cache(countLimit: Int = 100) throws -> MemoryCache<Int, Int> {
+        try MemoryCache<Int, Int>(
+            configuration: .init(
+                countLimit: countLimit, lowWaterMark: 1.0, policy: .tinyLFU, shards: 1, memoryPressure: nil))
+    }
+
+    /// The sketch's estimate for `key`, after counting what it has buffered.
+    func frequency(of key: Int, in cache: MemoryCache<Int, Int>) -> Int {
+        cache.shards.withLock(0) { shard in
+            shard.tinyLFU.sketch.flush()
+            return shard.tinyLFU.sketch.frequency(_HashIndex.hash(of: key))
+        }
+    }
+
+    /// Hits counted on slots and not yet in the sketch.
+    func uncountedHits(in cache: MemoryCache<Int, Int>) -> Int {
+        cache.shards.withLock(0) { $0.tinyLFU.uncountedHits }
+    }
+
+    @Test("A hit stays on its slot, and the sketch counts it when the entry leaves")
+    func countedWhenTheEntryLeaves() throws {
+        let cache = try cache()
+        cache[1] = 1
+        for _ in 0..<5 { #expect(cache[1] == 1) }
+        #expect(uncountedHits(in: cache) == 5)
+        #expect(cache.shards.withLock(0) { $0.policySlots[0].hits } == 5)
+        #expect(frequency(of: 1, in: cache) == 0, "the insertion only set the doorkeeper")
+        #expect(cache.removeValue(for: 1) == 1)
+        #expect(uncountedHits(in: cache) == 0)
+        #expect(frequency(of: 1, in: cache) == 5, "the key's history outlives the entry")
+    }
+
+    @Test("A duel counts the candidate's uncounted hits")
+    func duelCountsHits() throws {
+        let cache = try cache()
+        #expect(cache.shards.withLock(0) { $0.tinyLFU.windowCapacity } == 1)
+        // Fill the cache: every key after the first leaves the one-entry window for
+        // probation, and none is read, so all estimate 0.
+        for key in 0..<100 { cache[key] = key }
+        cache[1_000] = 1_000
+        for _ in 0..<3 { #expect(cache[1_000] == 1_000) }
+        // The next insertion makes 1,000 a candidate; with its three hits it beats
+        // probation's oldest entry, key 0, which estimates 0. Uncounted, it would
+        // estimate 0 too and lose.
+        cache[1_001] = 1_001
+        #expect(cache.contains(1_000))
+        #expect(!cache.contains(0))
+        #expect(frequency(of: 1_000, in: cache) == 3)
+    }
+
+    @Test("Every slot's hits are counted when the sketch's sample could otherwise be complete")
+    func countedBeforeTheSampleCompletes() throws {
+        let cache = try cache()
+        for key in 0..<10 { cache[key] = key }
+        // A 100-entry sketch resets after 1,000 additions; the insertions were ten.
+        let before = cache.shards.withLock(0) { shard in
+            shard.tinyLFU.sketch.flush()
+            return shard.tinyLFU.sketch.additionsBeforeReset
+        }
+        #expect(before == 990)
+        // Ten keys in turn, so that no slot reaches `_PolicySlot.maxHits`.
+        for request in 0..<989 { _ = cache[request % 10] }
+        #expect(uncountedHits(in: cache) == 989)
+        #expect(frequency(of: 0, in: cache) == 0)
+        _ = cache[9]
+        #expect(uncountedHits(in: cache) == 0)
+        #expect(frequency(of: 0, in: cache) == 15, "the counters fill at 15")
+    }
+
+    @Test("With the sample nearly complete, hits are still counted only every eighth of the capacity")
+    func countedAtMostEveryEighth() throws {
+        let cache = try cache(countLimit: 1_000)
+        cache[1] = 1
+        let minimum = cache.shards.withLock(0) { shard in
+            shard.tinyLFU.sketch.additions = shard.tinyLFU.sketch.sampleSize - 1
+            return shard.tinyLFU.minimumHitsPerCount
+        }
+        #expect(minimum == 125)
+        for _ in 0..<124 { _ = cache[1] }
+        #expect(uncountedHits(in: cache) == 124)
+        _ = cache[1]
+        #expect(uncountedHits(in: cache) == 0)
+    }
+
+    @Test("A cache that never evicts does not count hits")
+    func unlimitedCachesDoNotCount() throws {
+        let cache = try MemoryCache<Int, Int>(configuration: .init(policy: .tinyLFU, shards: 1, memoryPressure: nil))
+        cache[1] = 1
+        for _ in 0..<10 { _ = cache[1] }
+        #expect(uncountedHits(in: cache) == 0)
+        #expect(cache.shards.withLock(0) { $0.policySlots[0].hits } == 0)
+    }
+
+    @Test("A key whose counters are full has its hits ignored until the sketch's next reset")
+    func fullKeysAreMarkedUntilTheReset() throws {
+        let cache = try cache(countLimit: 10_000)
+        cache[1] = 1
+        func slot() -> UInt8 { cache.shards.withLock(0) { $0.policySlots[0].hits } }
+        for _ in 0..<253 { _ = cache[1] }
+        #expect(slot() == 253)
+        #expect(uncountedHits(in: cache) == 253)
+        // The 254th hit hands the slot's hits to the sketch, whose counters for
+        // the key fill at 15: the slot is marked, and later hits change nothing.
+        _ = cache[1]
+        #expect(slot() == _PolicySlot.full)
+        #expect(uncountedHits(in: cache) == 0)
+        #expect(frequency(of: 1, in: cache) == 15)
+        for _ in 0..<10 { _ = cache[1] }
+        #expect(slot() == _PolicySlot.full)
+        #expect(uncountedHits(in: cache) == 0)
+        // A reset halves the counters: the next hit counts again.
+        cache.shards.withLock(0) { $0.tinyLFU.sketch.reset() }
+        _ = cache[1]
+        #expect(slot() == 1)
+        #expect(uncountedHits(in: cache) == 1)
+    }
+}
