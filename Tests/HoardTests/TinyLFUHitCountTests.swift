@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import Hoard
@@ -90,6 +91,26 @@ struct TinyLFUHitCountTests {
         #expect(uncountedHits(in: cache) == 124)
         _ = cache[1]
         #expect(uncountedHits(in: cache) == 0)
+    }
+
+    @Test("With more slots than capacity, hits are counted at most every eighth of the slots")
+    func countedAtMostEveryEighthOfTheSlots() throws {
+        // Entries that cost nothing never fill a cost limit: 2,000 slots under a
+        // capacity of 100, whose eighth (12) would have every slot visited every 12
+        // hits once the sample is nearly complete.
+        let cache = try MemoryCache<Int, Data>(
+            configuration: .init(costLimit: 100, lowWaterMark: 1.0, policy: .tinyLFU, shards: 1, memoryPressure: nil))
+        for key in 0..<2_000 { cache[key] = Data() }
+        #expect(cache.count == 2_000)
+        cache.shards.withLock(0) { shard in
+            shard.tinyLFU.sketch.flush()
+            shard.tinyLFU.sketch.additions = shard.tinyLFU.sketch.sampleSize - 1
+        }
+        func uncounted() -> Int { cache.shards.withLock(0) { $0.tinyLFU.uncountedHits } }
+        for request in 0..<249 { _ = cache[request] }
+        #expect(uncounted() == 249)
+        _ = cache[249]
+        #expect(uncounted() == 0, "a pass at 2,000 / 8 uncounted hits")
     }
 
     @Test("A cache that never evicts does not count hits")

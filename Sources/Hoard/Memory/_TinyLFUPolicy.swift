@@ -47,7 +47,8 @@
 /// keys' counters they share.
 ///
 /// - Complexity: Every operation is O(1) (the history's on average), amortised:
-///   `countAllHits` visits every slot, once per `capacity / 8` hits at most.
+///   `countAllHits` visits every slot, once per `max(capacity, slots) / 8` hits at
+///   most.
 @usableFromInline
 struct _TinyLFUPolicy {
     @usableFromInline var window = _LRUList()
@@ -84,8 +85,9 @@ struct _TinyLFUPolicy {
     @usableFromInline var marksValidAtReset = 0
     /// The fewest uncounted hits that make a hit count every slot's
     /// (`countAllHits`), whatever the sketch's sample still takes: an eighth of the
-    /// capacity, so that a sketch whose counters are full (a hit on a saturated key
-    /// adds nothing to the sample) does not have every slot visited at every hit.
+    /// capacity (or of the slots, when there are more, as in a cost-weighted cache
+    /// of entries that cost nothing), so that a pass over the slots costs a hit at
+    /// most eight slot visits however few of the hits add to the sample.
     @usableFromInline let minimumHitsPerCount: Int
 
     /// The part of the capacity each side of the history remembers: 1/64.
@@ -224,7 +226,7 @@ struct _TinyLFUPolicy {
         uncountedHits &+= 1
         if hits &+ 1 == _PolicySlot.maxHits {
             countHits(of: i, slots: &slots, info: info)
-        } else if uncountedHits >= max(sketch.additionsBeforeReset, minimumHitsPerCount) {
+        } else if uncountedHits >= max(sketch.additionsBeforeReset, minimumHitsPerCount, slots.count >> 3) {
             countAllHits(slots: &slots, info: info)
         }
     }
