@@ -63,9 +63,11 @@ struct TinyLFUHitCountTests {
     func countedBeforeTheSampleCompletes() throws {
         let cache = try cache()
         for key in 0..<10 { cache[key] = key }
-        // A 100-entry sketch resets after 1,000 additions; the insertions were ten.
+        // A 100-entry sketch resets after 1,000 additions; the insertions were ten
+        // (counted here rather than at the 32nd, as the buffer would).
         let before = cache.shards.withLock(0) { shard in
             shard.tinyLFU.sketch.flush()
+            shard.tinyLFU.refreshCounting(slots: &shard.policySlots)
             return shard.tinyLFU.sketch.additionsBeforeReset
         }
         #expect(before == 990)
@@ -84,6 +86,7 @@ struct TinyLFUHitCountTests {
         cache[1] = 1
         let minimum = cache.shards.withLock(0) { shard in
             shard.tinyLFU.sketch.additions = shard.tinyLFU.sketch.sampleSize - 1
+            shard.tinyLFU.refreshCounting(slots: &shard.policySlots)
             return shard.tinyLFU.minimumHitsPerCount
         }
         #expect(minimum == 125)
@@ -105,6 +108,7 @@ struct TinyLFUHitCountTests {
         cache.shards.withLock(0) { shard in
             shard.tinyLFU.sketch.flush()
             shard.tinyLFU.sketch.additions = shard.tinyLFU.sketch.sampleSize - 1
+            shard.tinyLFU.refreshCounting(slots: &shard.policySlots)
         }
         func uncounted() -> Int { cache.shards.withLock(0) { $0.tinyLFU.uncountedHits } }
         for request in 0..<249 { _ = cache[request] }
@@ -139,8 +143,12 @@ struct TinyLFUHitCountTests {
         for _ in 0..<10 { _ = cache[1] }
         #expect(slot() == _PolicySlot.full)
         #expect(uncountedHits(in: cache) == 0)
-        // A reset halves the counters: the next hit counts again.
-        cache.shards.withLock(0) { $0.tinyLFU.sketch.reset() }
+        // A reset (which the policy follows with `refreshCounting`) halves the
+        // counters: the mark is cleared, and the next hit counts again.
+        cache.shards.withLock(0) { shard in
+            shard.tinyLFU.sketch.reset()
+            shard.tinyLFU.refreshCounting(slots: &shard.policySlots)
+        }
         _ = cache[1]
         #expect(slot() == 1)
         #expect(uncountedHits(in: cache) == 1)

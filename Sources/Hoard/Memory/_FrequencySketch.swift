@@ -36,10 +36,10 @@ struct _FrequencySketch {
     let tableMask: Int
     var doorkeeper: [UInt64]
     let doorkeeperMask: UInt64
-    @usableFromInline let sampleSize: Int
-    @usableFromInline var additions: Int = 0
+    let sampleSize: Int
+    var additions: Int = 0
     /// How many resets there have been.
-    @usableFromInline var resets = 0
+    var resets = 0
     /// Occurrences recorded but not yet counted, oldest first (`record`).
     var pending: [UInt64]
     var pendingCount = 0
@@ -256,9 +256,7 @@ struct _FrequencySketch {
     }
 
     /// How many more additions the sample takes before the next reset.
-    // @inlinable: MemoryCacheBenchmarks "get-hit 1T: MemoryCache tinyLFU shards:1" (every W-TinyLFU hit reads it).
-    @inlinable
-    var additionsBeforeReset: Int { sampleSize &- additions }
+    var additionsBeforeReset: Int { sampleSize - additions }
 
     /// Counts one occurrence of `hash` in the given tables: sets its doorkeeper bits
     /// if they were not all set, or else adds one to each of its four counters that

@@ -81,8 +81,13 @@ struct _TinyLFUPolicy {
     /// Hits counted on their slots and not yet in the sketch, over all slots.
     @usableFromInline var uncountedHits = 0
     /// The sketch's `resets` when the slots' `full` marks were last valid: a reset
-    /// halves the counters, so the next hit clears every mark first.
-    @usableFromInline var marksValidAtReset = 0
+    /// halves the counters, so every mark is cleared after it (`refreshCounting`).
+    var marksValidAtReset = 0
+    /// The `uncountedHits` at which a hit has every slot's hits counted: what the
+    /// sketch's sample still takes, at least `minimumHitsPerCount` and an eighth of
+    /// the slots. Kept by `refreshCounting` after everything that changes the
+    /// sketch or adds a slot, so that a hit compares one number.
+    @usableFromInline var countingThreshold = 0
     /// The fewest uncounted hits that make a hit count every slot's
     /// (`countAllHits`), whatever the sketch's sample still takes: an eighth of the
     /// capacity (or of the slots, when there are more, as in a cost-weighted cache
@@ -109,6 +114,7 @@ struct _TinyLFUPolicy {
         windowCapacity = max(1, capacity / 100)
         protectedCapacity = max(0, Int(Double(capacity - windowCapacity) * 0.8))
         sketch = _FrequencySketch(capacity: sketchCapacity)
+        countingThreshold = max(sketch.additionsBeforeReset, minimumHitsPerCount)
         // The history is sized like the sketch: from at most 2^20 entries.
         let remembered = min(capacity, _FrequencySketch.maxCapacity) / Self.historyFraction
         history = _GhostHistory(
@@ -164,6 +170,7 @@ struct _TinyLFUPolicy {
             candidates += 1
             if history.isEnabled { history.remember(info[Int(oldest)].hash, leaving: .window) }
         }
+        refreshCounting(slots: &slots)
     }
 
     /// Records a use of the entry in slot `i`.
@@ -219,14 +226,13 @@ struct _TinyLFUPolicy {
     // @inlinable: MemoryCacheBenchmarks "get-hit 1T: MemoryCache tinyLFU shards:1" (every W-TinyLFU hit runs it).
     @inlinable
     mutating func countHit(on i: Int32, slots: inout _SlotArray<_PolicySlot>, info: borrowing _SlotArray<_NodeInfo>) {
-        if sketch.resets != marksValidAtReset { clearFullMarks(slots: &slots) }
         let hits = slots[i].hits
         guard hits != _PolicySlot.full else { return }
         slots[i].hits = hits &+ 1
         uncountedHits &+= 1
         if hits &+ 1 == _PolicySlot.maxHits {
             countHits(of: i, slots: &slots, info: info)
-        } else if uncountedHits >= max(sketch.additionsBeforeReset, minimumHitsPerCount, slots.count >> 3) {
+        } else if uncountedHits >= countingThreshold {
             countAllHits(slots: &slots, info: info)
         }
     }
@@ -242,6 +248,7 @@ struct _TinyLFUPolicy {
         let counted = sketch.increment(info[i].hash, times: Int(hits))
         slots[i].hits = counted ? 0 : _PolicySlot.full
         uncountedHits -= Int(hits)
+        refreshCounting(slots: &slots)
     }
 
     /// Has the sketch count every slot's uncounted hits, in slot order; a reset the
@@ -268,6 +275,7 @@ struct _TinyLFUPolicy {
             countSlotHits(ahead[k % distance], slots: &slots, info: info)
         }
         uncountedHits = 0
+        refreshCounting(slots: &slots)
     }
 
     /// How many slots with hits `countAllHits` looks ahead.
@@ -283,11 +291,14 @@ struct _TinyLFUPolicy {
         slots[i].hits = counted ? 0 : _PolicySlot.full
     }
 
-    /// Clears every slot's `full` mark after a reset, which halved the counters.
-    @usableFromInline
-    mutating func clearFullMarks(slots: inout _SlotArray<_PolicySlot>) {
-        for n in 0..<slots.count where slots[n].hits == _PolicySlot.full { slots[n].hits = 0 }
-        marksValidAtReset = sketch.resets
+    /// Brings the `full` marks and `countingThreshold` up to date with the sketch
+    /// and the slots: every mark is cleared after a reset, which halved the counters.
+    mutating func refreshCounting(slots: inout _SlotArray<_PolicySlot>) {
+        if sketch.resets != marksValidAtReset {
+            for n in 0..<slots.count where slots[n].hits == _PolicySlot.full { slots[n].hits = 0 }
+            marksValidAtReset = sketch.resets
+        }
+        countingThreshold = max(sketch.additionsBeforeReset, minimumHitsPerCount, slots.count >> 3)
     }
 
     /// The weight of the entry in slot `i`: one, or its cost when weights are costs
@@ -337,6 +348,7 @@ struct _TinyLFUPolicy {
         in info: borrowing _SlotArray<_NodeInfo>, slots: inout _SlotArray<_PolicySlot>, excluding excluded: Int32
     ) -> Int32 {
         let (victim, leavesMain) = chooseVictim(in: info, slots: &slots, excluding: excluded)
+        refreshCounting(slots: &slots)
         // A candidate just out of the window is remembered as the window's already.
         if leavesMain && history.isEnabled {
             history.remember(info[Int(victim)].hash, leaving: .main)
