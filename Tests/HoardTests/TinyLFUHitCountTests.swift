@@ -117,6 +117,26 @@ struct TinyLFUHitCountTests {
         #expect(uncounted() == 0, "a pass at 2,000 / 8 uncounted hits")
     }
 
+    @Test("A reset that an insertion brings clears the marks, with nothing evicted")
+    func insertionResetClearsMarks() throws {
+        let cache = try cache(countLimit: 10_000)
+        cache[1] = 1
+        for _ in 0..<254 { _ = cache[1] }
+        #expect(cache.shards.withLock(0) { $0.policySlots[0].hits } == _PolicySlot.full)
+        cache.shards.withLock(0) { shard in
+            shard.tinyLFU.sketch.additions = shard.tinyLFU.sketch.sampleSize - 1
+            shard.tinyLFU.refreshCounting(slots: &shard.policySlots)
+        }
+        // The 32nd insertion counts the buffered ones, and the first completes the
+        // sample: the sketch resets inside an insertion that evicts nothing.
+        for key in 2...40 { cache[key] = key }
+        #expect(cache.count == 40)
+        #expect(cache.shards.withLock(0) { $0.tinyLFU.sketch.resets } == 1)
+        #expect(cache.shards.withLock(0) { $0.policySlots[0].hits } == 0)
+        _ = cache[1]
+        #expect(uncountedHits(in: cache) == 1)
+    }
+
     @Test("A cache that never evicts does not count hits")
     func unlimitedCachesDoNotCount() throws {
         let cache = try MemoryCache<Int, Int>(configuration: .init(policy: .tinyLFU, shards: 1, memoryPressure: nil))
