@@ -59,6 +59,29 @@ struct TinyLFUHitCountTests {
         #expect(frequency(of: 1_000, in: cache) == 3)
     }
 
+    @Test("A duel counts the victim's uncounted hits")
+    func duelCountsVictimHits() throws {
+        let cache = try cache()
+        for key in 0..<100 { cache[key] = key }
+        // Key 0 is probation's oldest entry. Hits reach a probation entry's slot
+        // uncounted only when it was hit in the protected segment and then demoted;
+        // the test puts five there directly.
+        cache.shards.withLock(0) { shard in
+            let slot = shard.slot(of: 0, hash: _HashIndex.hash(of: 0))!
+            #expect(shard.policySlots[slot].queue == .probation)
+            #expect(shard.tinyLFU.probation.tail == slot)
+            shard.policySlots[slot].hits = 5
+            shard.tinyLFU.uncountedHits += 5
+        }
+        cache[1_000] = 1_000
+        for _ in 0..<3 { #expect(cache[1_000] == 1_000) }
+        // 1,000's three hits lose to key 0's five, counted only for the duel.
+        cache[1_001] = 1_001
+        #expect(cache.contains(0))
+        #expect(!cache.contains(1_000))
+        #expect(uncountedHits(in: cache) == 0)
+    }
+
     @Test("Every slot's hits are counted when the sketch's sample could otherwise be complete")
     func countedBeforeTheSampleCompletes() throws {
         let cache = try cache()
