@@ -245,8 +245,7 @@ struct _TinyLFUPolicy {
     ) {
         let hits = slots[i].hits
         guard hits > 0, hits != _PolicySlot.full else { return }
-        let counted = sketch.increment(info[i].hash, times: Int(hits))
-        slots[i].hits = counted ? 0 : _PolicySlot.full
+        countSlotHits(i, slots: &slots, info: info)
         uncountedHits -= Int(hits)
         refreshCounting(slots: &slots)
     }
@@ -256,8 +255,7 @@ struct _TinyLFUPolicy {
     ///
     /// Each slot's sketch lines are prefetched `countingDistance` slots with hits
     /// ahead of its counting, so that the walk's cache misses overlap instead of
-    /// following one another (in a first version without it, the walk's time was
-    /// four fifths waiting on the doorkeeper's and the counters' words).
+    /// following one another.
     @usableFromInline
     mutating func countAllHits(slots: inout _SlotArray<_PolicySlot>, info: borrowing _SlotArray<_NodeInfo>) {
         let distance = Self.countingDistance
@@ -281,8 +279,9 @@ struct _TinyLFUPolicy {
     /// How many slots with hits `countAllHits` looks ahead.
     static let countingDistance = 16
 
-    /// `countHits(of:slots:info:)` without the bookkeeping of `uncountedHits`, which
-    /// `countAllHits` zeroes at the end.
+    /// Has the sketch count the hits on slot `i` (which has some, and is not marked
+    /// `full`), and marks it `full` when the sketch's counters for it are; leaves
+    /// `uncountedHits` and `countingThreshold` to the caller.
     mutating func countSlotHits(
         _ i: Int32, slots: inout _SlotArray<_PolicySlot>, info: borrowing _SlotArray<_NodeInfo>
     ) {
