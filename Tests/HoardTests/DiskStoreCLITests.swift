@@ -494,7 +494,7 @@ extension DiskStoreSuites {
                 try connection.execute(
                     """
                     PRAGMA writable_schema = ON;
-                    DELETE FROM sqlite_schema WHERE name IN ('entries_by_expiry', 'access_by_time');
+                    DELETE FROM sqlite_schema WHERE name IN ('entries_by_expiry', 'entries_with_files');
                     PRAGMA writable_schema = OFF;
                     """)
                 connection.close()

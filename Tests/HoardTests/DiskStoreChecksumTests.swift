@@ -35,6 +35,16 @@ extension DiskStoreSuites {
             return statement.string(at: 0)
         }
 
+        /// Whether the store's index database has an index named `name`.
+        static func hasIndex(_ name: String, _ url: URL) throws -> Bool {
+            let connection = try _SQLiteConnection(path: url.appendingPathComponent("index.sqlite").path)
+            defer { connection.close() }
+            let statement = try connection.prepare(
+                "SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND name = '\(name)'")
+            defer { statement.reset() }
+            return try statement.step() && statement.int64(at: 0) > 0
+        }
+
         @Test("A flipped bit in a value file is reported by verify(), then a miss: removed, reported, never returned")
         func flippedBitInFile() throws {
             try DiskTest.withTemporaryDirectory { url in
@@ -164,8 +174,8 @@ extension DiskStoreSuites {
                 let store = try DiskStore(
                     directory: url, configuration: .init(spillThreshold: 100, onEvent: events.handler))
 
-                // Then it is version 5, healthy, with every value
-                #expect(try Self.formatVersion(url) == "5")
+                // Then it is version 6, healthy, with every value
+                #expect(try Self.formatVersion(url) == "6")
                 #expect(try store.verify().isHealthy)
                 #expect(try store.entry(for: "inline", in: "ns")?.data == Data("small".utf8))
                 #expect(try store.entry(for: "spilled", in: "ns")?.data == DiskTest.bytes(1_000))
@@ -195,7 +205,7 @@ extension DiskStoreSuites {
                 // Once it is let go, opening migrates
                 close(descriptor)
                 let store = try DiskStore(directory: url)
-                #expect(try Self.formatVersion(url) == "5")
+                #expect(try Self.formatVersion(url) == "6")
                 #expect(try store.entry(for: "inline", in: "ns")?.data == Data("small".utf8))
             }
         }
@@ -218,8 +228,8 @@ extension DiskStoreSuites {
                 // When it is opened alone
                 let store = try DiskStore(directory: url, clock: clock)
 
-                // Then it is version 5, healthy, with every access time
-                #expect(try Self.formatVersion(url) == "5")
+                // Then it is version 6, healthy, with every access time
+                #expect(try Self.formatVersion(url) == "6")
                 #expect(try store.verify().isHealthy)
                 let accessed = Dictionary(
                     uniqueKeysWithValues: try store.entries(in: "ns").map {
@@ -235,7 +245,51 @@ extension DiskStoreSuites {
         /// Turns a store of the current format into one of format version 4 as an
         /// earlier Hoard left it: totals that count every row, kept by three
         /// triggers, and no watermark.
+        /// Turns a store of the current format into one of format version 5 as an
+        /// earlier Hoard left it: `access` indexed by time.
+        static func downgradeToVersion5(_ url: URL) throws {
+            try tamper(
+                url,
+                """
+                CREATE INDEX access_by_time ON access (accessed_at);
+                UPDATE meta SET value = '5' WHERE name = 'version';
+                """)
+            #expect(try formatVersion(url) == "5")
+        }
+
+        @Test("A version 5 store is migrated on open: the time index goes, and trimming keeps the access order")
+        func migratesVersion5() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                // Given a version 5 store where "a" was written first but read last
+                let clock = ManualClock(start: Date(timeIntervalSince1970: 1_000))
+                do {
+                    let store = try DiskStore(directory: url, clock: clock)
+                    for key in ["a", "b", "c"] {
+                        try store.set(Data(count: 10), for: key, in: "ns", storedAt: clock.now(), expiresAt: nil)
+                        clock.advance(by: 10)
+                    }
+                    #expect(try store.entry(for: "a", in: "ns") != nil)
+                }
+                try Self.downgradeToVersion5(url)
+                #expect(try Self.hasIndex("access_by_time", url))
+
+                // When it is opened alone
+                let store = try DiskStore(directory: url, clock: clock)
+
+                // Then it is version 6 without the index, healthy
+                #expect(try Self.formatVersion(url) == "6")
+                #expect(try store.verify().isHealthy)
+                #expect(try Self.hasIndex("access_by_time", url) == false)
+                // And trimming evicts the least recently used first: "b", then "c"
+                #expect(try store.trim(toBytes: 20) == 1)
+                #expect(try store.keys(in: "ns").sorted() == ["a", "c"])
+                #expect(try store.trim(toBytes: 10) == 1)
+                #expect(try store.keys(in: "ns") == ["a"])
+            }
+        }
+
         static func downgradeToVersion4(_ url: URL) throws {
+            try downgradeToVersion5(url)
             try tamper(
                 url,
                 """
@@ -276,8 +330,8 @@ extension DiskStoreSuites {
                 // When it is opened alone
                 let store = try DiskStore(directory: url)
 
-                // Then it is version 5, healthy, with the same totals
-                #expect(try Self.formatVersion(url) == "5")
+                // Then it is version 6, healthy, with the same totals
+                #expect(try Self.formatVersion(url) == "6")
                 #expect(try store.verify().isHealthy)
                 #expect(try store.usage(in: "even") == StoreUsage(count: 50, bytes: 2_450))
                 #expect(try store.usage(in: "odd") == StoreUsage(count: 50, bytes: 2_500))
@@ -326,8 +380,8 @@ extension DiskStoreSuites {
                 // When it is opened alone
                 let store = try DiskStore(directory: url, clock: clock)
 
-                // Then it is version 5, healthy, with its access times
-                #expect(try Self.formatVersion(url) == "5")
+                // Then it is version 6, healthy, with its access times
+                #expect(try Self.formatVersion(url) == "6")
                 #expect(try store.verify().isHealthy)
                 func accessed() throws -> [String: Double] {
                     Dictionary(
@@ -345,14 +399,14 @@ extension DiskStoreSuites {
             }
         }
 
-        @Test("A store of format version 6 is refused as unsupported, and left unchanged")
+        @Test("A store of format version 7 is refused as unsupported, and left unchanged")
         func newerVersion() throws {
             try DiskTest.withTemporaryDirectory { url in
                 do { _ = try DiskStore(directory: url) }
-                try Self.tamper(url, "UPDATE meta SET value = '6' WHERE name = 'version'")
+                try Self.tamper(url, "UPDATE meta SET value = '7' WHERE name = 'version'")
                 let error = #expect(throws: HoardError.self) { try DiskStore(directory: url) }
                 #expect(error?.code == .unsupportedFormat)
-                #expect(try Self.formatVersion(url) == "6")
+                #expect(try Self.formatVersion(url) == "7")
             }
         }
 

@@ -218,6 +218,70 @@ extension DiskStoreSuites {
             }
         }
 
+        @Test("A trim reads the access order once; an entry read, rewritten or removed during it is passed over")
+        func trimPassesOverEntriesUsedDuringIt() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                // Given 600 entries, each stored (and so last accessed) a second after the one before
+                let clock = ManualClock(start: Date(timeIntervalSince1970: 1_000))
+                let store = try DiskStore(directory: url, clock: clock)
+                for i in 0..<600 {
+                    try store.set(Data(count: 10), for: "k\(i)", in: "ns", storedAt: clock.now(), expiresAt: nil)
+                    clock.advance(by: 1)
+                }
+                // When a trim down to 10 entries has evicted its first chunk (of 256),
+                // "k300" is read, "k301" written again and "k302" removed: all three
+                // were chosen for later chunks when the trim read the access order
+                var reports = 0
+                let evicted = try store.trim(
+                    toBytes: nil, count: 10,
+                    progress: { _ in
+                        reports += 1
+                        guard reports == 1 else { return }
+                        #expect((try? store.contains("k255", in: "ns")) == false)
+                        #expect((try? store.entry(for: "k300", in: "ns")) != nil)
+                        try? store.set(Data(count: 10), for: "k301", in: "ns", storedAt: clock.now(), expiresAt: nil)
+                        _ = try? store.removeValue(for: "k302", in: "ns")
+                    })
+
+                // Then the read and the rewritten entry stay, the removed one is not
+                // counted, and the newest others fill the rest
+                #expect(reports >= 3)
+                #expect(evicted == 589)
+                let expected = ["k300", "k301"] + (592..<600).map { "k\($0)" }
+                #expect(try store.keys(in: "ns").sorted() == expected.sorted())
+            }
+        }
+
+        @Test("A trim evicts an entry whose access time is not a number first, and ends")
+        func trimEvictsDamagedAccessTimesFirst() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                // Given three entries stored in order, the newest with a damaged access time
+                let clock = ManualClock(start: Date(timeIntervalSince1970: 1_000))
+                do {
+                    let store = try DiskStore(directory: url, clock: clock)
+                    for key in ["a", "b", "c"] {
+                        try store.set(Data(count: 10), for: key, in: "ns", storedAt: clock.now(), expiresAt: nil)
+                        clock.advance(by: 10)
+                    }
+                }
+                try DiskStoreDamageTests.tamper(
+                    url, "INSERT INTO access (id, accessed_at) SELECT id, 'x' FROM entries WHERE key = CAST('c' AS BLOB)")
+                let store = try DiskStore(directory: url, clock: clock)
+
+                // When it is trimmed one entry at a time, then to nothing
+                #expect(try store.trim(toBytes: 20) == 1)
+                let afterFirst = try store.keys(in: "ns").sorted()
+                #expect(try store.trim(toBytes: 10) == 1)
+                let afterSecond = try store.keys(in: "ns")
+                #expect(try store.trim(toBytes: 0) == 1)
+
+                // Then the damaged one goes first (as if accessed at time 0), then the oldest
+                #expect(afterFirst == ["a", "b"])
+                #expect(afterSecond == ["b"])
+                #expect(try store.totalUsage() == StoreUsage())
+            }
+        }
+
         @Test("A trim writes pending access times first")
         func trimAppliesPendingAccesses() throws {
             try DiskTest.withTemporaryDirectory { url in

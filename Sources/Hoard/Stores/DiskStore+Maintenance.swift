@@ -55,7 +55,9 @@ extension DiskStore {
     /// checkpoints the index's log and is tried once more.
     /// The work is done in transactions of a few hundred entries; other callers
     /// and processes get their turn between them, and `progress` is called after
-    /// each one (outside every lock).
+    /// each one (outside every lock). The access order is read once, for as many
+    /// entries as the trim is expected to evict; an entry read, written or removed
+    /// between two transactions is passed over.
     ///
     /// - Parameters:
     ///   - maxBytes: The most value bytes to keep, or `nil` for no byte target.
@@ -64,7 +66,9 @@ extension DiskStore {
     ///     an estimate of the total.
     /// - Returns: How many entries were evicted; reported as
     ///   ``DiskStoreEvent/evicted(count:bytes:)`` when more than zero.
-    /// - Complexity: O(evicted entries × log entries).
+    /// - Complexity: O(entries × log evicted entries) to read the access order
+    ///   (one pass, or more when the entries evicted turn out smaller than
+    ///   expected), plus O(evicted entries × log entries).
     @discardableResult
     public func trim(
         toBytes maxBytes: Int?, count maxCount: Int? = nil, progress: ((Progress) -> Void)? = nil
@@ -74,6 +78,7 @@ extension DiskStore {
         var evicted = 0
         var bytes = 0
         var estimate: Int?
+        var queue = _TrimQueue()
         defer {
             if evicted > 0 { observers.publish([.evicted(count: evicted, bytes: bytes)]) }
         }
@@ -84,7 +89,7 @@ extension DiskStore {
                 { () throws(HoardError) in
                     try state.withLock { (state) throws(HoardError) in
                         try state.trimStep(
-                            toBytes: maxBytes, count: maxCount, first: estimate == nil, effects: &effects)
+                            toBytes: maxBytes, count: maxCount, queue: &queue, effects: &effects)
                     }
                 })
             finish(effects)

@@ -3,10 +3,10 @@ import Foundation
 /// The SQL side of a ``DiskStore``: the schema of `index.sqlite` and every query
 /// the store runs, each prepared once per connection and reused.
 ///
-/// Schema (format version 5):
+/// Schema (format version 6):
 ///
 /// ```sql
-/// meta(name TEXT PRIMARY KEY, value TEXT)      -- format = hoard.diskstore, version = 5
+/// meta(name TEXT PRIMARY KEY, value TEXT)      -- format = hoard.diskstore, version = 6
 /// entries(id INTEGER PRIMARY KEY,
 ///         namespace BLOB, key BLOB,            -- UTF-8 bytes; UNIQUE (namespace, key)
 ///         stored_at REAL, expires_at REAL,     -- seconds since 1970; expires_at NULL = never
@@ -16,7 +16,8 @@ import Foundation
 ///         crc INTEGER)                         -- CRC-32C of value, namespace, 0xFF, key (version 2)
 /// access(id INTEGER PRIMARY KEY,               -- = entries.id; deleted with the entry, and when the
 ///        accessed_at REAL)                     -- entry is rewritten, by triggers; last access, for
-///                                              -- least-recently-accessed eviction (version 3)
+///                                              -- least-recently-accessed eviction (version 3);
+///                                              -- no index on accessed_at (version 6)
 /// namespaces(namespace BLOB PRIMARY KEY, count INTEGER, bytes INTEGER)  -- rows up to the watermark
 /// totals_watermark(id INTEGER)                 -- one row (version 5)
 /// ```
@@ -32,6 +33,15 @@ import Foundation
 /// deletes its access row (a trigger); one with another stored date (a copy of an
 /// older value) writes its access time. Trimming first gives every entry without
 /// an access row its stored date, then evicts in `access` order.
+///
+/// `access` has no index on `accessed_at` (version 6). A flush of recorded reads
+/// rewrites access rows of random entries; with a time index each row also moved
+/// in that index, from its old time's page to the end, so a flush changed about
+/// twice the pages: in a store whose entries had all been read before, a flush of
+/// 10,000 accesses over 100,000 entries took about 3.4 times as long with the
+/// index. Trimming instead reads the access order in one pass over `access`, the
+/// oldest first, as many entries as the trim is estimated to evict, and evicts
+/// them over several transactions (see `_TrimQueue`).
 ///
 /// The totals in `namespaces` count the entries whose row id is at most the one
 /// in `totals_watermark` (version 5). A new entry gets a row id above the
@@ -51,8 +61,8 @@ import Foundation
 ///
 /// Version 1 had no `crc` column; versions 1 and 2 kept `accessed_at` in
 /// `entries`; version 3 gave every entry an access row on every write; versions 1
-/// to 4 kept the totals by a trigger on every insert.
-/// ``migrate(blobs:)`` turns any of them into a version 5 index in one
+/// to 4 kept the totals by a trigger on every insert; versions 3 to 5 indexed
+/// `access` by time. ``migrate(blobs:)`` turns any of them into a version 6 index in one
 /// transaction (``DiskStore`` does so when it opens one and no other instance has
 /// the store open).
 ///
@@ -61,7 +71,7 @@ final class _DiskIndex {
     /// `PRAGMA application_id`: "HORD".
     static let applicationID: UInt32 = 0x484F_5244
     static let formatName = "hoard.diskstore"
-    static let formatVersion = 5
+    static let formatVersion = 6
     /// How many writes of one connection leave their rows above the totals'
     /// watermark before the transaction of the last one folds them in, in a store
     /// with no limit.
@@ -256,11 +266,10 @@ final class _DiskIndex {
         return number
     }
 
-    /// The access table, its index, and the trigger that deletes an entry's
-    /// access time with the entry (format version 3).
+    /// The access table and the trigger that deletes an entry's access time with
+    /// the entry (format version 3; version 6 without the time index).
     private static let accessTableSQL = """
         CREATE TABLE access (id INTEGER PRIMARY KEY, accessed_at REAL NOT NULL);
-        CREATE INDEX access_by_time ON access (accessed_at);
         \(accessTriggerSQL)
         """
 
@@ -279,7 +288,7 @@ final class _DiskIndex {
         END;
         """
 
-    /// Upgrades a version 1, 2, 3 or 4 index to version 5 in one transaction. Call
+    /// Upgrades a version 1 to 5 index to version 6 in one transaction. Call
     /// only when no other instance has the store open: an older version of Hoard
     /// would go on writing rows of its own format (and, before version 4, would
     /// never evict an entry without an access row).
@@ -293,7 +302,9 @@ final class _DiskIndex {
             if storedVersion < 3 { try moveAccessTimes() }
             if storedVersion < 4 { try connection.execute(Self.rewriteTriggerSQL) }
             // Version 4 → 5: the totals, kept by triggers, count every row so far.
-            try connection.execute(Self.watermarkMigrationSQL)
+            if storedVersion < 5 { try connection.execute(Self.watermarkMigrationSQL) }
+            // Version 5 → 6: access order without the time index.
+            try connection.execute("DROP INDEX IF EXISTS access_by_time")
             try connection.execute("UPDATE meta SET value = '\(Self.formatVersion)' WHERE name = 'version'")
         }
         storedVersion = Self.formatVersion
@@ -358,7 +369,6 @@ final class _DiskIndex {
     /// ``watermarkMigrationSQL``).
     static let moveAccessTimesSQL = """
         CREATE TABLE access (id INTEGER PRIMARY KEY, accessed_at REAL NOT NULL);
-        CREATE INDEX access_by_time ON access (accessed_at);
         INSERT INTO access (id, accessed_at)
             SELECT id, CASE WHEN typeof(accessed_at) IN ('real', 'integer') THEN accessed_at ELSE 0 END
             FROM entries;
@@ -808,19 +818,37 @@ final class _DiskIndex {
         return result
     }
 
-    /// Up to `limit` entries, least recently accessed first: row id, size and name.
-    func leastRecentlyAccessed(limit: Int) throws(HoardError) -> [(id: Int64, size: Int, name: _EntryName)] {
+    /// Up to `limit` access rows, least recently accessed first (by time, then row
+    /// id): the entry's row id and its access time. A time that is not a number
+    /// (damage ``wrongAccessTimes()`` reports) counts as 0, the first to go.
+    ///
+    /// - Complexity: one pass over `access` (there is no index by time), keeping
+    ///   the `limit` oldest rows: O(entries × log limit).
+    func leastRecentlyAccessed(limit: Int) throws(HoardError) -> [_TrimQueue.Candidate] {
         let statement = try self.statement(.leastRecentlyAccessed)
         statement.bind(Int64(limit), at: 1)
         defer { statement.reset() }
-        var result: [(id: Int64, size: Int, name: _EntryName)] = []
+        var result: [_TrimQueue.Candidate] = []
+        result.reserveCapacity(limit)
         while try statement.step() {
-            let name = _EntryName(
-                namespace: String(decoding: statement.bytes(at: 2), as: UTF8.self),
-                key: String(decoding: statement.bytes(at: 3), as: UTF8.self))
-            result.append((statement.int64(at: 0), Int(statement.int64(at: 1)), name))
+            result.append(_TrimQueue.Candidate(id: statement.int64(at: 0), accessedAt: statement.double(at: 1)))
         }
         return result
+    }
+
+    /// The size and name of the entry with row id `id` if it was last accessed at
+    /// `accessedAt` as ``leastRecentlyAccessed(limit:)`` reads it (so not read,
+    /// written or removed since a trim chose it), else `nil`.
+    func trimCandidate(id: Int64, accessedAt: Double) throws(HoardError) -> (size: Int, name: _EntryName)? {
+        let statement = try self.statement(.trimCandidate)
+        statement.bind(id, at: 1)
+        statement.bind(accessedAt, at: 2)
+        defer { statement.reset() }
+        guard try statement.step() else { return nil }
+        let name = _EntryName(
+            namespace: String(decoding: statement.bytes(at: 1), as: UTF8.self),
+            key: String(decoding: statement.bytes(at: 2), as: UTF8.self))
+        return (Int(statement.int64(at: 0)), name)
     }
 
     /// The names of the files the entries of `namespace` (of every namespace when

@@ -279,11 +279,10 @@ struct _DiskState {
             let protected = names()
             var evicted = 0
             var bytes = 0
-            var first = true
+            var queue = _TrimQueue()
             while true {
                 let step = try trimStep(
-                    toBytes: maxBytes, count: maxCount, protecting: protected, first: first, effects: &effects)
-                first = false
+                    toBytes: maxBytes, count: maxCount, protecting: protected, queue: &queue, effects: &effects)
                 evicted += step.evicted
                 bytes += step.bytes
                 if step.done { break }
@@ -295,16 +294,22 @@ struct _DiskState {
         }
     }
 
-    /// Evicts up to one chunk of least-recently-accessed entries, in one
-    /// transaction, while the store is over `maxBytes` or `maxCount`.
+    /// Evicts up to `chunk` least-recently-accessed entries, in one transaction,
+    /// while the store is over `maxBytes` or `maxCount`, never one of `protected`.
+    ///
+    /// The candidates come from `queue`, which a trim passes to each of its steps:
+    /// when it is empty, the step fills it with one pass over the access table
+    /// (after giving every entry never read an access row at its stored date),
+    /// and later steps take the next candidates from it (see `_TrimQueue`).
     ///
     /// - Returns: What was evicted, the usage after, and whether the store is now
     ///   within the targets (or holds nothing more that may be evicted).
     mutating func trimStep(
         toBytes maxBytes: Int, count maxCount: Int, protecting protected: Set<_EntryName> = [],
-        chunk: Int = 256, first: Bool = true, effects: inout _DiskEffects
+        chunk: Int = 256, queue: inout _TrimQueue, effects: inout _DiskEffects
     ) throws(HoardError) -> (evicted: Int, bytes: Int, usage: StoreUsage, done: Bool) {
         let index = try open()
+        var stepQueue = queue
         let result = try index.transaction { () throws(HoardError) -> (Int, Int, StoreUsage, Bool, [String]) in
             try writePendingAccesses(index)
             var usage = try index.totalUsage()
@@ -312,23 +317,34 @@ struct _DiskState {
             var bytes = 0
             var files: [String] = []
             func within() -> Bool { usage.bytes <= maxBytes && usage.count <= maxCount }
-            if within() { return (0, 0, usage, true, []) }
-            // Entries never read since written are in the order by their stored dates.
-            if first { try index.giveAccessRowsToUnreadEntries() }
-            let candidates = try index.leastRecentlyAccessed(limit: chunk + protected.count)
-            for candidate in candidates where !protected.contains(candidate.name) {
-                if within() { break }
+            while !within() && evicted < chunk {
+                if stepQueue.isEmpty {
+                    guard stepQueue.mayRefill else { break }
+                    // Entries never read since written are in the order by their stored dates.
+                    try index.giveAccessRowsToUnreadEntries()
+                    let limit = _TrimQueue.fillLimit(
+                        usage: usage, maxBytes: maxBytes, maxCount: maxCount, protected: protected.count, chunk: chunk)
+                    stepQueue.fill(with: try index.leastRecentlyAccessed(limit: limit), limit: limit)
+                    if stepQueue.isEmpty { break }
+                }
+                guard let candidate = stepQueue.next(),
+                    let (size, name) = try index.trimCandidate(id: candidate.id, accessedAt: candidate.accessedAt),
+                    !protected.contains(name)
+                else { continue }
                 let (found, file) = try index.delete(id: candidate.id)
                 guard found else { continue }
+                stepQueue.countEviction()
                 usage.count -= 1
-                usage.bytes -= candidate.size
+                usage.bytes -= size
                 evicted += 1
-                bytes += candidate.size
+                bytes += size
                 if let file { files.append(file) }
             }
-            let done = within() || candidates.count < chunk + protected.count || evicted == 0
+            let done = within() || (stepQueue.isEmpty && !stepQueue.mayRefill)
             return (evicted, bytes, usage, done, files)
         }
+        // A step whose transaction failed leaves the queue as it was.
+        queue = stepQueue
         effects.filesToRemove += result.4
         return (result.0, result.1, result.2, result.3)
     }

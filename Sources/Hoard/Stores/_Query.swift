@@ -7,7 +7,7 @@ enum _Query: Int, CaseIterable {
     case fileOfKeyToDelete, filesOfNamespaceToDelete, filesOfEverythingToDelete, fileIfExpiredToDelete
     case fileOfIDToDelete, filesOfExpiredToDelete
     case keys, usage, totalUsage, namespaces, foldTotals, moveWatermark
-    case leastRecentlyAccessed, referencedFiles, filesOfNamespace
+    case leastRecentlyAccessed, trimCandidate, referencedFiles, filesOfNamespace
     case scan, list, quickCheck, wrongTotals, wrongAccessTimes, accessRowsForUnread
 
     private static let scannedColumns = """
@@ -21,6 +21,12 @@ enum _Query: Int, CaseIterable {
     private static let accessTime = """
         (SELECT CASE WHEN typeof(accessed_at) IN ('real', 'integer') THEN accessed_at END
          FROM access WHERE access.id = entries.id)
+        """
+
+    /// An access row's time as trimming orders it: a time that is not a number
+    /// counts as 0, the first to be evicted.
+    private static let evictionTime = """
+        CASE WHEN typeof(access.accessed_at) IN ('real', 'integer') THEN access.accessed_at ELSE 0 END
         """
 
     /// The entries above the totals' watermark, which `namespaces` does not count
@@ -139,9 +145,11 @@ enum _Query: Int, CaseIterable {
                 WHERE id < (SELECT max(id) FROM entries)
                 """
         case .leastRecentlyAccessed:
+            return "SELECT id, \(Self.evictionTime) AS t FROM access ORDER BY t, id LIMIT ?1"
+        case .trimCandidate:
             return """
-                SELECT e.id, e.size, e.namespace, e.key FROM access AS a JOIN entries AS e ON e.id = a.id
-                ORDER BY a.accessed_at, a.id LIMIT ?1
+                SELECT e.size, e.namespace, e.key FROM access JOIN entries AS e ON e.id = access.id
+                WHERE access.id = ?1 AND \(Self.evictionTime) = ?2
                 """
         case .referencedFiles: return "SELECT blob FROM entries WHERE blob IS NOT NULL"
         case .filesOfNamespace: return "SELECT blob FROM entries WHERE namespace = ?1 AND blob IS NOT NULL"
