@@ -265,7 +265,8 @@ extension DiskStoreSuites {
                     }
                 }
                 try DiskStoreDamageTests.tamper(
-                    url, "INSERT INTO access (id, accessed_at) SELECT id, 'x' FROM entries WHERE key = CAST('c' AS BLOB)")
+                    url,
+                    "INSERT INTO access (id, accessed_at) SELECT id, 'x' FROM entries WHERE key = CAST('c' AS BLOB)")
                 let store = try DiskStore(directory: url, clock: clock)
 
                 // When it is trimmed one entry at a time, then to nothing

@@ -33,6 +33,16 @@ import Hoard
 ///   floor's gets (the default flush count) and then writes their access times in
 ///   one flush on the same thread, so that its difference from ten times the floor
 ///   is what a flush costs.
+///   `get, every entry read before` is the default `get` in a store whose every
+///   entry already has an access row (see `flush`), as a long-running server's.
+///   `flush` measures that flush alone (the 10,000 gets before it are not timed)
+///   in a store whose every entry already has an access row, as in a server that
+///   has read them all before, against a floor of raw SQLite running the store's
+///   access statement for the same 10,000 rows in one transaction on the store's
+///   own index (`StoreSchemaSubject`). `trim` measures `trim(toBytes:count:)`
+///   evicting the 10,000 least recently accessed of 100,000 such entries (10,000
+///   new ones are written, untimed, before each), against raw SQLite deleting the
+///   10,000 oldest in one statement on the store's index.
 ///   Baseline: raw SQLite prepared statements on a table with PRIMARY KEY
 ///   (namespace, key) (a rowid table), WAL, synchronous=NORMAL. Floor (`set`,
 ///   `insert`, `set batch1000`): raw SQLite running DiskStore's own statements on
@@ -53,6 +63,12 @@ let benchmarks: @Sendable () -> Void = {
 
     // 1 KiB
     register("disk get 1KiB: DiskStore", shape: small, perIteration: 1_000, make: { try StoreSubject(shape: small) }) {
+        $0.get(1_000)
+    }
+    register(
+        "disk get 1KiB: DiskStore, every entry read before", shape: small, perIteration: 1_000,
+        make: { try StoreSubject(shape: small, readBefore: true) }
+    ) {
         $0.get(1_000)
     }
     register(
@@ -79,6 +95,44 @@ let benchmarks: @Sendable () -> Void = {
         make: { try StoreSubject(shape: small, accessFlushCount: .max, accessFlushInterval: 86_400) }
     ) {
         $0.getThenFlush(10_000)
+    }
+    register(
+        "disk flush 1KiB: DiskStore, 10,000 accesses, every entry read before", shape: small,
+        perIteration: 10_000,
+        make: { try StoreSubject(shape: small, accessFlushCount: .max, accessFlushInterval: 86_400, readBefore: true) }
+    ) { benchmark, subject in
+        subject.get(10_000)
+        benchmark.startMeasurement()
+        subject.store.flushAccessTimes()
+        benchmark.stopMeasurement()
+    }
+    register(
+        "disk flush 1KiB: floor, raw SQLite writing the same access rows on DiskStore's index", shape: small,
+        perIteration: 10_000, make: { try StoreSchemaSubject(shape: small, readBefore: true) }
+    ) { benchmark, subject in
+        let ids = subject.randomIDs(10_000)
+        benchmark.startMeasurement()
+        try subject.touch(ids)
+        benchmark.stopMeasurement()
+    }
+    register(
+        "disk trim 1KiB: DiskStore, the 10,000 least recently accessed of 100,000", shape: small,
+        perIteration: 10_000, make: { try StoreSubject(shape: small, readBefore: true) }
+    ) { benchmark, subject in
+        try subject.insertBatch(10_000)
+        benchmark.startMeasurement()
+        let evicted = try subject.store.trim(toBytes: nil, count: small.entries)
+        benchmark.stopMeasurement()
+        precondition(evicted == 10_000, "the trim evicted \(evicted) entries")
+    }
+    register(
+        "disk trim 1KiB: floor, raw SQLite deleting the 10,000 oldest on DiskStore's index", shape: small,
+        perIteration: 10_000, make: { try StoreSchemaSubject(shape: small, readBefore: true) }
+    ) { benchmark, subject in
+        try subject.insertBatch(10_000)
+        benchmark.startMeasurement()
+        try subject.deleteOldest(10_000)
+        benchmark.stopMeasurement()
     }
     register(
         "disk get 1KiB: baseline raw SQLite", shape: small, perIteration: 1_000,
@@ -229,6 +283,15 @@ func register<S: BenchSubject>(
     _ name: String, shape: Shape, perIteration: Int, make: @escaping () throws -> S,
     run: @escaping (S) throws -> Void
 ) {
+    register(name, shape: shape, perIteration: perIteration, make: make) { _, subject in try run(subject) }
+}
+
+/// ``register(_:shape:perIteration:make:run:)`` for a benchmark that times part of
+/// each iteration itself, between `startMeasurement()` and `stopMeasurement()`.
+func register<S: BenchSubject>(
+    _ name: String, shape: Shape, perIteration: Int, make: @escaping () throws -> S,
+    run: @escaping (Benchmark, S) throws -> Void
+) {
     let current = Current<S>()
     Benchmark(
         name,
@@ -240,7 +303,7 @@ func register<S: BenchSubject>(
             maxDuration: .seconds(3),
             maxIterations: 100_000
         ),
-        closure: { _, subject in try run(subject) },
+        closure: { benchmark, subject in try run(benchmark, subject) },
         setup: {
             let subject = try make()
             current.subject = subject

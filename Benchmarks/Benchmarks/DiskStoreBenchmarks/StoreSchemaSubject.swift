@@ -42,8 +42,15 @@ final class StoreSchemaSubject: DiskSubject, RawSQLite {
     /// The path of the store's value-file directory, ending in `/`.
     private let blobs: String
 
-    init(shape: Shape) throws {
-        let filled = try StoreSubject(shape: shape)
+    private var touchAccess: OpaquePointer?
+    private var maxID: OpaquePointer?
+    private var deleteOldestStatement: OpaquePointer?
+    private var random = SplitMix(state: 7)
+
+    /// - Parameter readBefore: As in `StoreSubject`: every entry starts with an
+    ///   access row.
+    init(shape: Shape, readBefore: Bool = false) throws {
+        let filled = try StoreSubject(shape: shape, readBefore: readBefore)
         directory = filled.directory
         keys = filled.keys
         value = filled.value
@@ -52,6 +59,16 @@ final class StoreSchemaSubject: DiskSubject, RawSQLite {
         blobs = directory.appendingPathComponent("store/blobs").path + "/"
         try check(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nil))
         try exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA wal_autocheckpoint=10000")
+        // The store's statement for an access to an entry it knows unchanged.
+        touchAccess = try prepare(
+            """
+            INSERT INTO access (id, accessed_at) VALUES (?1, ?2)
+            ON CONFLICT (id) DO UPDATE SET accessed_at = CASE
+                WHEN typeof(accessed_at) IN ('real', 'integer') THEN max(accessed_at, ?2) ELSE ?2 END
+            """)
+        maxID = try prepare("SELECT max(id) FROM entries")
+        deleteOldestStatement = try prepare(
+            "DELETE FROM entries WHERE id IN (SELECT id FROM access ORDER BY accessed_at, id LIMIT ?1)")
         begin = try prepare("BEGIN IMMEDIATE")
         commit = try prepare("COMMIT")
         anyFile = try prepare("SELECT 1 FROM entries WHERE blob IS NOT NULL LIMIT 1")
@@ -169,8 +186,63 @@ final class StoreSchemaSubject: DiskSubject, RawSQLite {
         try finish()
     }
 
+    /// `count` row ids of random entries, in row id order (as a flush writes
+    /// them), none twice.
+    func randomIDs(_ count: Int) -> [Int64] {
+        precondition(sqlite3_step(maxID) == SQLITE_ROW, "the entries' last row id could not be read")
+        let last = sqlite3_column_int64(maxID, 0)
+        sqlite3_reset(maxID)
+        var ids = Set<Int64>()
+        while ids.count < count { ids.insert(Int64(random.next() % UInt64(last)) + 1) }
+        return ids.sorted()
+    }
+
+    /// Writes the access rows of `ids` at the current time in one transaction, as
+    /// a flush of the store does.
+    func touch(_ ids: [Int64]) throws {
+        let now = Date().timeIntervalSince1970
+        try step(begin)
+        for id in ids {
+            sqlite3_bind_int64(touchAccess, 1, id)
+            sqlite3_bind_double(touchAccess, 2, now)
+            try step(touchAccess)
+        }
+        try step(commit)
+    }
+
+    /// Writes `count` keys not stored yet, 1,000 to a transaction, each with an
+    /// access row at its write time (as the store writes an entry stored with an
+    /// older date, `StoreSubject.insertBatch(_:)` with `readBefore`).
+    func insertBatch(_ count: Int) throws {
+        var written = 0
+        while written < count {
+            try step(begin)
+            for _ in 0..<min(1_000, count - written) {
+                try put("new-\(inserted)")
+                sqlite3_bind_int64(touchAccess, 1, sqlite3_last_insert_rowid(db))
+                sqlite3_bind_double(touchAccess, 2, Date().timeIntervalSince1970)
+                try step(touchAccess)
+                inserted += 1
+                written += 1
+            }
+            try finish()
+        }
+    }
+
+    /// Deletes the `count` least recently accessed entries in one statement.
+    func deleteOldest(_ count: Int) throws {
+        try step(begin)
+        sqlite3_bind_int64(deleteOldestStatement, 1, Int64(count))
+        try step(deleteOldestStatement)
+        let deleted = sqlite3_changes(db)
+        try step(commit)
+        precondition(deleted == count, "the delete removed \(deleted) entries")
+    }
+
     func close() {
-        for statement in [begin, commit, anyFile, upsert, select, fold, moveWatermark] { sqlite3_finalize(statement) }
+        for statement in [
+            begin, commit, anyFile, upsert, select, fold, moveWatermark, touchAccess, maxID, deleteOldestStatement,
+        ] { sqlite3_finalize(statement) }
         sqlite3_close(db)
         try? FileManager.default.removeItem(at: directory)
     }

@@ -11,15 +11,19 @@ final class StoreSubject: DiskSubject {
     let value: Data
     var stream: KeyStream
     let namespace = DiskStore.defaultNamespace
+    let readBefore: Bool
 
     /// - Parameters:
     ///   - accessTimeResolution: As in `DiskStore.Configuration`; `nil` for its default.
     ///   - accessFlushCount: As in `DiskStore.Configuration`; `nil` for its default.
     ///   - accessFlushInterval: As in `DiskStore.Configuration`; `nil` for its default.
     ///   - byteLimit: As in `DiskStore.Configuration`; `nil` for none.
+    ///   - readBefore: Whether every entry starts with an access row, as in a store
+    ///     whose entries were all read before: the entries are stored with a date an
+    ///     hour old, so each write records its write time as the access time.
     init(
         shape: Shape, accessTimeResolution: TimeInterval? = nil, accessFlushCount: Int? = nil,
-        accessFlushInterval: TimeInterval? = nil, byteLimit: Int? = nil
+        accessFlushInterval: TimeInterval? = nil, byteLimit: Int? = nil, readBefore: Bool = false
     ) throws {
         directory = try makeTemporaryDirectory()
         var configuration = DiskStore.Configuration(syncsValueFiles: false)
@@ -31,7 +35,8 @@ final class StoreSubject: DiskSubject {
         keys = shape.keys
         value = Data(repeating: 0xA5, count: shape.valueSize)
         stream = KeyStream(count: 1 << 20, upperBound: shape.entries, seed: 42)
-        let now = Date()
+        self.readBefore = readBefore
+        let now = readBefore ? Date().addingTimeInterval(-3_600) : Date()
         var start = 0
         while start < keys.count {
             let end = min(start + 1_000, keys.count)
@@ -103,6 +108,21 @@ final class StoreSubject: DiskSubject {
             batch.append(.set(value, for: keys[stream.next()], in: namespace, storedAt: now, expiresAt: nil))
         }
         try store.write(batch)
+    }
+
+    /// Writes `count` keys not stored yet (`new-…`, as `insertOne()`), 1,000 to a
+    /// transaction, dated as the store was filled (see `readBefore`).
+    func insertBatch(_ count: Int) throws {
+        let now = readBefore ? Date().addingTimeInterval(-3_600) : Date()
+        var written = 0
+        while written < count {
+            let batch = (0..<min(1_000, count - written)).map { offset -> CacheStoreWrite in
+                .set(value, for: "new-\(inserted + offset)", in: namespace, storedAt: now, expiresAt: nil)
+            }
+            try store.write(batch)
+            inserted += batch.count
+            written += batch.count
+        }
     }
 
     func close() {
