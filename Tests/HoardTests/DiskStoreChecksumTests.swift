@@ -215,14 +215,7 @@ extension DiskStoreSuites {
             try DiskTest.withTemporaryDirectory { url in
                 // Given a version 2 store where "a" was written first but read last
                 let clock = ManualClock(start: Date(timeIntervalSince1970: 1_000))
-                do {
-                    let store = try DiskStore(directory: url, clock: clock)
-                    for key in ["a", "b", "c"] {
-                        try store.set(Data(count: 10), for: key, in: "ns", storedAt: clock.now(), expiresAt: nil)
-                        clock.advance(by: 10)
-                    }
-                    #expect(try store.entry(for: "a", in: "ns") != nil)
-                }
+                try DiskTest.writeInOrder(["a", "b", "c"], at: url, clock: clock, reading: "a")
                 try Self.downgradeToVersion2(url)
 
                 // When it is opened alone
@@ -242,9 +235,6 @@ extension DiskStoreSuites {
             }
         }
 
-        /// Turns a store of the current format into one of format version 4 as an
-        /// earlier Hoard left it: totals that count every row, kept by three
-        /// triggers, and no watermark.
         /// Turns a store of the current format into one of format version 5 as an
         /// earlier Hoard left it: `access` indexed by time.
         static func downgradeToVersion5(_ url: URL) throws {
@@ -262,14 +252,7 @@ extension DiskStoreSuites {
             try DiskTest.withTemporaryDirectory { url in
                 // Given a version 5 store where "a" was written first but read last
                 let clock = ManualClock(start: Date(timeIntervalSince1970: 1_000))
-                do {
-                    let store = try DiskStore(directory: url, clock: clock)
-                    for key in ["a", "b", "c"] {
-                        try store.set(Data(count: 10), for: key, in: "ns", storedAt: clock.now(), expiresAt: nil)
-                        clock.advance(by: 10)
-                    }
-                    #expect(try store.entry(for: "a", in: "ns") != nil)
-                }
+                try DiskTest.writeInOrder(["a", "b", "c"], at: url, clock: clock, reading: "a")
                 try Self.downgradeToVersion5(url)
                 #expect(try Self.hasIndex("access_by_time", url))
 
@@ -288,6 +271,9 @@ extension DiskStoreSuites {
             }
         }
 
+        /// Turns a store of the current format into one of format version 4 as an
+        /// earlier Hoard left it: totals that count every row, kept by three
+        /// triggers, and no watermark.
         static func downgradeToVersion4(_ url: URL) throws {
             try downgradeToVersion5(url)
             try tamper(
@@ -367,14 +353,7 @@ extension DiskStoreSuites {
             try DiskTest.withTemporaryDirectory { url in
                 // Given a version 3 store where "a" was written first but read last
                 let clock = ManualClock(start: Date(timeIntervalSince1970: 1_000))
-                do {
-                    let store = try DiskStore(directory: url, clock: clock)
-                    for key in ["a", "b", "c"] {
-                        try store.set(Data(count: 10), for: key, in: "ns", storedAt: clock.now(), expiresAt: nil)
-                        clock.advance(by: 10)
-                    }
-                    #expect(try store.entry(for: "a", in: "ns") != nil)
-                }
+                try DiskTest.writeInOrder(["a", "b", "c"], at: url, clock: clock, reading: "a")
                 try Self.downgradeToVersion3(url)
 
                 // When it is opened alone

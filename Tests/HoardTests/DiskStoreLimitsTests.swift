@@ -257,13 +257,7 @@ extension DiskStoreSuites {
             try DiskTest.withTemporaryDirectory { url in
                 // Given three entries stored in order, the newest with a damaged access time
                 let clock = ManualClock(start: Date(timeIntervalSince1970: 1_000))
-                do {
-                    let store = try DiskStore(directory: url, clock: clock)
-                    for key in ["a", "b", "c"] {
-                        try store.set(Data(count: 10), for: key, in: "ns", storedAt: clock.now(), expiresAt: nil)
-                        clock.advance(by: 10)
-                    }
-                }
+                try DiskTest.writeInOrder(["a", "b", "c"], at: url, clock: clock)
                 try DiskStoreDamageTests.tamper(
                     url,
                     "INSERT INTO access (id, accessed_at) SELECT id, 'x' FROM entries WHERE key = CAST('c' AS BLOB)")

@@ -28,6 +28,18 @@ enum DiskTest {
         return try await body(parent.appendingPathComponent("store", isDirectory: true))
     }
 
+    /// Writes a 10-byte entry for each of `keys` in namespace `ns` of the store at
+    /// `url`, in order, `clock` advancing 10 seconds after each; then reads
+    /// `reading`, if given, and closes the store (writing the read's access time).
+    static func writeInOrder(_ keys: [String], at url: URL, clock: ManualClock, reading: String? = nil) throws {
+        let store = try DiskStore(directory: url, clock: clock)
+        for key in keys {
+            try store.set(Data(count: 10), for: key, in: "ns", storedAt: clock.now(), expiresAt: nil)
+            clock.advance(by: 10)
+        }
+        if let reading { #expect(try store.entry(for: reading, in: "ns") != nil) }
+    }
+
     private static func makeParent() throws -> URL {
         let parent = FileManager.default.temporaryDirectory
             .appendingPathComponent("hoard-tests-\(UUID().uuidString)", isDirectory: true)
