@@ -28,7 +28,8 @@ extension DiskStoreSuites {
                 // Given 2,000 entries, checkpointed into the index file, some of them read
                 let store = try DiskStore(directory: url)
                 for i in 0..<2_000 {
-                    try store.set(DiskTest.bytes(500, seed: i), for: "k\(i)", in: "ns", storedAt: Date(), expiresAt: nil)
+                    try store.set(
+                        DiskTest.bytes(500, seed: i), for: "k\(i)", in: "ns", storedAt: Date(), expiresAt: nil)
                 }
                 try Self.tamper(url, "PRAGMA wal_checkpoint(TRUNCATE)")
                 for i in stride(from: 0, to: 2_000, by: 37) { _ = try store.entry(for: "k\(i)", in: "ns") }
