@@ -34,9 +34,10 @@ extension DiskStore {
         /// other one, if set, is only kept. Must satisfy `0 < lowWaterMark <= 1`.
         /// Defaults to 0.75.
         ///
-        /// Every eviction reads the access order in one pass over all entries, so
-        /// a low-water mark near 1 makes writes at the limit pay that pass for a
-        /// few evictions each: at 1, every write that exceeds the limit does.
+        /// Each round of evictions reads the access order in one pass over all
+        /// entries, so a low-water mark near 1 makes writes at the limit pay that
+        /// pass for a few evictions each: at 1, every write that exceeds the limit
+        /// does.
         public var lowWaterMark: Double
 
         /// The lifetime of values written with the typed
