@@ -38,8 +38,9 @@ import Foundation
 /// rewrites access rows of random entries; with a time index each row also moved
 /// in that index, from its old time's page to the end, so a flush changed about
 /// twice the pages: in a store whose entries had all been read before, a flush of
-/// 10,000 accesses over 100,000 entries took about 3.4 times as long with the
-/// index. Trimming instead reads the access order in one pass over `access`, the
+/// 10,000 accesses over 100,000 entries took about 2.5 times as long with the
+/// index (`DiskStoreBenchmarks`' flush row). A trim costs about 1.13 times as much
+/// without it: it reads the access order in one pass over `access`, the
 /// oldest first, as many entries as the trim is estimated to evict, and evicts
 /// them over several transactions (see `_TrimQueue`).
 ///
