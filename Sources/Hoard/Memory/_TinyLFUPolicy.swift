@@ -114,11 +114,11 @@ struct _TinyLFUPolicy {
         windowCapacity = max(1, capacity / 100)
         protectedCapacity = max(0, Int(Double(capacity - windowCapacity) * 0.8))
         sketch = _FrequencySketch(capacity: sketchCapacity)
-        countingThreshold = max(sketch.additionsBeforeReset, minimumHitsPerCount)
         // The history is sized like the sketch: from at most 2^20 entries.
         let remembered = min(capacity, _FrequencySketch.maxCapacity) / Self.historyFraction
         history = _GhostHistory(
             capacity: adapts && !weighsByCost ? max(Self.historyMinimum, remembered) : 0)
+        countingThreshold = threshold(slotCount: 0)
     }
 
     /// Moves the split between the window and the main space by `delta` (an entry
@@ -297,7 +297,13 @@ struct _TinyLFUPolicy {
             for n in 0..<slots.count where slots[n].hits == _PolicySlot.full { slots[n].hits = 0 }
             marksValidAtReset = sketch.resets
         }
-        countingThreshold = max(sketch.additionsBeforeReset, minimumHitsPerCount, slots.count >> 3)
+        countingThreshold = threshold(slotCount: slots.count)
+    }
+
+    /// What `countingThreshold` is with `slotCount` slots: what the sketch's sample
+    /// still takes, at least `minimumHitsPerCount` and an eighth of the slots.
+    func threshold(slotCount: Int) -> Int {
+        max(sketch.additionsBeforeReset, minimumHitsPerCount, slotCount >> 3)
     }
 
     /// The weight of the entry in slot `i`: one, or its cost when weights are costs
