@@ -85,10 +85,12 @@ let memoryRequests = uniformKeys(count: 1 << 20, upperBound: memoryKeyCount)
 
 final class MemoryHitFixture {
     var position = 0
+    /// The next 1,000 requests; every batch is full (the requests' count is not a
+    /// multiple of 1,000, so the last part is skipped, not read short).
     func nextBatch() -> ArraySlice<Int> {
-        let start = position
-        position = (position + 1_000) % memoryRequests.count
-        return memoryRequests[start..<min(start + 1_000, memoryRequests.count)]
+        let start = position + 1_000 <= memoryRequests.count ? position : 0
+        position = start + 1_000
+        return memoryRequests[start..<position]
     }
 }
 
@@ -238,10 +240,12 @@ final class DiskFixture<Subject> {
         self.directory = directory
     }
 
+    /// The next `diskReadsPerIteration` requests; every batch is full (a short one
+    /// at the end of the requests made a fast run's byte-count check fail).
     func nextBatch() -> ArraySlice<Int> {
-        let start = position
-        position = (position + diskReadsPerIteration) % diskRequests.count
-        return diskRequests[start..<min(start + diskReadsPerIteration, diskRequests.count)]
+        let start = position + diskReadsPerIteration <= diskRequests.count ? position : 0
+        position = start + diskReadsPerIteration
+        return diskRequests[start..<position]
     }
 }
 
