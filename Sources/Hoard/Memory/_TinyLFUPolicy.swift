@@ -186,15 +186,16 @@ struct _TinyLFUPolicy {
         info: borrowing _SlotArray<_NodeInfo>
     ) {
         if countsHits { countHit(on: i, slots: &slots, info: info) }
-        switch slots[i].queue {
-        case .window:
-            window.moveToFront(i, in: &links)
-        case .main:
+        // Tests in order of likelihood, not a `switch`: the switch compiled to a jump
+        // table, and this order made the `.tinyLFU` get-hit row about 2% faster in
+        // three alternating pairs of runs (Benchmarks/README.md).
+        let queue = slots[i].queue
+        if queue == .main {
             protected.moveToFront(i, in: &links)
-        case .probation:
+        } else if queue == .window {
+            window.moveToFront(i, in: &links)
+        } else if queue == .probation {
             promote(i, links: &links, slots: &slots, info: info)
-        case .none:
-            break
         }
     }
 
