@@ -1,3 +1,4 @@
+import BenchSQLite
 import Benchmark
 import Foundation
 import Hoard
@@ -57,7 +58,18 @@ import Hoard
 ///   reads, without the checksum (`StoreSchemaSubject`).
 ///
 /// The DiskStore runs with `syncsValueFiles: false`, as the file baseline does not sync.
+///
+/// With `BENCH_SQLITE_MEMSTATUS=0` in the environment every subject runs with
+/// SQLite's memory statistics off, which removes the process-wide mutex each SQLite
+/// allocation takes: what that mutex costs the 2-thread rows, store and raw SQLite
+/// alike. The store does not turn them off itself: the setting is the whole
+/// process's, and other SQLite users in it may rely on the statistics.
 let benchmarks: @Sendable () -> Void = {
+    // `BENCH_SQLITE_MEMSTATUS=0` runs every subject with SQLite's memory statistics
+    // off (see `bench_sqlite_memory_statistics_off`), before any connection opens.
+    if ProcessInfo.processInfo.environment["BENCH_SQLITE_MEMSTATUS"] == "0" {
+        precondition(bench_sqlite_memory_statistics_off() == SQLITE_OK, "SQLite was initialised already")
+    }
     let small = Shape(valueSize: 1 << 10, entries: 100_000, label: "1KiB")
     let large = Shape(valueSize: 100 << 10, entries: 2_000, label: "100KiB")
 
