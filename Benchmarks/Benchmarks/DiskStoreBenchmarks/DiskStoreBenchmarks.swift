@@ -30,7 +30,10 @@ import Hoard
 ///   `accessFlushCount` 1,000 (the default before 10,000), which separates what the
 ///   size of the access flushes costs the reads; and `get` as a floor with no flush
 ///   during the run (the recorded accesses stay in memory), the store's read path
-///   without the access writes beside it; and `get then flush` runs 10,000 of that
+///   without the access writes beside it; and `get` as a floor of raw SQLite
+///   running the store's lookup on the store's own index (`StoreSchemaSubject`:
+///   the store's format, without its checksum, access order or Swift); and
+///   `get then flush` runs 10,000 of the no-flush
 ///   floor's gets (the default flush count) and then writes their access times in
 ///   one flush on the same thread, so that its difference from ten times the floor
 ///   is what a flush costs.
@@ -149,6 +152,12 @@ let benchmarks: @Sendable () -> Void = {
     register(
         "disk get 1KiB: baseline raw SQLite", shape: small, perIteration: 1_000,
         make: { try SQLiteSubject(shape: small) }
+    ) {
+        $0.get(1_000)
+    }
+    register(
+        "disk get 1KiB: floor, raw SQLite running DiskStore's lookup on its index", shape: small,
+        perIteration: 1_000, make: { try StoreSchemaSubject(shape: small) }
     ) {
         $0.get(1_000)
     }
