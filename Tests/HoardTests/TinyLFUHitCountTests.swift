@@ -17,7 +17,7 @@ struct TinyLFUHitCountTests {
 
     /// The sketch's estimate for `key`, after counting what it has buffered.
     func frequency(of key: Int, in cache: MemoryCache<Int, Int>) -> Int {
-        cache.shards.withLock(0) { shard in
+        cache.withAppliedHits { shard in
             shard.tinyLFU.sketch.flush()
             return shard.tinyLFU.sketch.frequency(_HashIndex.hash(of: key))
         }
@@ -25,7 +25,7 @@ struct TinyLFUHitCountTests {
 
     /// Hits counted on slots and not yet in the sketch.
     func uncountedHits(in cache: MemoryCache<Int, Int>) -> Int {
-        cache.shards.withLock(0) { $0.tinyLFU.uncountedHits }
+        cache.withAppliedHits { $0.tinyLFU.uncountedHits }
     }
 
     @Test("A hit stays on its slot, and the sketch counts it when the entry leaves")
@@ -34,7 +34,7 @@ struct TinyLFUHitCountTests {
         cache[1] = 1
         for _ in 0..<5 { #expect(cache[1] == 1) }
         #expect(uncountedHits(in: cache) == 5)
-        #expect(cache.shards.withLock(0) { $0.policySlots[0].hits } == 5)
+        #expect(cache.withAppliedHits { $0.policySlots[0].hits } == 5)
         #expect(frequency(of: 1, in: cache) == 0, "the insertion only set the doorkeeper")
         #expect(cache.removeValue(for: 1) == 1)
         #expect(uncountedHits(in: cache) == 0)
@@ -44,7 +44,7 @@ struct TinyLFUHitCountTests {
     @Test("A duel counts the candidate's uncounted hits")
     func duelCountsHits() throws {
         let cache = try cache()
-        #expect(cache.shards.withLock(0) { $0.tinyLFU.windowCapacity } == 1)
+        #expect(cache.withAppliedHits { $0.tinyLFU.windowCapacity } == 1)
         // Fill the cache: every key after the first leaves the one-entry window for
         // probation, and none is read, so all estimate 0.
         for key in 0..<100 { cache[key] = key }
@@ -66,7 +66,7 @@ struct TinyLFUHitCountTests {
         // Key 0 is probation's oldest entry. Hits reach a probation entry's slot
         // uncounted only when it was hit in the protected segment and then demoted;
         // the test puts five there directly.
-        cache.shards.withLock(0) { shard in
+        cache.withAppliedHits { shard in
             let slot = shard.slot(of: 0, hash: _HashIndex.hash(of: 0))!
             #expect(shard.policySlots[slot].queue == .probation)
             #expect(shard.tinyLFU.probation.tail == slot)
@@ -88,7 +88,7 @@ struct TinyLFUHitCountTests {
         for key in 0..<10 { cache[key] = key }
         // A 100-entry sketch resets after 1,000 additions; the insertions were ten
         // (counted here rather than at the 32nd, as the buffer would).
-        let before = cache.shards.withLock(0) { shard in
+        let before = cache.withAppliedHits { shard in
             shard.tinyLFU.sketch.flush()
             shard.tinyLFU.refreshCounting(slots: &shard.policySlots)
             return shard.tinyLFU.sketch.additionsBeforeReset
@@ -107,7 +107,7 @@ struct TinyLFUHitCountTests {
     func countedAtMostEveryEighth() throws {
         let cache = try cache(countLimit: 1_000)
         cache[1] = 1
-        let minimum = cache.shards.withLock(0) { shard in
+        let minimum = cache.withAppliedHits { shard in
             shard.tinyLFU.sketch.additions = shard.tinyLFU.sketch.sampleSize - 1
             shard.tinyLFU.refreshCounting(slots: &shard.policySlots)
             return shard.tinyLFU.minimumHitsPerCount
@@ -128,12 +128,12 @@ struct TinyLFUHitCountTests {
             configuration: .init(costLimit: 100, lowWaterMark: 1.0, policy: .tinyLFU, shards: 1, memoryPressure: nil))
         for key in 0..<2_000 { cache[key] = Data() }
         #expect(cache.count == 2_000)
-        cache.shards.withLock(0) { shard in
+        cache.withAppliedHits { shard in
             shard.tinyLFU.sketch.flush()
             shard.tinyLFU.sketch.additions = shard.tinyLFU.sketch.sampleSize - 1
             shard.tinyLFU.refreshCounting(slots: &shard.policySlots)
         }
-        func uncounted() -> Int { cache.shards.withLock(0) { $0.tinyLFU.uncountedHits } }
+        func uncounted() -> Int { cache.withAppliedHits { $0.tinyLFU.uncountedHits } }
         for request in 0..<249 { _ = cache[request] }
         #expect(uncounted() == 249)
         _ = cache[249]
@@ -145,8 +145,8 @@ struct TinyLFUHitCountTests {
         let cache = try cache(countLimit: 10_000)
         cache[1] = 1
         for _ in 0..<254 { _ = cache[1] }
-        #expect(cache.shards.withLock(0) { $0.policySlots[0].hits } == _PolicySlot.full)
-        cache.shards.withLock(0) { shard in
+        #expect(cache.withAppliedHits { $0.policySlots[0].hits } == _PolicySlot.full)
+        cache.withAppliedHits { shard in
             shard.tinyLFU.sketch.additions = shard.tinyLFU.sketch.sampleSize - 1
             shard.tinyLFU.refreshCounting(slots: &shard.policySlots)
         }
@@ -154,8 +154,8 @@ struct TinyLFUHitCountTests {
         // sample: the sketch resets inside an insertion that evicts nothing.
         for key in 2...40 { cache[key] = key }
         #expect(cache.count == 40)
-        #expect(cache.shards.withLock(0) { $0.tinyLFU.sketch.resets } == 1)
-        #expect(cache.shards.withLock(0) { $0.policySlots[0].hits } == 0)
+        #expect(cache.withAppliedHits { $0.tinyLFU.sketch.resets } == 1)
+        #expect(cache.withAppliedHits { $0.policySlots[0].hits } == 0)
         _ = cache[1]
         #expect(uncountedHits(in: cache) == 1)
     }
@@ -166,14 +166,14 @@ struct TinyLFUHitCountTests {
         cache[1] = 1
         for _ in 0..<10 { _ = cache[1] }
         #expect(uncountedHits(in: cache) == 0)
-        #expect(cache.shards.withLock(0) { $0.policySlots[0].hits } == 0)
+        #expect(cache.withAppliedHits { $0.policySlots[0].hits } == 0)
     }
 
     @Test("A key whose counters are full has its hits ignored until the sketch's next reset")
     func fullKeysAreMarkedUntilTheReset() throws {
         let cache = try cache(countLimit: 10_000)
         cache[1] = 1
-        func slot() -> UInt8 { cache.shards.withLock(0) { $0.policySlots[0].hits } }
+        func slot() -> UInt8 { cache.withAppliedHits { $0.policySlots[0].hits } }
         for _ in 0..<253 { _ = cache[1] }
         #expect(slot() == 253)
         #expect(uncountedHits(in: cache) == 253)
@@ -188,7 +188,7 @@ struct TinyLFUHitCountTests {
         #expect(uncountedHits(in: cache) == 0)
         // A reset (which the policy follows with `refreshCounting`) halves the
         // counters: the mark is cleared, and the next hit counts again.
-        cache.shards.withLock(0) { shard in
+        cache.withAppliedHits { shard in
             shard.tinyLFU.sketch.reset()
             shard.tinyLFU.refreshCounting(slots: &shard.policySlots)
         }

@@ -24,6 +24,11 @@ struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable>: ~Copyable {
     /// The W-TinyLFU list that holds each slot, and its uncounted hits (unused by
     /// `.lru`; see `_PolicySlot`).
     @usableFromInline var policySlots = _SlotArray<_PolicySlot>()
+    /// The slots of W-TinyLFU hits not yet applied to the policy, oldest first: a
+    /// hit only appends its slot here, and `applyPendingHits` applies them when
+    /// there are `_TinyLFUPolicy.hitBatch`, and before anything else reads or
+    /// changes the policy. Always empty with `.lru`.
+    @usableFromInline var pendingHits: _SlotArray<Int32>
     @usableFromInline var freeHead: Int32 = -1
     @usableFromInline var totalCost = 0
     /// How many entries have a finite expiry; `removeExpired` skips the scan at zero.
@@ -50,6 +55,7 @@ struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable>: ~Copyable {
         countLowWater = countLimit.map { _LowWaterMark.of($0, at: lowWaterMark) } ?? .max
         costLowWater = costLimit.map { _LowWaterMark.of($0, at: lowWaterMark) } ?? .max
         usesTinyLFU = policy == .tinyLFU
+        pendingHits = _SlotArray(capacity: policy == .tinyLFU ? _TinyLFUPolicy.hitBatch : 1)
         if policy == .tinyLFU, let countLimit {
             tinyLFU = _TinyLFUPolicy(
                 capacity: countLimit, sketchCapacity: min(countLimit, _FrequencySketch.maxCapacity),
@@ -110,12 +116,29 @@ struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable>: ~Copyable {
             return nil
         }
         if usesTinyLFU {
-            tinyLFU.recordAccess(i, links: &links, slots: &policySlots, info: info)
+            pendingHits.append(i)
+            if pendingHits.count == _TinyLFUPolicy.hitBatch { applyPendingHits() }
         } else {
             lru.moveToFront(i, in: &links)
         }
         hits &+= 1
         return i
+    }
+
+    /// Applies the W-TinyLFU hits in `pendingHits` to the policy, oldest first, and
+    /// empties it.
+    ///
+    /// Everything else that reads or changes the policy's state (a write, a removal,
+    /// an eviction, `removeAll`) calls this first, so that the policy sees the same
+    /// operations in the same order as if each hit had been applied at once:
+    /// batching changes when the work is done, never what the cache keeps. It also
+    /// keeps every buffered slot live: a slot is freed only by `removeNode`, after
+    /// the buffer is applied.
+    @usableFromInline
+    mutating func applyPendingHits() {
+        guard pendingHits.count > 0 else { return }
+        tinyLFU.applyHits(pendingHits, links: &links, slots: &policySlots, info: info)
+        pendingHits.removeAll()
     }
 
     /// The live value for `key`, without counting a hit or touching recency.
@@ -140,6 +163,7 @@ struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable>: ~Copyable {
         _ value: Value, for key: Key, hash: UInt64, cost: Int, storedAt: Double, expiresAt: Double,
         observers: _MemoryObservers<Key, Value>?
     ) -> Bool {
+        if pendingHits.count > 0 { applyPendingHits() }
         let existing = slot(of: key, hash: hash)
         guard cost <= costLimit else {
             if let existing { removeNode(existing, key: key, observers: observers) }
@@ -215,6 +239,7 @@ struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable>: ~Copyable {
         toCount countTarget: Int, toCost costTarget: Int, reason: EvictionReason,
         protecting protected: Int32, observers: _MemoryObservers<Key, Value>?
     ) {
+        if pendingHits.count > 0 { applyPendingHits() }
         while index.count > countTarget || totalCost > costTarget {
             let victim = usesTinyLFU ? tinyLFU.victim(in: info, slots: &policySlots, excluding: protected) : lru.tail
             guard victim >= 0, victim != protected, let key = nodes[Int(victim)].entry?.key else { break }
@@ -238,6 +263,7 @@ struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable>: ~Copyable {
     @usableFromInline
     @discardableResult
     mutating func removeNode(_ i: Int32, key: Key, observers: _MemoryObservers<Key, Value>?) -> Value? {
+        if pendingHits.count > 0 { applyPendingHits() }
         let n = Int(i)
         let cost = info[n].cost
         if usesTinyLFU {
@@ -270,7 +296,10 @@ struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable>: ~Copyable {
                 if let key = nodes[n].entry?.key { observers.publishUpdate(key: key, value: nil) }
             }
         }
-        if usesTinyLFU { tinyLFU.removeAll(slots: &policySlots, info: info) }
+        if usesTinyLFU {
+            applyPendingHits()
+            tinyLFU.removeAll(slots: &policySlots, info: info)
+        }
         index = _HashIndex()
         nodes = _SlotArray()
         info = _SlotArray()

@@ -78,6 +78,12 @@ struct _SlotArray<Element>: ~Copyable {
         count += 1
     }
 
+    /// Removes every element, keeping the capacity.
+    mutating func removeAll() {
+        base.deinitialize(count: count)
+        count = 0
+    }
+
     @usableFromInline
     mutating func grow() {
         let newCapacity = max(16, capacity * 2)
