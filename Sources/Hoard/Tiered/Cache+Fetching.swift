@@ -257,8 +257,7 @@ extension Cache {
                 let expiresAt = clock.now().addingTimeInterval(seconds)
                 let entry = CacheEntry(value: _CacheSlot<Value>.missing, storedAt: clock.now(), expiresAt: expiresAt)
                 let cost = memory.cost(of: entry.value)
-                _ = writer.promote(
-                    key, ticket: ticket, memory: { memory.set(entry, for: key, cost: cost) }, stores: nil)
+                _ = writer.promoteToMemory(key, ticket: ticket) { memory.set(entry, for: key, cost: cost) }
             }
             return nil
         }

@@ -158,7 +158,7 @@ extension Cache {
             let cost = memory.cost(of: entry.value)
             // Noted like any key memory takes in, so another instance's
             // invalidation of it finds it.
-            if writer.promote(key, ticket: ticket, memory: { memory.set(entry, for: key, cost: cost) }, stores: nil) {
+            if writer.promoteToMemory(key, ticket: ticket, memory: { memory.set(entry, for: key, cost: cost) }) {
                 remember(key)
             }
             return hit(value, storedAt: storedAt, expiresAt: expiresAt, now: now, source: .pendingWrite)
@@ -292,16 +292,18 @@ extension Cache {
         intoLocalStoresBefore index: Int
     ) {
         let entry = CacheEntry(value: _CacheSlot.value(value), storedAt: stored.storedAt, expiresAt: stored.expiresAt)
-        let stores: _CacheWriter<Key, Value>.Operation.Kind? =
-            index == 0
-            ? nil
-            : .promote(
+        let cost = memory.cost(of: entry.value)
+        let made: Bool
+        if index == 0 {
+            made = writer.promoteToMemory(key, ticket: ticket) { memory.set(entry, for: key, cost: cost) }
+        } else {
+            let stores = _CacheWriter<Key, Value>.Operation.Kind.promote(
                 key, value, stored.data, storedAt: stored.storedAt,
                 expiresAt: capped(stored.expiresAt, by: configuration.localExpiry, now: clock.now()),
                 localStoresBefore: index)
-        let cost = memory.cost(of: entry.value)
-        let made = writer.promote(
-            key, ticket: ticket, memory: { memory.set(entry, for: key, cost: cost) }, stores: stores)
+            made = writer.promote(
+                key, ticket: ticket, memory: { memory.set(entry, for: key, cost: cost) }, stores: stores)
+        }
         guard made else {
             noteDroppedPromotion(key)
             return

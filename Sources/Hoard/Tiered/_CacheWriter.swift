@@ -248,13 +248,15 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
     }
 
     /// Copies what a read found into faster tiers unless `key` changed since the
-    /// read's `ticket`: runs `memory` and queues `stores` (when given) in one step.
+    /// read's `ticket`: runs `memory` and queues `stores` in one step (the stores
+    /// are skipped, and memory still promoted, when the queue is over its byte
+    /// budget). A promotion into memory alone is ``promoteToMemory(_:ticket:memory:)``.
     ///
     /// - Returns: Whether the promotion was made; `false` when it was dropped
     ///   because a newer write, removal, clear or invalidation came first.
     @usableFromInline
-    func promote(_ key: Key, ticket: UInt64, memory: () -> Void, stores: Operation.Kind?) -> Bool {
-        let bytes = stores.flatMap(queuedSize(of:)) ?? 0
+    func promote(_ key: Key, ticket: UInt64, memory: () -> Void, stores: Operation.Kind) -> Bool {
+        let bytes = queuedSize(of: stores) ?? 0
         let outcome = state.withLock { state in
             let outcome = state.promote(key, ifUnchangedSince: ticket, stores: stores, bytes: bytes)
             if outcome != .dropped { memory() }
@@ -265,6 +267,26 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
         case .madeInMemory: return true
         case .queued(let startsApplying):
             if startsApplying { startApplying() }
+            return true
+        }
+    }
+
+    /// ``promote(_:ticket:memory:stores:)`` with nothing for the stores: runs
+    /// `memory` unless `key` changed since `ticket`, in one step.
+    ///
+    /// - Returns: Whether the promotion was made; `false` when it was dropped
+    ///   because a newer write, removal, clear or invalidation came first.
+    ///
+    /// A method of its own, so that a promotion into memory alone (every disk hit
+    /// of a cache with one local store) never names the generic operation and
+    /// outcome types: this code is not specialised for the cache's key and value,
+    /// and each type it names built from them is a lookup in the runtime's
+    /// metadata tables (`Benchmarks/README.md`).
+    @usableFromInline
+    func promoteToMemory(_ key: Key, ticket: UInt64, memory: () -> Void) -> Bool {
+        state.withLock { state in
+            guard !state.hasChanged(key, since: ticket) else { return false }
+            memory()
             return true
         }
     }

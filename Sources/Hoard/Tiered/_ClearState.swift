@@ -46,6 +46,9 @@ struct _ClearState: Sendable {
         removedLocally[keyString] = sequence
     }
 
+    /// Whether nothing is queued: no clear of either tier, no removal by string.
+    var isEmpty: Bool { local == nil && remote == nil && removedLocally.isEmpty }
+
     /// Forgets the clear at `sequence` once the stores have applied it.
     mutating func appliedClear(at sequence: UInt64) {
         if local == sequence { local = nil }

@@ -37,9 +37,12 @@ struct _ReadTickets<Key: Hashable>: Sendable where Key: Sendable {
             return
         }
         reads[ticket] = nil
+        // The emptiness checks keep the common case (nothing changed during the
+        // read) off `Dictionary<Key, UInt64>`'s generic code, which this
+        // unspecialised code runs through the runtime's metadata tables.
         if reads.isEmpty {
-            changed.removeAll(keepingCapacity: true)
-            changedStrings.removeAll()
+            if !changed.isEmpty { changed.removeAll(keepingCapacity: true) }
+            if !changedStrings.isEmpty { changedStrings.removeAll() }
         }
     }
 
@@ -73,7 +76,7 @@ struct _ReadTickets<Key: Hashable>: Sendable where Key: Sendable {
     /// at or after `ticket`.
     func hasChanged(_ key: Key, keyString: () -> String, since ticket: UInt64) -> Bool {
         if barrier >= ticket { return true }
-        if let changed = changed[key], changed >= ticket { return true }
+        if !changed.isEmpty, let changed = changed[key], changed >= ticket { return true }
         if !changedStrings.isEmpty, let changed = changedStrings[keyString()], changed >= ticket { return true }
         return false
     }
