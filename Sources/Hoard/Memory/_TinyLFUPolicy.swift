@@ -216,48 +216,35 @@ struct _TinyLFUPolicy {
     /// Records the hits on the given slots, oldest first, as `recordAccess` would
     /// one at a time.
     ///
-    /// A hit's list move reads and writes its slot's links, its neighbours' links
-    /// and its `_PolicySlot`, in three arrays too large for the processor's caches
-    /// at 100,000 entries. The loop prefetches the links and state of the hit
-    /// `linkDistance` ahead, and the neighbours' links of the hit
-    /// `neighbourDistance` ahead (by then its own links have arrived), so that the
-    /// misses of several hits are in flight at once; a hit applied as it happens
-    /// waits for each of its misses in turn.
+    /// A hit's list move reads and writes its slot's links and its `_PolicySlot`,
+    /// in arrays too large for the processor's caches at 100,000 entries. The loop
+    /// prefetches both for the hit `prefetchDistance` ahead, so that the misses of
+    /// several hits are in flight at once; a hit applied as it happens waits for
+    /// each of its misses in turn. (Prefetching the neighbours' links too, from
+    /// the links once loaded, measured about 1% slower: `Benchmarks/README.md`.)
     @usableFromInline
     mutating func applyHits(
         _ hits: borrowing _SlotArray<Int32>, links: inout _SlotArray<_Links>, slots: inout _SlotArray<_PolicySlot>,
         info: borrowing _SlotArray<_NodeInfo>
     ) {
         let count = hits.count
-        let (linkDistance, neighbourDistance) = (Self.linkDistance, Self.neighbourDistance)
-        for k in 0..<min(count, linkDistance) { prefetchState(of: hits[k], links: links, slots: slots) }
-        for k in 0..<min(count, neighbourDistance) { prefetchNeighbours(of: hits[k], links: links) }
+        let distance = Self.prefetchDistance
+        for k in 0..<min(count, distance) { prefetchState(of: hits[k], links: links, slots: slots) }
         for k in 0..<count {
-            if k + linkDistance < count { prefetchState(of: hits[k + linkDistance], links: links, slots: slots) }
-            if k + neighbourDistance < count { prefetchNeighbours(of: hits[k + neighbourDistance], links: links) }
+            if k + distance < count { prefetchState(of: hits[k + distance], links: links, slots: slots) }
             recordAccess(hits[k], links: &links, slots: &slots, info: info)
         }
     }
 
-    /// How many hits ahead `applyHits` prefetches a slot's links and state: 8
-    /// measured a little faster than 4 and 16.
-    static let linkDistance = 8
-    /// How many hits ahead `applyHits` prefetches a slot's neighbours' links.
-    static let neighbourDistance = 4
+    /// How many hits ahead `applyHits` prefetches a slot's links and state: 16
+    /// measured the same as 8, and 4 (with the neighbours' prefetch) a little
+    /// slower.
+    static let prefetchDistance = 8
 
     /// Starts loading slot `i`'s links and `_PolicySlot`; changes nothing.
     func prefetchState(of i: Int32, links: borrowing _SlotArray<_Links>, slots: borrowing _SlotArray<_PolicySlot>) {
         hoard_prefetch_for_write(links.base + Int(i))
         hoard_prefetch_for_write(slots.base + Int(i))
-    }
-
-    /// Starts loading the links of slot `i`'s neighbours on its list; changes
-    /// nothing. They may have changed by the time the hit is applied (an earlier
-    /// hit in the batch moved one): the prefetch is then wasted, never wrong.
-    func prefetchNeighbours(of i: Int32, links: borrowing _SlotArray<_Links>) {
-        let link = links[i]
-        if link.prev >= 0 { hoard_prefetch_for_write(links.base + Int(link.prev)) }
-        if link.next >= 0 { hoard_prefetch_for_write(links.base + Int(link.next)) }
     }
 
     /// Moves the entry in slot `i` from probation to the head of the protected
