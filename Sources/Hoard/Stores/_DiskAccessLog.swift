@@ -44,6 +44,10 @@ final class _DiskAccessLog: Sendable {
         /// the resolution (pruned when it grows): a read of an entry found here is
         /// not recorded again.
         var written: [Int64: Double] = [:]
+        /// The accesses a ``take()`` in progress took from ``pending``, by row id:
+        /// they count as written (a read of one within the resolution is not
+        /// recorded again) until the take adds them to ``written``.
+        var taking: [Int64: Access] = [:]
         /// The size of ``written`` at which it is next pruned.
         var writtenPruneCount = 4_096
         /// When the oldest pending access was recorded.
@@ -92,6 +96,7 @@ final class _DiskAccessLog: Sendable {
                     state.pending[id] = Access(id: id, time: now, storedAt: storedAt, epoch: epoch)
                 }
             } else {
+                if !state.taking.isEmpty, let taken = state.taking[id], now - taken.time < resolution { return .none }
                 if let written = state.written[id], now - written < resolution { return .none }
                 state.pending[id] = Access(id: id, time: now, storedAt: storedAt, epoch: epoch)
                 state.pendingSince = min(state.pendingSince, now)
@@ -124,27 +129,67 @@ final class _DiskAccessLog: Sendable {
     /// pages: about half the page writes of random order), and remembers them as
     /// written while they are younger than the resolution. The caller writes them,
     /// or reports why it could not: they only refine eviction order.
+    ///
+    /// Readers take the same lock to record, so the lock is held only to move the
+    /// pending map out and, later, to install the new ``State/written``: the sort
+    /// and the merge (up to ``DiskStore/Configuration/accessFlushCount`` accesses)
+    /// run without it. One take runs at a time (the store's writer calls it under
+    /// its own lock), so nothing else changes `written` in between.
     func take() -> [Access] {
-        state.withLock { state -> [Access] in
+        guard let batch = detachPending() else { return [] }
+        let taken = batch.taken.values.sorted { $0.id < $1.id }
+        settle(batch)
+        return taken
+    }
+
+    /// The first half of ``take()``: what a take works on.
+    struct Batch {
+        /// The accesses taken, by row id.
+        var taken: [Int64: Access]
+        /// ``State/written`` and ``State/writtenPruneCount`` when they were taken.
+        var written: [Int64: Double]
+        var writtenPruneCount: Int
+    }
+
+    /// Moves the pending accesses to ``State/taking`` (where reads still find
+    /// them) and returns them; `nil` when none are pending.
+    func detachPending() -> Batch? {
+        state.withLock { state -> Batch? in
             guard !state.pending.isEmpty else {
                 state.pendingSince = .infinity
-                return []
+                return nil
             }
-            let taken = state.pending.values.sorted { $0.id < $1.id }
-            if resolution > 0 {
-                if state.written.count + state.pending.count > state.writtenPruneCount {
-                    let newest = state.pending.values.lazy.map(\.time).max() ?? 0
-                    state.written = state.written.filter { newest - $0.value < resolution }
-                    // Pruned again only once it has doubled: O(1) amortised per access.
-                    state.writtenPruneCount = max(2 * state.written.count, 4_096)
-                }
-                for access in taken {
-                    state.written[access.id] = max(state.written[access.id] ?? -.infinity, access.time)
-                }
-            }
-            state.pending.removeAll(keepingCapacity: true)
+            let taken = state.pending
+            state.pending = Dictionary(minimumCapacity: taken.count)
+            state.taking = taken
             state.pendingSince = .infinity
-            return taken
+            return Batch(taken: taken, written: state.written, writtenPruneCount: state.writtenPruneCount)
+        }
+    }
+
+    /// The second half of ``take()``: adds the taken accesses to what was written
+    /// (pruning it when it has grown), outside the lock, then installs it and
+    /// forgets ``State/taking``.
+    func settle(_ batch: Batch) {
+        guard resolution > 0 else {
+            state.withLock { $0.taking = [:] }
+            return
+        }
+        var written = batch.written
+        var pruneCount = batch.writtenPruneCount
+        if written.count + batch.taken.count > pruneCount {
+            let newest = batch.taken.values.lazy.map(\.time).max() ?? 0
+            written = written.filter { newest - $0.value < resolution }
+            // Pruned again only once it has doubled: O(1) amortised per access.
+            pruneCount = max(2 * written.count, 4_096)
+        }
+        for access in batch.taken.values {
+            written[access.id] = max(written[access.id] ?? -.infinity, access.time)
+        }
+        state.withLock { state in
+            state.written = written
+            state.writtenPruneCount = pruneCount
+            state.taking = [:]
         }
     }
 }
