@@ -194,8 +194,8 @@ struct _TinyLFUPolicy {
     ) {
         if countsHits { countHit(on: i, slots: &slots, info: info) }
         // Tests in order of likelihood, not a `switch`: the switch compiled to a jump
-        // table, and this order made the `.tinyLFU` get-hit row about 2% faster in
-        // three alternating pairs of runs (Benchmarks/README.md).
+        // table, an indirect jump on every hit (MemoryCacheBenchmarks "get-hit 1T";
+        // the runs are in Benchmarks/README.md).
         let queue = slots[i].queue
         if queue == .main {
             protected.moveToFront(i, in: &links)
@@ -207,10 +207,9 @@ struct _TinyLFUPolicy {
     }
 
     /// How many hits a shard collects before it applies them (`applyHits`): 128
-    /// slot numbers, 512 bytes a shard. Batches of 128 and 256 made the
-    /// `.tinyLFU` get-hit row about 1% faster than batches of 64
-    /// (`Benchmarks/README.md`); a larger batch makes the read that applies it wait
-    /// longer.
+    /// slot numbers, 512 bytes a shard. The read that fills the buffer applies all
+    /// of them, so a larger batch makes that one read wait longer; the sizes
+    /// measured are in `Benchmarks/README.md`.
     @usableFromInline static let hitBatch = 128
 
     /// Records the hits on the given slots, oldest first, as `recordAccess` would
@@ -220,8 +219,8 @@ struct _TinyLFUPolicy {
     /// in arrays too large for the processor's caches at 100,000 entries. The loop
     /// prefetches both for the hit `prefetchDistance` ahead, so that the misses of
     /// several hits are in flight at once; a hit applied as it happens waits for
-    /// each of its misses in turn. (Prefetching the neighbours' links too, from
-    /// the links once loaded, measured about 1% slower: `Benchmarks/README.md`.)
+    /// each of its misses in turn. (The neighbours' links are not prefetched: the
+    /// runs in `Benchmarks/README.md` found that no faster.)
     @usableFromInline
     mutating func applyHits(
         _ hits: borrowing _SlotArray<Int32>, links: inout _SlotArray<_Links>, slots: inout _SlotArray<_PolicySlot>,
@@ -236,9 +235,8 @@ struct _TinyLFUPolicy {
         }
     }
 
-    /// How many hits ahead `applyHits` prefetches a slot's links and state: 16
-    /// measured the same as 8, and 4 (with the neighbours' prefetch) a little
-    /// slower.
+    /// How many hits ahead `applyHits` prefetches a slot's links and state (the
+    /// distances measured are in `Benchmarks/README.md`).
     static let prefetchDistance = 8
 
     /// Starts loading slot `i`'s links and `_PolicySlot`; changes nothing.

@@ -170,6 +170,10 @@ final class _DiskAccessLog: Sendable {
     /// The second half of ``take()``: adds the taken accesses to what was written
     /// (pruning it when it has grown), outside the lock, then installs it and
     /// forgets ``State/taking``.
+    ///
+    /// The state keeps its `written` for reads meanwhile, so the merge works on a
+    /// copy: one bulk copy of the map's table per take (keys and values are plain
+    /// numbers), O(`written`), in exchange for no sort and no merge under the lock.
     func settle(_ batch: Batch) {
         guard resolution > 0 else {
             state.withLock { $0.taking = [:] }
