@@ -174,8 +174,8 @@ extension DiskStoreSuites {
                 let store = try DiskStore(
                     directory: url, configuration: .init(spillThreshold: 100, onEvent: events.handler))
 
-                // Then it is version 6, healthy, with every value
-                #expect(try Self.formatVersion(url) == "6")
+                // Then it is version 7, healthy, with every value
+                #expect(try Self.formatVersion(url) == "7")
                 #expect(try store.verify().isHealthy)
                 #expect(try store.entry(for: "inline", in: "ns")?.data == Data("small".utf8))
                 #expect(try store.entry(for: "spilled", in: "ns")?.data == DiskTest.bytes(1_000))
@@ -205,7 +205,7 @@ extension DiskStoreSuites {
                 // Once it is let go, opening migrates
                 close(descriptor)
                 let store = try DiskStore(directory: url)
-                #expect(try Self.formatVersion(url) == "6")
+                #expect(try Self.formatVersion(url) == "7")
                 #expect(try store.entry(for: "inline", in: "ns")?.data == Data("small".utf8))
             }
         }
@@ -221,8 +221,8 @@ extension DiskStoreSuites {
                 // When it is opened alone
                 let store = try DiskStore(directory: url, clock: clock)
 
-                // Then it is version 6, healthy, with every access time
-                #expect(try Self.formatVersion(url) == "6")
+                // Then it is version 7, healthy, with every access time
+                #expect(try Self.formatVersion(url) == "7")
                 #expect(try store.verify().isHealthy)
                 let accessed = Dictionary(
                     uniqueKeysWithValues: try store.entries(in: "ns").map {
@@ -235,9 +235,60 @@ extension DiskStoreSuites {
             }
         }
 
+        /// Turns a store of the current format into one of format version 6 as an
+        /// earlier Hoard left it: one deletion trigger, which keeps the totals and
+        /// leaves the watermark where it is.
+        static func downgradeToVersion6(_ url: URL) throws {
+            try tamper(
+                url,
+                """
+                DROP TRIGGER entries_deleted_above_watermark;
+                DROP TRIGGER entries_deleted;
+                CREATE TRIGGER entries_deleted AFTER DELETE ON entries
+                WHEN OLD.id <= (SELECT id FROM totals_watermark) BEGIN
+                    UPDATE namespaces SET count = count - 1, bytes = bytes - OLD.size WHERE namespace = OLD.namespace;
+                    DELETE FROM namespaces WHERE namespace = OLD.namespace AND count <= 0;
+                END;
+                UPDATE meta SET value = '6' WHERE name = 'version';
+                """)
+            #expect(try formatVersion(url) == "6")
+        }
+
+        @Test(
+            "A version 6 store is migrated on open: a watermark left above the last row comes down, and new rows are counted"
+        )
+        func migratesVersion6() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                // Given a version 6 store whose last two rows were deleted after a fold
+                do {
+                    let store = try DiskStore(directory: url)
+                    for i in 0..<_DiskIndex.foldInterval {
+                        try store.set(Data(count: 10), for: "k\(i)", in: "ns", storedAt: Date(), expiresAt: nil)
+                    }
+                }
+                try Self.downgradeToVersion6(url)
+                try Self.tamper(url, "DELETE FROM entries WHERE id > \(_DiskIndex.foldInterval - 2)")
+                #expect(try DiskStoreTotalsTests.watermark(url) == Int64(_DiskIndex.foldInterval))
+
+                // When it is opened alone
+                let store = try DiskStore(directory: url)
+
+                // Then it is version 7, with the watermark at the last row, healthy
+                #expect(try Self.formatVersion(url) == "7")
+                #expect(try DiskStoreTotalsTests.watermark(url) == Int64(_DiskIndex.foldInterval - 2))
+                #expect(try store.verify().isHealthy)
+                // And a new entry, given the id after the last row, is counted
+                try store.set(Data(count: 5), for: "new", in: "ns", storedAt: Date(), expiresAt: nil)
+                let count = _DiskIndex.foldInterval - 1
+                #expect(try store.usage(in: "ns") == StoreUsage(count: count, bytes: (count - 1) * 10 + 5))
+                #expect(try store.verify().isHealthy)
+            }
+        }
+
         /// Turns a store of the current format into one of format version 5 as an
         /// earlier Hoard left it: `access` indexed by time.
         static func downgradeToVersion5(_ url: URL) throws {
+            try downgradeToVersion6(url)
             try tamper(
                 url,
                 """
@@ -259,8 +310,8 @@ extension DiskStoreSuites {
                 // When it is opened alone
                 let store = try DiskStore(directory: url, clock: clock)
 
-                // Then it is version 6 without the index, healthy
-                #expect(try Self.formatVersion(url) == "6")
+                // Then it is version 7 without the index, healthy
+                #expect(try Self.formatVersion(url) == "7")
                 #expect(try store.verify().isHealthy)
                 #expect(try Self.hasIndex("access_by_time", url) == false)
                 // And trimming evicts the least recently used first: "b", then "c"
@@ -316,8 +367,8 @@ extension DiskStoreSuites {
                 // When it is opened alone
                 let store = try DiskStore(directory: url)
 
-                // Then it is version 6, healthy, with the same totals
-                #expect(try Self.formatVersion(url) == "6")
+                // Then it is version 7, healthy, with the same totals
+                #expect(try Self.formatVersion(url) == "7")
                 #expect(try store.verify().isHealthy)
                 #expect(try store.usage(in: "even") == StoreUsage(count: 50, bytes: 2_450))
                 #expect(try store.usage(in: "odd") == StoreUsage(count: 50, bytes: 2_500))
@@ -359,8 +410,8 @@ extension DiskStoreSuites {
                 // When it is opened alone
                 let store = try DiskStore(directory: url, clock: clock)
 
-                // Then it is version 6, healthy, with its access times
-                #expect(try Self.formatVersion(url) == "6")
+                // Then it is version 7, healthy, with its access times
+                #expect(try Self.formatVersion(url) == "7")
                 #expect(try store.verify().isHealthy)
                 func accessed() throws -> [String: Double] {
                     Dictionary(
@@ -378,14 +429,15 @@ extension DiskStoreSuites {
             }
         }
 
-        @Test("A store of format version 7 is refused as unsupported, and left unchanged")
+        @Test("A store of a newer format version is refused as unsupported, and left unchanged")
         func newerVersion() throws {
             try DiskTest.withTemporaryDirectory { url in
                 do { _ = try DiskStore(directory: url) }
-                try Self.tamper(url, "UPDATE meta SET value = '7' WHERE name = 'version'")
+                let newer = "\(_DiskIndex.formatVersion + 1)"
+                try Self.tamper(url, "UPDATE meta SET value = '\(newer)' WHERE name = 'version'")
                 let error = #expect(throws: HoardError.self) { try DiskStore(directory: url) }
                 #expect(error?.code == .unsupportedFormat)
-                #expect(try Self.formatVersion(url) == "7")
+                #expect(try Self.formatVersion(url) == newer)
             }
         }
 

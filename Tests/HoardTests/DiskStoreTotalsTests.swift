@@ -25,6 +25,16 @@ extension DiskStoreSuites {
             return statement.int64(at: 0)
         }
 
+        /// The last row id of `entries`, 0 when it is empty.
+        static func lastRowID(_ url: URL) throws -> Int64 {
+            let connection = try _SQLiteConnection(path: url.appendingPathComponent("index.sqlite").path)
+            defer { connection.close() }
+            let statement = try connection.prepare("SELECT coalesce(max(id), 0) FROM entries")
+            defer { statement.reset() }
+            try #require(try statement.step())
+            return statement.int64(at: 0)
+        }
+
         @Test("Random writes, overwrites and removals in three namespaces: the totals are exact after every step")
         func exactAfterEveryStep() throws {
             try DiskTest.withTemporaryDirectory { url in
@@ -65,6 +75,7 @@ extension DiskStoreSuites {
                     }
                     if namespaces != expected { return }
                     let watermark = try Self.watermark(url)
+                    #expect(watermark <= (try Self.lastRowID(url)), "step \(step)")
                     if watermark != lastWatermark { folds += 1 }
                     lastWatermark = watermark
                 }
@@ -91,6 +102,43 @@ extension DiskStoreSuites {
                 // Then the new entry is counted
                 let count = _DiskIndex.foldInterval - 1
                 #expect(try store.usage(in: "ns") == StoreUsage(count: count, bytes: (count - 1) * 10 + 5))
+                #expect(try store.verify().isHealthy)
+            }
+        }
+
+        @Test(
+            "Deleting the rows at and above the watermark brings it down to the last row id, and new rows are counted"
+        )
+        func watermarkComesDown() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                let store = try DiskStore(directory: url)
+                let fold = _DiskIndex.foldInterval
+                // Given a fold at row `fold`, then three rows above the watermark
+                for i in 0..<(fold + 3) {
+                    try store.set(Data(count: 10), for: "k\(i)", in: "ns", storedAt: Date(), expiresAt: nil)
+                }
+                #expect(try Self.watermark(url) == Int64(fold))
+
+                // When the row at the watermark goes, rows above it remain: it stays
+                #expect(try store.removeValue(for: "k\(fold - 1)", in: "ns"))
+                #expect(try Self.watermark(url) == Int64(fold))
+                // And when the rows above it go too, it comes down to the last row left
+                for i in fold..<(fold + 3) { #expect(try store.removeValue(for: "k\(i)", in: "ns")) }
+                #expect(try Self.watermark(url) == Int64(fold - 1))
+                #expect(try store.usage(in: "ns") == StoreUsage(count: fold - 1, bytes: (fold - 1) * 10))
+
+                // Then new entries, given the ids after it, are counted
+                try store.set(Data(count: 5), for: "new", in: "ns", storedAt: Date(), expiresAt: nil)
+                try store.set(Data(count: 7), for: "newer", in: "ns", storedAt: Date(), expiresAt: nil)
+                #expect(try store.usage(in: "ns") == StoreUsage(count: fold + 1, bytes: (fold - 1) * 10 + 12))
+                #expect(try store.verify().isHealthy)
+
+                // And emptying the store brings it to 0; the next entry is counted
+                _ = try store.removeAll(in: "ns")
+                #expect(try Self.watermark(url) == 0)
+                try store.set(Data(count: 3), for: "again", in: "ns", storedAt: Date(), expiresAt: nil)
+                #expect(try store.usage(in: "ns") == StoreUsage(count: 1, bytes: 3))
+                #expect(try store.totalUsage() == StoreUsage(count: 1, bytes: 3))
                 #expect(try store.verify().isHealthy)
             }
         }

@@ -74,10 +74,8 @@ final class StoreSchemaSubject: DiskSubject, RawSQLite {
         anyFile = try prepare("SELECT 1 FROM entries WHERE blob IS NOT NULL LIMIT 1")
         upsert = try prepare(
             """
-            INSERT INTO entries (id, namespace, key, stored_at, expires_at, size, value, blob, crc)
-            VALUES (
-                max(coalesce((SELECT max(id) FROM entries), 0), (SELECT id FROM totals_watermark)) + 1,
-                ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+            INSERT INTO entries (namespace, key, stored_at, expires_at, size, value, blob, crc)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
             ON CONFLICT (namespace, key) DO UPDATE SET
                 stored_at = excluded.stored_at, expires_at = excluded.expires_at, size = excluded.size,
                 value = excluded.value, blob = excluded.blob, crc = excluded.crc

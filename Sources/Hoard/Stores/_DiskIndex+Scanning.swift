@@ -182,14 +182,14 @@ extension _DiskIndex {
     }
 
     /// Rebuilds the `namespaces` totals from the entries, all of them: the
-    /// watermark moves to the last row (never down, so new rows stay above it).
+    /// watermark moves to the last row (0 in an empty table), up or down.
     func recomputeTotals() throws(HoardError) {
         try connection.execute(
             """
             DELETE FROM namespaces;
             INSERT INTO namespaces (namespace, count, bytes)
                 SELECT namespace, count(*), sum(size) FROM entries GROUP BY namespace;
-            UPDATE totals_watermark SET id = max(id, coalesce((SELECT max(id) FROM entries), 0));
+            UPDATE totals_watermark SET id = coalesce((SELECT max(id) FROM entries), 0);
             """)
     }
 }

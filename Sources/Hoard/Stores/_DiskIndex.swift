@@ -3,10 +3,10 @@ import Foundation
 /// The SQL side of a ``DiskStore``: the schema of `index.sqlite` and every query
 /// the store runs, each prepared once per connection and reused.
 ///
-/// Schema (format version 6):
+/// Schema (format version 7):
 ///
 /// ```sql
-/// meta(name TEXT PRIMARY KEY, value TEXT)      -- format = hoard.diskstore, version = 6
+/// meta(name TEXT PRIMARY KEY, value TEXT)      -- format = hoard.diskstore, version = 7
 /// entries(id INTEGER PRIMARY KEY,
 ///         namespace BLOB, key BLOB,            -- UTF-8 bytes; UNIQUE (namespace, key)
 ///         stored_at REAL, expires_at REAL,     -- seconds since 1970; expires_at NULL = never
@@ -19,7 +19,7 @@ import Foundation
 ///                                              -- least-recently-accessed eviction (version 3);
 ///                                              -- no index on accessed_at (version 6)
 /// namespaces(namespace BLOB PRIMARY KEY, count INTEGER, bytes INTEGER)  -- rows up to the watermark
-/// totals_watermark(id INTEGER)                 -- one row (version 5)
+/// totals_watermark(id INTEGER)                 -- one row (version 5), at most max(entries.id) (version 7)
 /// ```
 ///
 /// Access times live in a narrow table of their own (version 3) so that recording
@@ -46,12 +46,14 @@ import Foundation
 ///
 /// The totals in `namespaces` count the entries whose row id is at most the one
 /// in `totals_watermark` (version 5). A new entry gets a row id above the
-/// watermark and costs the totals nothing; a read of the totals adds the rows above
+/// watermark (SQLite's next row id: the watermark never exceeds the last row id,
+/// version 7) and costs the totals nothing; a read of the totals adds the rows above
 /// it (a row-id range, a few dozen rows), and every ``foldInterval``-th write of a
 /// connection (``limitedFoldInterval``-th in a store with a limit, which reads the
 /// totals after every write) folds them into the totals and moves the watermark, in
 /// that write's transaction. Triggers keep the totals of the rows at or below the
-/// watermark when they are deleted or resized. Through version 4 a trigger updated the
+/// watermark when they are deleted or resized, and bring the watermark down when
+/// the rows at the top of the table go. Through version 4 a trigger updated the
 /// totals on every insert, which wrote the totals' page in every commit and cost
 /// a new 1 KiB key about a quarter of its insert time. Every step is a statement
 /// in the write's transaction, so the totals are exact for every connection at
@@ -63,7 +65,9 @@ import Foundation
 /// Version 1 had no `crc` column; versions 1 and 2 kept `accessed_at` in
 /// `entries`; version 3 gave every entry an access row on every write; versions 1
 /// to 4 kept the totals by a trigger on every insert; versions 3 to 5 indexed
-/// `access` by time. ``migrate(blobs:)`` turns any of them into a version 6 index in one
+/// `access` by time; versions 5 and 6 left the watermark above the last row id when
+/// the rows at the top were deleted. ``migrate(blobs:)`` turns any of them into a
+/// version 7 index in one
 /// transaction (``DiskStore`` does so when it opens one and no other instance has
 /// the store open).
 ///
@@ -72,7 +76,7 @@ final class _DiskIndex {
     /// `PRAGMA application_id`: "HORD".
     static let applicationID: UInt32 = 0x484F_5244
     static let formatName = "hoard.diskstore"
-    static let formatVersion = 6
+    static let formatVersion = 7
     /// How many writes of one connection leave their rows above the totals'
     /// watermark before the transaction of the last one folds them in, in a store
     /// with no limit.
@@ -159,16 +163,44 @@ final class _DiskIndex {
 
     /// The triggers that keep `namespaces` up to date for the rows it counts, those
     /// at or below the watermark (format version 5; through version 4 every row,
-    /// with a third trigger on insert).
+    /// with a third trigger on insert), and the watermark at or below the table's
+    /// last row id (version 7).
     private static let totalsTriggersSQL = """
+        \(deletionTriggersSQL)
+        CREATE TRIGGER entries_resized AFTER UPDATE OF size ON entries
+        WHEN OLD.size IS NOT NEW.size AND OLD.id <= (SELECT id FROM totals_watermark) BEGIN
+            UPDATE namespaces SET bytes = bytes - OLD.size + NEW.size WHERE namespace = NEW.namespace;
+        END;
+        """
+
+    /// The triggers on deleting an entry (format version 7): a counted row leaves
+    /// the totals, and the watermark comes down to the last row id still in the
+    /// table when the rows at and above it are gone, so that it never exceeds it.
+    ///
+    /// That keeps a new entry above the watermark with the row id SQLite gives it
+    /// (the last one plus one), which ``_Query/upsert`` leaves to SQLite. Through
+    /// version 6 the watermark stayed where it was and the upsert computed each new
+    /// id as the larger of the last id and the watermark, plus one: two subqueries
+    /// on every write, about 7% of a new 1 KiB key's insert (`Benchmarks/README.md`,
+    /// "Inserts with the row id SQLite gives"). Lowering it is always safe: no row
+    /// lies between the last row and the watermark, so it counts the same rows.
+    ///
+    /// Each trigger's `WHEN` reads the watermark before either changes it, so
+    /// their order does not matter: a counted row is `OLD.id <= watermark`, and
+    /// only the deletion of the row at the watermark itself, or of a row above it,
+    /// can leave the watermark above the last row.
+    private static let deletionTriggersSQL = """
         CREATE TRIGGER entries_deleted AFTER DELETE ON entries
         WHEN OLD.id <= (SELECT id FROM totals_watermark) BEGIN
             UPDATE namespaces SET count = count - 1, bytes = bytes - OLD.size WHERE namespace = OLD.namespace;
             DELETE FROM namespaces WHERE namespace = OLD.namespace AND count <= 0;
+            UPDATE totals_watermark SET id = coalesce((SELECT max(id) FROM entries), 0)
+            WHERE id = OLD.id AND id > coalesce((SELECT max(id) FROM entries), 0);
         END;
-        CREATE TRIGGER entries_resized AFTER UPDATE OF size ON entries
-        WHEN OLD.size IS NOT NEW.size AND OLD.id <= (SELECT id FROM totals_watermark) BEGIN
-            UPDATE namespaces SET bytes = bytes - OLD.size + NEW.size WHERE namespace = NEW.namespace;
+        CREATE TRIGGER entries_deleted_above_watermark AFTER DELETE ON entries
+        WHEN OLD.id > (SELECT id FROM totals_watermark) BEGIN
+            UPDATE totals_watermark SET id = coalesce((SELECT max(id) FROM entries), 0)
+            WHERE id > coalesce((SELECT max(id) FROM entries), 0);
         END;
         """
 
@@ -289,7 +321,7 @@ final class _DiskIndex {
         END;
         """
 
-    /// Upgrades a version 1 to 5 index to version 6 in one transaction. Call
+    /// Upgrades a version 1 to 6 index to version 7 in one transaction. Call
     /// only when no other instance has the store open: an older version of Hoard
     /// would go on writing rows of its own format (and, before version 4, would
     /// never evict an entry without an access row).
@@ -306,6 +338,8 @@ final class _DiskIndex {
             if storedVersion < 5 { try connection.execute(Self.watermarkMigrationSQL) }
             // Version 5 → 6: access order without the time index.
             try connection.execute("DROP INDEX IF EXISTS access_by_time")
+            // Version 5 or 6 → 7 (from 4, the watermark migration made them already).
+            if storedVersion >= 5 { try connection.execute(Self.deletionTriggersMigrationSQL) }
             try connection.execute("UPDATE meta SET value = '\(Self.formatVersion)' WHERE name = 'version'")
         }
         storedVersion = Self.formatVersion
@@ -364,6 +398,17 @@ final class _DiskIndex {
         DROP TRIGGER IF EXISTS entries_resized;
         \(watermarkTableSQL)
         \(totalsTriggersSQL)
+        """
+
+    /// Version 5 or 6 → 7: the deletion triggers of version 7, and the watermark
+    /// down to the last row id (an earlier version left it above when the rows at
+    /// the top of the table were deleted after a fold).
+    static let deletionTriggersMigrationSQL = """
+        DROP TRIGGER IF EXISTS entries_deleted;
+        DROP TRIGGER IF EXISTS entries_deleted_above_watermark;
+        \(deletionTriggersSQL)
+        UPDATE totals_watermark SET id = coalesce((SELECT max(id) FROM entries), 0)
+        WHERE id > coalesce((SELECT max(id) FROM entries), 0);
         """
 
     /// The statements of ``moveAccessTimes()`` (the totals' triggers come after, in

@@ -58,13 +58,12 @@ enum _Query: Int, CaseIterable {
                 """
         case .expiryOfKey: return "SELECT expires_at FROM entries WHERE namespace = ?1 AND key = ?2"
         case .upsert:
-            // A new entry's row id is above the totals' watermark even when rows at
-            // the top of the table were deleted since the last fold.
+            // A new entry's row id is SQLite's, the last one plus one: above the
+            // totals' watermark, which never exceeds the last row id (the deletion
+            // triggers of format version 7 bring it down).
             return """
-                INSERT INTO entries (id, namespace, key, stored_at, expires_at, size, value, blob, crc)
-                VALUES (
-                    max(coalesce((SELECT max(id) FROM entries), 0), (SELECT id FROM totals_watermark)) + 1,
-                    ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+                INSERT INTO entries (namespace, key, stored_at, expires_at, size, value, blob, crc)
+                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
                 ON CONFLICT (namespace, key) DO UPDATE SET
                     stored_at = excluded.stored_at, expires_at = excluded.expires_at, size = excluded.size,
                     value = excluded.value, blob = excluded.blob, crc = excluded.crc
