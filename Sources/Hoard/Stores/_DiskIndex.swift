@@ -181,8 +181,8 @@ final class _DiskIndex {
     /// (the last one plus one), which ``_Query/upsert`` leaves to SQLite. Through
     /// version 6 the watermark stayed where it was and the upsert computed each new
     /// id as the larger of the last id and the watermark, plus one: two subqueries
-    /// on every write, about 7% of a new 1 KiB key's insert (`Benchmarks/README.md`,
-    /// "Inserts with the row id SQLite gives"). Lowering it is always safe: no row
+    /// on every write (their cost: `Benchmarks/README.md`, "inserts with the row id
+    /// SQLite gives"). Lowering the watermark is always safe: no row
     /// lies between the last row and the watermark, so it counts the same rows.
     ///
     /// Each trigger's `WHEN` reads the watermark before either changes it, so
