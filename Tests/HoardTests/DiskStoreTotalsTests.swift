@@ -17,19 +17,20 @@ extension DiskStoreSuites {
         /// The row id up to which the `namespaces` table counts, read through a
         /// connection of its own.
         static func watermark(_ url: URL) throws -> Int64 {
-            let connection = try _SQLiteConnection(path: url.appendingPathComponent("index.sqlite").path)
-            defer { connection.close() }
-            let statement = try connection.prepare("SELECT id FROM totals_watermark")
-            defer { statement.reset() }
-            try #require(try statement.step())
-            return statement.int64(at: 0)
+            try integer("SELECT id FROM totals_watermark", url)
         }
 
         /// The last row id of `entries`, 0 when it is empty.
         static func lastRowID(_ url: URL) throws -> Int64 {
+            try integer("SELECT coalesce(max(id), 0) FROM entries", url)
+        }
+
+        /// The integer `sql` answers in the store at `url`, read through a
+        /// connection of its own.
+        private static func integer(_ sql: String, _ url: URL) throws -> Int64 {
             let connection = try _SQLiteConnection(path: url.appendingPathComponent("index.sqlite").path)
             defer { connection.close() }
-            let statement = try connection.prepare("SELECT coalesce(max(id), 0) FROM entries")
+            let statement = try connection.prepare(sql)
             defer { statement.reset() }
             try #require(try statement.step())
             return statement.int64(at: 0)
