@@ -322,6 +322,35 @@ extension DiskStoreSuites {
             }
         }
 
+        @Test("verify finds a totals watermark above the last row; repairing brings it down and new entries count")
+        func watermarkAboveTheLastRow() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                // Given a store whose watermark was moved above its last row
+                let store = try DiskStore(directory: url)
+                try store.set(DiskTest.bytes(10), for: "a", in: "ns", storedAt: Date(), expiresAt: nil)
+                try store.set(DiskTest.bytes(20), for: "b", in: "ns", storedAt: Date(), expiresAt: nil)
+                try Self.tamper(url, "\(Self.foldTotals)UPDATE totals_watermark SET id = 1000;")
+
+                // When it is verified, then the watermark is reported, and not repaired
+                let report = try store.verify()
+                let wrong = report.damage.filter { $0.reason == .wrongTotals }
+                #expect(wrong.count == 1, "\(report.damage)")
+                #expect(wrong.first?.namespace == nil)
+                #expect(wrong.first?.detail.contains("1000") == true)
+                #expect(wrong.first?.isRepaired == false)
+                #expect(try DiskStoreTotalsTests.watermark(url) == 1000)
+
+                // And a repairing verify brings it down to the last row
+                #expect(try store.verify(repairing: true).damage.map(\.isRepaired) == [true])
+                #expect(try DiskStoreTotalsTests.watermark(url) == 2)
+                #expect(try store.verify().isHealthy)
+                // So that the next entry is counted
+                try store.set(DiskTest.bytes(5), for: "c", in: "ns", storedAt: Date(), expiresAt: nil)
+                #expect(try store.usage(in: "ns") == StoreUsage(count: 3, bytes: 35))
+                #expect(try store.verify().isHealthy)
+            }
+        }
+
         /// Folds the entries above the watermark into the `namespaces` table, as the
         /// store does every ``_DiskIndex/foldInterval`` writes, so that a test can
         /// then change the table's rows.

@@ -206,13 +206,17 @@ extension DiskStore {
         guard readable else { return report }
 
         let wrongTotals: [(String, StoreUsage, StoreUsage)]
+        let misplacedWatermark: (watermark: Int64, lastRow: Int64)?
         do {
-            wrongTotals = try state.withLock { (state) throws(HoardError) in try state.open().wrongTotals() }
+            (wrongTotals, misplacedWatermark) = try state.withLock { (state) throws(HoardError) in
+                let index = try state.open()
+                return (try index.wrongTotals(), try index.misplacedWatermark())
+            }
         } catch  where error.code == .storeDamaged {
             indexDamage("the namespace totals cannot be read", error)
             return report
         }
-        if repairing, !wrongTotals.isEmpty {
+        if repairing, !wrongTotals.isEmpty || misplacedWatermark != nil {
             try state.withLock { (state) throws(HoardError) in
                 let index = try state.open()
                 try index.transaction { () throws(HoardError) in try index.recomputeTotals() }
@@ -223,6 +227,14 @@ extension DiskStore {
                 StoreDamage(
                     namespace: namespace, key: nil, reason: .wrongTotals,
                     detail: "the namespace's totals say \(recorded), its entries add up to \(actual)",
+                    isRepaired: repairing))
+        }
+        if let misplacedWatermark {
+            report.damage.append(
+                StoreDamage(
+                    namespace: nil, key: nil, reason: .wrongTotals,
+                    detail:
+                        "the totals count rows up to id \(misplacedWatermark.watermark), above the last row (\(misplacedWatermark.lastRow)): entries written next would not be counted",
                     isRepaired: repairing))
         }
 

@@ -149,6 +149,16 @@ extension _DiskIndex {
         return result
     }
 
+    /// The totals' watermark and the last row id of `entries` (0 when empty), when
+    /// the watermark is above it; `nil` in a sound store. Rows written next would
+    /// get ids at or below it and go uncounted.
+    func misplacedWatermark() throws(HoardError) -> (watermark: Int64, lastRow: Int64)? {
+        let statement = try self.statement(.misplacedWatermark)
+        defer { statement.reset() }
+        guard try statement.step() else { return nil }
+        return (statement.int64(at: 0), statement.int64(at: 1))
+    }
+
     /// How the access order disagrees with the entries: access times without an
     /// entry, and times that are not numbers. Both zero in a sound store (an entry
     /// without an access time is sound: it was last accessed when stored).

@@ -8,7 +8,7 @@ enum _Query: Int, CaseIterable {
     case fileOfIDToDelete, filesOfExpiredToDelete
     case keys, usage, totalUsage, namespaces, foldTotals, moveWatermark
     case leastRecentlyAccessed, trimCandidate, referencedFiles, filesOfNamespace
-    case scan, list, quickCheck, wrongTotals, wrongAccessTimes, accessRowsForUnread
+    case scan, list, quickCheck, wrongTotals, misplacedWatermark, wrongAccessTimes, accessRowsForUnread
 
     private static let scannedColumns = """
         id, namespace, key, stored_at, expires_at, \(accessTime), size, typeof(value), length(value), blob,
@@ -185,6 +185,13 @@ enum _Query: Int, CaseIterable {
                 FROM (SELECT namespace, count(*) AS count, total(size) AS bytes FROM entries GROUP BY namespace) AS e
                 LEFT JOIN (\(Self.totals)) AS n ON n.namespace = e.namespace
                 WHERE n.namespace IS NULL
+                """
+        case .misplacedWatermark:
+            // The watermark and the last row id when it is above it (format 7 keeps
+            // it at or below; above, new rows would land under it uncounted).
+            return """
+                SELECT id, coalesce((SELECT max(id) FROM entries), 0) FROM totals_watermark
+                WHERE id > coalesce((SELECT max(id) FROM entries), 0)
                 """
         case .wrongAccessTimes:
             return """
