@@ -2,8 +2,9 @@ import Testing
 
 @testable import Hoard
 
-/// `_DiskAccessLog`: reads record their access times under the log's lock; a take
-/// holds that lock only to move the pending map out and to install what it wrote.
+/// `_DiskAccessLog`: reads append their access times under the log's lock, at
+/// most one per row within the resolution; a take holds that lock only to move
+/// them out, and hands back one per row, its newest, in row id order.
 @Suite("Disk access log")
 struct DiskAccessLogTests {
     func log(resolution: Double = 60) -> _DiskAccessLog {
@@ -19,26 +20,51 @@ struct DiskAccessLogTests {
         #expect(log.take().isEmpty)
     }
 
-    @Test("A read of a row being taken, or written within the resolution, is not recorded again")
-    func takenRowsCountAsWritten() throws {
+    @Test("A read of a row recorded within the resolution, taken or not, is not recorded again")
+    func recordedRowsWithinTheResolution() {
         let log = log(resolution: 60)
         _ = log.record(id: 1, now: 0, storedAt: 0, epoch: 0)
-        let batch = try #require(log.detachPending())
-        #expect(batch.taken.keys.sorted() == [1])
-        // Between the two halves of the take: row 1 counts as written at 0.
-        _ = log.record(id: 1, now: 10, storedAt: 0, epoch: 0)
+        _ = log.record(id: 1, now: 30, storedAt: 0, epoch: 1)
+        let first = log.take()
+        #expect(first == [.init(id: 1, time: 0, storedAt: 0, epoch: 0)], "the first read's time and epoch")
+        // Taken (being written, or written): still not recorded again within the resolution.
+        _ = log.record(id: 1, now: 59, storedAt: 0, epoch: 0)
         #expect(log.isEmpty)
         // Another row is recorded as usual.
         _ = log.record(id: 2, now: 10, storedAt: 0, epoch: 0)
         #expect(!log.isEmpty)
-        log.settle(batch)
-        _ = log.record(id: 1, now: 20, storedAt: 0, epoch: 0)
-        #expect(log.take().map(\.id) == [2], "row 1 was written at 0, within the resolution")
-        // A resolution after its written time, row 1 is recorded again.
+        // A resolution after its last recorded time, row 1 is recorded again.
         _ = log.record(id: 1, now: 61, storedAt: 0, epoch: 0)
-        let again = log.take()
-        #expect(again.map(\.id) == [1])
-        #expect(again.first?.time == 61)
+        #expect(log.take().map { [$0.id, Int64($0.time)] } == [[1, 61], [2, 10]])
+    }
+
+    @Test("A row read again a resolution later, before a take, is taken once, with its newest read")
+    func newestReadWins() {
+        let log = log(resolution: 60)
+        _ = log.record(id: 7, now: 0, storedAt: 0, epoch: 0)
+        _ = log.record(id: 3, now: 5, storedAt: 0, epoch: 0)
+        _ = log.record(id: 7, now: 100, storedAt: 90, epoch: 4)
+        #expect(
+            log.take() == [
+                .init(id: 3, time: 5, storedAt: 0, epoch: 0), .init(id: 7, time: 100, storedAt: 90, epoch: 4),
+            ])
+    }
+
+    @Test("A take prunes the rows recorded longer ago than the resolution once there are many, and only those")
+    func pruning() {
+        let log = log(resolution: 60)
+        for id in 0..<5_000 as Range<Int64> { _ = log.record(id: id, now: 0, storedAt: 0, epoch: 0) }
+        _ = log.take()
+        #expect(log.recordedCount == 5_000, "all within the resolution of the newest: kept")
+        _ = log.record(id: 0, now: 59, storedAt: 0, epoch: 0)
+        #expect(log.isEmpty, "row 0 is still remembered")
+        // Pruned again once it has doubled (past 10,000 rows)
+        for id in 10_000..<16_000 as Range<Int64> { _ = log.record(id: id, now: 100, storedAt: 0, epoch: 0) }
+        _ = log.take()
+        #expect(log.recordedCount == 6_000, "the rows recorded at 0 are dropped")
+        _ = log.record(id: 0, now: 100, storedAt: 0, epoch: 0)
+        _ = log.record(id: 10_000, now: 100, storedAt: 0, epoch: 0)
+        #expect(log.take().map(\.id) == [0])
     }
 
     @Test("With a resolution of zero every read is recorded")
@@ -48,5 +74,22 @@ struct DiskAccessLogTests {
         #expect(log.take().map(\.id) == [1])
         _ = log.record(id: 1, now: 0, storedAt: 0, epoch: 0)
         #expect(log.take().map(\.id) == [1])
+    }
+
+    @Test("The flush count counts rows: a row read again before the flush does not bring it nearer")
+    func flushCountCountsRows() {
+        let log = _DiskAccessLog(resolution: 0, flushCount: 3, flushInterval: 3_600)
+        #expect(log.record(id: 1, now: 0, storedAt: 0, epoch: 0) == .after(3_600))
+        #expect(log.record(id: 2, now: 0, storedAt: 0, epoch: 0) == .none)
+        #expect(log.record(id: 2, now: 1, storedAt: 0, epoch: 0) == .none)
+        #expect(log.record(id: 1, now: 2, storedAt: 0, epoch: 0) == .none)
+        #expect(log.record(id: 3, now: 2, storedAt: 0, epoch: 0) == .now, "the third row")
+        #expect(log.take().map { [$0.id, Int64($0.time)] } == [[1, 2], [2, 1], [3, 2]])
+        // After the take, each row counts again
+        log.flushStarted(immediate: true)
+        _ = log.record(id: 1, now: 3, storedAt: 0, epoch: 0)
+        _ = log.record(id: 2, now: 3, storedAt: 0, epoch: 0)
+        #expect(log.record(id: 2, now: 4, storedAt: 0, epoch: 0) == .none)
+        #expect(log.record(id: 4, now: 4, storedAt: 0, epoch: 0) == .now)
     }
 }

@@ -107,9 +107,9 @@ extension DiskStore {
         /// times: over 100,000 entries (a few hundred such pages) a batch of 1,000
         /// random accesses already rewrites most of them, so batches of 10,000
         /// rewrite about a tenth of the pages per access; the larger the store,
-        /// the smaller that difference. Each pending access is a dictionary entry
-        /// in memory (kept after the flush while it is younger than
-        /// ``accessTimeResolution``), and a flush holds the store's write
+        /// the smaller that difference. Each pending access takes 32 bytes of
+        /// memory, and each entry read within the last ``accessTimeResolution`` a
+        /// dictionary entry; a flush holds the store's write
         /// connection while it writes its batch (writes of this instance wait for
         /// it).
         public var accessFlushCount: Int

@@ -38,24 +38,36 @@ final class _DiskAccessLog: Sendable {
     }
 
     private struct State {
-        /// Row id → access, recorded by reads and not yet written.
-        var pending: [Int64: Access] = [:]
-        /// Row id → the access time last written for it, kept while younger than
-        /// the resolution (pruned when it grows): a read of an entry found here is
-        /// not recorded again.
-        var written: [Int64: Double] = [:]
-        /// The accesses a ``take()`` in progress took from ``pending``, by row id:
-        /// they count as written (a read of one within the resolution is not
-        /// recorded again) until the take adds them to ``written``.
-        var taking: [Int64: Access] = [:]
-        /// The size of ``written`` at which it is next pruned.
-        var writtenPruneCount = 4_096
+        /// The accesses recorded by reads and not yet taken, in the order they
+        /// were recorded; a row may appear more than once (a read the resolution
+        /// or more after the last one recorded), and a take keeps its newest.
+        var pending: [Access] = []
+        /// Row id → when an access to it was last recorded (pending, taken or
+        /// written) and in which take's ``generation``, kept while younger than
+        /// the resolution (pruned by a take when it grows): a read of an entry found here within the
+        /// resolution is not recorded again. One map for the two questions a read
+        /// asks, so that a read probes one hash table, not one for the pending
+        /// accesses and another for the written ones (`Benchmarks/README.md`,
+        /// "what recording an access costs a get").
+        var recorded: [Int64: Recorded] = [:]
+        /// The size of ``recorded`` at which a take next prunes it.
+        var recordedPruneCount = 4_096
+        /// How many rows have a pending access (``pending`` less repeats).
+        var pendingRows = 0
+        /// Advanced by every take: a row recorded in an earlier one is not pending.
+        var generation: UInt32 = 0
         /// When the oldest pending access was recorded.
         var pendingSince = Double.infinity
         /// Whether a flush is queued to run at once.
         var immediateQueued = false
         /// Whether a flush is queued to run after the interval.
         var timerQueued = false
+    }
+
+    /// When a row's access was last recorded, and in which generation.
+    private struct Recorded {
+        var time: Double
+        var generation: UInt32
     }
 
     private let state = Mutex(State())
@@ -84,25 +96,25 @@ final class _DiskAccessLog: Sendable {
 
     /// Records a read of row `id` at `now`, which found the entry stored at
     /// `storedAt` and began at `epoch`, unless one was recorded for it within the
-    /// resolution. A read the resolution or more after a pending one replaces it:
-    /// the newest time is the one written.
+    /// resolution. A read the resolution or more after the last one recorded is
+    /// recorded again: the newest time is the one written.
     ///
     /// - Returns: Whether the caller is to queue a flush.
     @inline(__always)
     func record(id: Int64, now: Double, storedAt: Double, epoch: Int) -> Flush {
         state.withLock { state -> Flush in
-            if let pending = state.pending[id] {
-                if now - pending.time >= resolution {
-                    state.pending[id] = Access(id: id, time: now, storedAt: storedAt, epoch: epoch)
-                }
+            if let last = state.recorded[id] {
+                if now - last.time < resolution { return .none }
+                if last.generation != state.generation { state.pendingRows += 1 }
             } else {
-                if !state.taking.isEmpty, let taken = state.taking[id], now - taken.time < resolution { return .none }
-                if let written = state.written[id], now - written < resolution { return .none }
-                state.pending[id] = Access(id: id, time: now, storedAt: storedAt, epoch: epoch)
-                state.pendingSince = min(state.pendingSince, now)
+                state.pendingRows += 1
             }
+            state.recorded[id] = Recorded(time: now, generation: state.generation)
+            if state.pending.isEmpty { state.pending.reserveCapacity(min(flushCount, 1 << 16)) }
+            state.pending.append(Access(id: id, time: now, storedAt: storedAt, epoch: epoch))
+            state.pendingSince = min(state.pendingSince, now)
             if !state.immediateQueued,
-                state.pending.count >= flushCount || now - state.pendingSince >= flushInterval
+                state.pendingRows >= flushCount || now - state.pendingSince >= flushInterval
             {
                 state.immediateQueued = true
                 return .now
@@ -122,78 +134,55 @@ final class _DiskAccessLog: Sendable {
         }
     }
 
+    /// How many rows the log remembers as recorded within the resolution (for
+    /// tests: a take prunes the older ones once the map has doubled).
+    var recordedCount: Int { state.withLock { $0.recorded.count } }
+
     /// Whether no access waits to be written.
     var isEmpty: Bool { state.withLock { $0.pending.isEmpty } }
 
     /// Takes the pending access times, in row id order (neighbouring rows share
-    /// pages: about half the page writes of random order), and remembers them as
-    /// written while they are younger than the resolution. The caller writes them,
-    /// or reports why it could not: they only refine eviction order.
+    /// pages: about half the page writes of random order), one per row, its
+    /// newest. The caller writes them, or reports why it could not: they only
+    /// refine eviction order. Reads go on finding them in ``State/recorded``, so a
+    /// read of a taken row within the resolution is not recorded again.
     ///
     /// Readers take the same lock to record, so the lock is held only to move the
-    /// pending map out and, later, to install the new ``State/written``: the sort
-    /// and the merge (up to ``DiskStore/Configuration/accessFlushCount`` accesses)
-    /// run without it. One take runs at a time (the store's writer calls it under
-    /// its own lock), so nothing else changes `written` in between.
+    /// pending accesses out and, when ``State/recorded`` has grown, to copy it and
+    /// to install it pruned: the sort, and the pruning, run without it.
     func take() -> [Access] {
-        guard let batch = detachPending() else { return [] }
-        let taken = batch.taken.values.sorted { $0.id < $1.id }
-        settle(batch)
-        return taken
-    }
-
-    /// The first half of ``take()``: what a take works on.
-    struct Batch {
-        /// The accesses taken, by row id.
-        var taken: [Int64: Access]
-        /// ``State/written`` and ``State/writtenPruneCount`` when they were taken.
-        var written: [Int64: Double]
-        var writtenPruneCount: Int
-    }
-
-    /// Moves the pending accesses to ``State/taking`` (where reads still find
-    /// them) and returns them; `nil` when none are pending.
-    func detachPending() -> Batch? {
-        state.withLock { state -> Batch? in
-            guard !state.pending.isEmpty else {
-                state.pendingSince = .infinity
-                return nil
-            }
-            let taken = state.pending
-            state.pending = Dictionary(minimumCapacity: taken.count)
-            state.taking = taken
+        let (pending, toPrune) = state.withLock { state -> ([Access], [Int64: Recorded]?) in
+            let pending = state.pending
+            state.pending = []
+            state.pendingRows = 0
             state.pendingSince = .infinity
-            return Batch(taken: taken, written: state.written, writtenPruneCount: state.writtenPruneCount)
+            state.generation &+= 1
+            let toPrune = state.recorded.count > state.recordedPruneCount ? state.recorded : nil
+            return (pending, toPrune)
         }
-    }
-
-    /// The second half of ``take()``: adds the taken accesses to what was written
-    /// (pruning it when it has grown), outside the lock, then installs it and
-    /// forgets ``State/taking``.
-    ///
-    /// The state keeps its `written` for reads meanwhile, so the merge works on a
-    /// copy: one bulk copy of the map's table per take (keys and values are plain
-    /// numbers), O(`written`), in exchange for no sort and no merge under the lock.
-    func settle(_ batch: Batch) {
-        guard resolution > 0 else {
-            state.withLock { $0.taking = [:] }
-            return
+        if let toPrune, let newest = pending.lazy.map(\.time).max() {
+            // Rows recorded longer ago than the resolution suppress nothing, and none
+            // in the copy is pending: dropping them is always safe. A read recorded
+            // meanwhile is lost from the map only, which at worst records (and
+            // counts) its row once more.
+            let pruned = toPrune.filter { newest - $0.value.time < resolution }
+            state.withLock { state in
+                state.recorded = pruned
+                // Pruned again only once it has doubled: O(1) amortised per access.
+                state.recordedPruneCount = max(2 * pruned.count, 4_096)
+            }
         }
-        var written = batch.written
-        var pruneCount = batch.writtenPruneCount
-        if written.count + batch.taken.count > pruneCount {
-            let newest = batch.taken.values.lazy.map(\.time).max() ?? 0
-            written = written.filter { newest - $0.value < resolution }
-            // Pruned again only once it has doubled: O(1) amortised per access.
-            pruneCount = max(2 * written.count, 4_096)
+        // Row id order, and the newest access last of each row's.
+        let sorted = pending.sorted { ($0.id, $0.time) < ($1.id, $1.time) }
+        var taken: [Access] = []
+        taken.reserveCapacity(sorted.count)
+        for access in sorted {
+            if let last = taken.last, last.id == access.id {
+                taken[taken.count - 1] = access
+            } else {
+                taken.append(access)
+            }
         }
-        for access in batch.taken.values {
-            written[access.id] = max(written[access.id] ?? -.infinity, access.time)
-        }
-        state.withLock { state in
-            state.written = written
-            state.writtenPruneCount = pruneCount
-            state.taking = [:]
-        }
+        return taken
     }
 }
