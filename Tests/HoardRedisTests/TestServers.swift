@@ -57,41 +57,68 @@ final class RedisChildServer: Sendable {
     private let process = Mutex<Process?>(nil)
     private let directory: URL
 
+    /// Starts a server on a free port. A port another process takes between
+    /// `freePort()` and the server's bind (tests open listeners and connections
+    /// in parallel) makes the server exit; another port is tried then, up to
+    /// five times.
     init(arguments: [String] = []) async throws {
-        port = try await freePort()
         self.arguments = arguments
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("hoard-redis-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        try await start()
+        var launched: (port: Int, process: Process)?
+        for _ in 0..<5 {
+            let candidate = try await freePort()
+            if let process = try await Self.launch(port: candidate, arguments: arguments, directory: directory) {
+                launched = (candidate, process)
+                break
+            }
+        }
+        guard let launched else {
+            try? FileManager.default.removeItem(at: directory)
+            throw RedisError(.connectionFailed, "redis-server could not listen on any of five free ports")
+        }
+        port = launched.port
+        process.withLock { $0 = launched.process }
     }
 
-    /// Starts the server and returns once it accepts connections.
+    /// Starts the server again on its port and returns once it accepts connections.
     func start() async throws {
+        guard let process = try await Self.launch(port: port, arguments: arguments, directory: directory) else {
+            throw RedisError(.connectionFailed, "redis-server could not listen on port \(port) again: it is taken")
+        }
+        self.process.withLock { $0 = process }
+    }
+
+    /// Runs redis-server on `port` and returns it once its own log says it accepts
+    /// connections; `nil` when it exited first (the port was taken).
+    ///
+    /// Its log, not a connection to the port, says when it is ready: a connection
+    /// could reach another process's listener on a port taken meanwhile.
+    private static func launch(port: Int, arguments: [String], directory: URL) async throws -> Process? {
+        let log = directory.appendingPathComponent("redis-\(UUID().uuidString).log")
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Self.executable!)
         process.arguments =
             [
                 "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--daemonize", "no",
-                "--dir", directory.path,
+                "--dir", directory.path, "--logfile", log.path,
             ]
             + arguments
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
-        self.process.withLock { $0 = process }
-        let started = await eventually(timeout: .seconds(60)) {
-            guard
-                let channel = try? await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-                    .connect(host: "127.0.0.1", port: port).get()
-            else { return false }
-            channel.close(promise: nil)
-            return true
+        let settled = await eventually(timeout: .seconds(60)) {
+            !process.isRunning
+                || ((try? String(contentsOf: log, encoding: .utf8))?.contains("Ready to accept connections") ?? false)
         }
-        guard started else {
+        if !process.isRunning { return nil }
+        guard settled else {
             // Never leave a server behind, also when the test was cancelled.
-            try? await stop()
+            kill(process.processIdentifier, SIGKILL)
+            _ = await eventually(timeout: .seconds(60), every: .milliseconds(10)) { !process.isRunning }
             throw RedisError(.connectionFailed, "redis-server did not start on port \(port)")
         }
+        return process
     }
 
     /// Kills the server (SIGKILL: the test process blocks SIGTERM, and its children
