@@ -199,7 +199,7 @@ extension _DiskIndex {
             DELETE FROM namespaces;
             INSERT INTO namespaces (namespace, count, bytes)
                 SELECT namespace, count(*), sum(size) FROM entries GROUP BY namespace;
-            UPDATE totals_watermark SET id = coalesce((SELECT max(id) FROM entries), 0);
+            UPDATE totals_watermark SET id = \(Self.lastRowIDSQL);
             """)
     }
 }

@@ -194,15 +194,20 @@ final class _DiskIndex {
         WHEN OLD.id <= (SELECT id FROM totals_watermark) BEGIN
             UPDATE namespaces SET count = count - 1, bytes = bytes - OLD.size WHERE namespace = OLD.namespace;
             DELETE FROM namespaces WHERE namespace = OLD.namespace AND count <= 0;
-            UPDATE totals_watermark SET id = coalesce((SELECT max(id) FROM entries), 0)
-            WHERE id = OLD.id AND id > coalesce((SELECT max(id) FROM entries), 0);
+            UPDATE totals_watermark SET id = \(lastRowIDSQL) WHERE id = OLD.id AND id > \(lastRowIDSQL);
         END;
         CREATE TRIGGER entries_deleted_above_watermark AFTER DELETE ON entries
         WHEN OLD.id > (SELECT id FROM totals_watermark) BEGIN
-            UPDATE totals_watermark SET id = coalesce((SELECT max(id) FROM entries), 0)
-            WHERE id > coalesce((SELECT max(id) FROM entries), 0);
+            \(lowerWatermarkSQL);
         END;
         """
+
+    /// The last row id of `entries`, 0 when it is empty, as an SQL expression: the
+    /// highest the totals' watermark may be (format version 7).
+    static let lastRowIDSQL = "coalesce((SELECT max(id) FROM entries), 0)"
+
+    /// Brings the totals' watermark down to ``lastRowIDSQL`` when it is above it.
+    private static let lowerWatermarkSQL = "UPDATE totals_watermark SET id = \(lastRowIDSQL) WHERE id > \(lastRowIDSQL)"
 
     /// Opens an existing index: WAL, `synchronous = NORMAL`, the busy timeout (at
     /// most `Int32.max` milliseconds, about 24.8 days: SQLite's limit), the page
@@ -407,8 +412,7 @@ final class _DiskIndex {
         DROP TRIGGER IF EXISTS entries_deleted;
         DROP TRIGGER IF EXISTS entries_deleted_above_watermark;
         \(deletionTriggersSQL)
-        UPDATE totals_watermark SET id = coalesce((SELECT max(id) FROM entries), 0)
-        WHERE id > coalesce((SELECT max(id) FROM entries), 0);
+        \(lowerWatermarkSQL);
         """
 
     /// The statements of ``moveAccessTimes()`` (the totals' triggers come after, in

@@ -190,8 +190,7 @@ enum _Query: Int, CaseIterable {
             // The watermark and the last row id when it is above it (format 7 keeps
             // it at or below; above, new rows would land under it uncounted).
             return """
-                SELECT id, coalesce((SELECT max(id) FROM entries), 0) FROM totals_watermark
-                WHERE id > coalesce((SELECT max(id) FROM entries), 0)
+                SELECT id, \(_DiskIndex.lastRowIDSQL) FROM totals_watermark WHERE id > \(_DiskIndex.lastRowIDSQL)
                 """
         case .wrongAccessTimes:
             return """
