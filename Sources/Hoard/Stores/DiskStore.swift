@@ -297,7 +297,8 @@ public final class DiskStore: CacheStore {
         for _ in 0..<8 {
             let now = clock.now().timeIntervalSince1970
             let epoch = accesses.epoch
-            var found = found(try readers.lookup(namespace: namespace, key: key), now: now, epoch: epoch)
+            let row = try readers.lookup(namespace: namespace, key: key) { id in accesses.prefetch(id: id) }
+            var found = found(row, now: now, epoch: epoch)
             if found == nil {
                 // Expired or damaged: the write connection removes it, if it still is.
                 var effects = _DiskEffects()

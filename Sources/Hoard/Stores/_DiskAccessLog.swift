@@ -1,3 +1,4 @@
+internal import CHoardPrefetch
 import Synchronization
 
 /// The access times a ``DiskStore``'s reads record, kept in memory until a flush
@@ -37,19 +38,18 @@ final class _DiskAccessLog: Sendable {
         case after(Double)
     }
 
-    private struct State {
+    private struct State: ~Copyable {
         /// The accesses recorded by reads and not yet taken, in the order they
         /// were recorded; a row may appear more than once (a read the resolution
         /// or more after the last one recorded), and a take keeps its newest.
         var pending: [Access] = []
         /// Row id → when an access to it was last recorded (pending, taken or
         /// written) and in which take's ``generation``, kept while younger than
-        /// the resolution (pruned by a take when it grows): a read of an entry found here within the
-        /// resolution is not recorded again. One map for the two questions a read
-        /// asks, so that a read probes one hash table, not one for the pending
-        /// accesses and another for the written ones (`Benchmarks/README.md`,
-        /// "what recording an access costs a get").
-        var recorded: [Int64: Recorded] = [:]
+        /// the resolution (pruned by a take when it grows): a read of an entry
+        /// found here within the resolution is not recorded again. One table for
+        /// the two questions a read asks, so that a read probes one slot
+        /// (`Benchmarks/README.md`, "what recording an access costs a get").
+        var recorded = _AccessTimeTable()
         /// The size of ``recorded`` at which a take next prunes it.
         var recordedPruneCount = 4_096
         /// How many rows have a pending access (``pending`` less repeats).
@@ -58,20 +58,21 @@ final class _DiskAccessLog: Sendable {
         var generation: UInt32 = 0
         /// When the oldest pending access was recorded.
         var pendingSince = Double.infinity
+        /// When the newest pending access was recorded.
+        var pendingNewest = -Double.infinity
         /// Whether a flush is queued to run at once.
         var immediateQueued = false
         /// Whether a flush is queued to run after the interval.
         var timerQueued = false
     }
 
-    /// When a row's access was last recorded, and in which generation.
-    private struct Recorded {
-        var time: Double
-        var generation: UInt32
-    }
-
-    private let state = Mutex(State())
+    private let state: Mutex<State>
     private let epochCounter = Atomic<Int>(0)
+    /// ``State/recorded``'s ``_AccessTimeTable/baseAddress`` and
+    /// ``_AccessTimeTable/shift``, published under the lock whenever the table is
+    /// reallocated, for ``prefetch(id:)`` to read without it.
+    private let recordedBase: Atomic<UInt>
+    private let recordedShift: Atomic<UInt64>
     let resolution: Double
     let flushCount: Int
     let flushInterval: Double
@@ -80,6 +81,35 @@ final class _DiskAccessLog: Sendable {
         self.resolution = resolution
         self.flushCount = flushCount
         self.flushInterval = flushInterval
+        let table = _AccessTimeTable()
+        recordedBase = Atomic(table.baseAddress)
+        recordedShift = Atomic(table.shift)
+        state = Mutex(State(recorded: table))
+    }
+
+    /// Starts loading the slot of the access table where ``record(id:now:storedAt:epoch:)``
+    /// will look for row `id` into the processor's cache, without the lock and
+    /// without waiting: a reader calls it as soon as it knows the row's id, so that
+    /// the memory access overlaps the rest of its read (the checksum, the copy of
+    /// the value).
+    ///
+    /// A hint only: if the table is reallocated meanwhile, or the two values are
+    /// read from different tables, the address may be stale or out of the
+    /// table's bounds, which a prefetch tolerates (it never faults and never
+    /// changes memory).
+    @inline(__always)
+    func prefetch(id: Int64) {
+        let base = recordedBase.load(ordering: .relaxed)
+        let slot = _AccessTimeTable.home(of: id, shift: recordedShift.load(ordering: .relaxed))
+        let address = base &+ UInt(truncatingIfNeeded: slot) &* UInt(MemoryLayout<_AccessTimeTable.Slot>.stride)
+        hoard_prefetch_for_write(UnsafeRawPointer(bitPattern: address))
+    }
+
+    /// Publishes the table's address and shift for ``prefetch(id:)``; called under
+    /// the lock whenever the table is reallocated.
+    private func publish(_ table: borrowing _AccessTimeTable) {
+        recordedBase.store(table.baseAddress, ordering: .relaxed)
+        recordedShift.store(table.shift, ordering: .relaxed)
     }
 
     /// The current epoch: load it before a read begins, and pass it to
@@ -103,16 +133,24 @@ final class _DiskAccessLog: Sendable {
     @inline(__always)
     func record(id: Int64, now: Double, storedAt: Double, epoch: Int) -> Flush {
         state.withLock { state -> Flush in
-            if let last = state.recorded[id] {
+            let generation = state.generation
+            let slot = state.recorded.slot(for: id)
+            var last = state.recorded[slot]
+            if last.isOccupied {
                 if now - last.time < resolution { return .none }
-                if last.generation != state.generation { state.pendingRows += 1 }
+                if last.generation != generation { state.pendingRows += 1 }
+                last.time = now
+                last.generation = generation
+                state.recorded[slot] = last
             } else {
                 state.pendingRows += 1
+                let recorded = _AccessTimeTable.Slot(id: id, time: now, generation: generation, isOccupied: true)
+                if state.recorded.insert(recorded, at: slot) { publish(state.recorded) }
             }
-            state.recorded[id] = Recorded(time: now, generation: state.generation)
             if state.pending.isEmpty { state.pending.reserveCapacity(min(flushCount, 1 << 16)) }
             state.pending.append(Access(id: id, time: now, storedAt: storedAt, epoch: epoch))
             state.pendingSince = min(state.pendingSince, now)
+            state.pendingNewest = max(state.pendingNewest, now)
             if !state.immediateQueued,
                 state.pendingRows >= flushCount || now - state.pendingSince >= flushInterval
             {
@@ -148,29 +186,30 @@ final class _DiskAccessLog: Sendable {
     /// read of a taken row within the resolution is not recorded again.
     ///
     /// Readers take the same lock to record, so the lock is held only to move the
-    /// pending accesses out and, when ``State/recorded`` has grown, to copy it and
-    /// to install it pruned: the sort, and the pruning, run without it.
+    /// pending accesses out and, when ``State/recorded`` has doubled since it was
+    /// last pruned, to prune it (O(rows recorded); amortised O(1) per access): the
+    /// sort runs without it. Pruning in the same hold as the take drops only rows
+    /// recorded before it, none of them pending.
     func take() -> [Access] {
-        let (pending, toPrune) = state.withLock { state -> ([Access], [Int64: Recorded]?) in
+        let pending = state.withLock { state -> [Access] in
             let pending = state.pending
             state.pending = []
             state.pendingRows = 0
             state.pendingSince = .infinity
+            let newest = state.pendingNewest
+            state.pendingNewest = -.infinity
             state.generation &+= 1
-            let toPrune = state.recorded.count > state.recordedPruneCount ? state.recorded : nil
-            return (pending, toPrune)
-        }
-        if let toPrune, let newest = pending.lazy.map(\.time).max() {
-            // Rows recorded longer ago than the resolution suppress nothing, and none
-            // in the copy is pending: dropping them is always safe. A read recorded
-            // meanwhile is lost from the map only, which at worst records (and
-            // counts) its row once more.
-            let pruned = toPrune.filter { newest - $0.value.time < resolution }
-            state.withLock { state in
-                state.recorded = pruned
+            if state.recorded.count > state.recordedPruneCount, newest > -.infinity {
+                // Rows recorded the resolution or longer before the newest access
+                // suppress no later read; none is pending after this take.
+                let resolution = resolution
+                state.recorded = state.recorded.pruned(
+                    keeping: { newest - $0.time < resolution }, minimumCapacity: 1_024)
+                publish(state.recorded)
                 // Pruned again only once it has doubled: O(1) amortised per access.
-                state.recordedPruneCount = max(2 * pruned.count, 4_096)
+                state.recordedPruneCount = max(2 * state.recorded.count, 4_096)
             }
+            return pending
         }
         // Row id order, and the newest access last of each row's.
         let sorted = pending.sorted { ($0.id, $0.time) < ($1.id, $1.time) }

@@ -562,14 +562,19 @@ final class _DiskIndex {
     }
 
     /// The row for `key` in `namespace`, checked for shape, and an inline value
-    /// checked against its checksum.
-    func lookup(namespace: String, key: String) throws(HoardError) -> Row? {
+    /// checked against its checksum. `foundRow` is called with the row's id as
+    /// soon as the row is found, before the rest is read and checked (a reader
+    /// prefetches the access log's slot for it: ``_DiskAccessLog/prefetch(id:)``).
+    func lookup(
+        namespace: String, key: String, foundRow: @Sendable (_ id: Int64) -> Void = { _ in }
+    ) throws(HoardError) -> Row? {
         let statement = try self.statement(.lookup)
         return try withBytes(namespace, key) { (ns, k) throws(HoardError) -> Row? in
             try statement.bind(bytes: ns, at: 1)
             try statement.bind(bytes: k, at: 2)
             defer { statement.reset() }
             guard try statement.step() else { return nil }
+            foundRow(statement.int64(at: 0))
             var row = Self.readRow(statement)
             if row.problem == nil, statement.type(at: 4) == .blob,
                 Self.checksum(statement.bytes(at: 4), namespace: namespace, key: key) != row.crc

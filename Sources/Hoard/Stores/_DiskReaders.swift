@@ -56,23 +56,25 @@ final class _DiskReaders: Sendable {
     /// The busy timeout in SQLite's milliseconds.
     private var busyMilliseconds: Int { Int(min(busyTimeout * 1000, Double(Int32.max))) }
 
-    /// The row for `key` in `namespace` (as ``_DiskIndex/lookup(namespace:key:)``
-    /// reads it), read on a connection free now or, when all are in use, on the
-    /// first to come free.
+    /// The row for `key` in `namespace` (as ``_DiskIndex/lookup(namespace:key:foundRow:)``
+    /// reads it, calling `foundRow` with its id as soon as it is found), read on a
+    /// connection free now or, when all are in use, on the first to come free.
     ///
     /// - Throws: ``HoardError`` when a connection cannot be opened or the read fails.
-    func lookup(namespace: String, key: String) throws(HoardError) -> _DiskIndex.Row? {
+    func lookup(
+        namespace: String, key: String, foundRow: @Sendable (_ id: Int64) -> Void = { _ in }
+    ) throws(HoardError) -> _DiskIndex.Row? {
         let start = Self.preferredSlot(modulo: slots.count)
         for offset in 0..<slots.count {
             let position = (start + offset) % slots.count
             let found = try slots[position].index.withLockIfAvailable {
                 (index) throws(HoardError) -> _DiskIndex.Row? in
-                try lookup(namespace: namespace, key: key, on: index, at: position)
+                try lookup(namespace: namespace, key: key, on: index, at: position, foundRow: foundRow)
             }
             if let found { return found }
         }
         return try slots[start].index.withLock { (index) throws(HoardError) -> _DiskIndex.Row? in
-            try lookup(namespace: namespace, key: key, on: index, at: start)
+            try lookup(namespace: namespace, key: key, on: index, at: start, foundRow: foundRow)
         }
     }
 
@@ -120,9 +122,10 @@ final class _DiskReaders: Sendable {
     }
 
     private func lookup(
-        namespace: String, key: String, on reader: _DiskIndex, at position: Int
+        namespace: String, key: String, on reader: _DiskIndex, at position: Int,
+        foundRow: @Sendable (_ id: Int64) -> Void = { _ in }
     ) throws(HoardError) -> _DiskIndex.Row? {
-        let row = try reader.lookup(namespace: namespace, key: key)
+        let row = try reader.lookup(namespace: namespace, key: key, foundRow: foundRow)
         if row != nil { gate?(position) }
         return row
     }
