@@ -297,7 +297,7 @@ public final class DiskStore: CacheStore {
         for _ in 0..<8 {
             let now = clock.now().timeIntervalSince1970
             let epoch = accesses.epoch
-            let row = try readers.lookup(namespace: namespace, key: key) { id in accesses.prefetch(id: id) }
+            let row = try readers.lookup(namespace: namespace, key: key, foundRow: { id in accesses.prefetch(id: id) })
             var found = found(row, now: now, epoch: epoch)
             if found == nil {
                 // Expired or damaged: the write connection removes it, if it still is.
@@ -725,7 +725,10 @@ extension DiskStore: _NonWaitingLookup {
         let namespace = _normalized(namespace)
         let now = clock.now().timeIntervalSince1970
         let epoch = accesses.epoch
-        guard let row = try? readers.lookupWithoutWaiting(namespace: namespace, key: key) else { return nil }
+        guard
+            let row = try? readers.lookupWithoutWaiting(
+                namespace: namespace, key: key, foundRow: { id in accesses.prefetch(id: id) })
+        else { return nil }
         switch found(row, now: now, epoch: epoch) {
         case .miss?: return .some(nil)
         case .inline(let entry)?: return .some(entry)

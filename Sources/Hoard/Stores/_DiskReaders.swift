@@ -79,12 +79,15 @@ final class _DiskReaders: Sendable {
     }
 
     /// The row for `key` read without waiting: on a connection free now, which
-    /// does not wait for a lock another process holds. `nil` when it would wait
-    /// (every connection is in use, or SQLite reports the database busy).
+    /// does not wait for a lock another process holds (`foundRow` as in
+    /// ``lookup(namespace:key:foundRow:)``). `nil` when it would wait (every
+    /// connection is in use, or SQLite reports the database busy).
     ///
     /// - Throws: ``HoardError`` when a connection cannot be opened or the read
     ///   fails for another reason than a busy lock.
-    func lookupWithoutWaiting(namespace: String, key: String) throws(HoardError) -> _DiskIndex.Row?? {
+    func lookupWithoutWaiting(
+        namespace: String, key: String, foundRow: @Sendable (_ id: Int64) -> Void = { _ in }
+    ) throws(HoardError) -> _DiskIndex.Row?? {
         let start = Self.preferredSlot(modulo: slots.count)
         for offset in 0..<slots.count {
             let position = (start + offset) % slots.count
@@ -94,7 +97,8 @@ final class _DiskReaders: Sendable {
                 try reader.connection.setBusyTimeout(milliseconds: 0)
                 defer { try? reader.connection.setBusyTimeout(milliseconds: busyMilliseconds) }
                 do throws(HoardError) {
-                    return .some(try lookup(namespace: namespace, key: key, on: reader, at: position))
+                    return .some(
+                        try lookup(namespace: namespace, key: key, on: reader, at: position, foundRow: foundRow))
                 } catch  where error.code == .busy {
                     return .none
                 }
@@ -123,7 +127,7 @@ final class _DiskReaders: Sendable {
 
     private func lookup(
         namespace: String, key: String, on reader: _DiskIndex, at position: Int,
-        foundRow: @Sendable (_ id: Int64) -> Void = { _ in }
+        foundRow: @Sendable (_ id: Int64) -> Void
     ) throws(HoardError) -> _DiskIndex.Row? {
         let row = try reader.lookup(namespace: namespace, key: key, foundRow: foundRow)
         if row != nil { gate?(position) }
