@@ -552,17 +552,20 @@ public final class DiskStore: CacheStore {
         do {
             if !newFiles.isEmpty { try blobs.synchronizeEntries() }
             let now = clock.now().timeIntervalSince1970
-            let apply = { () throws(HoardError) in
-                try self.state.withLock { (state) throws(HoardError) in
-                    let usage = try state.write(prepared, now: now, effects: &effects)
-                    state.enforceLimits(after: usage, protecting: _PreparedWrite.names(in: prepared), effects: &effects)
-                }
-            }
+            // Closure literals passed straight to the calls, not one stored in a
+            // local: a stored closure escapes as far as the compiler knows, so the
+            // `effects` it captured lived in a heap box, with a dynamic exclusivity
+            // check on each access (`Benchmarks/README.md`, "the insert's own
+            // overhead").
             if prepared.contains(where: \.removes) {
                 // A batch that removes is how a full store makes room: as removeValue does.
-                try freeingSpace(releasing: { () throws(HoardError) in try self.files(removedBy: prepared) }, apply)
+                try freeingSpace(releasing: { () throws(HoardError) in try self.files(removedBy: prepared) }) {
+                    () throws(HoardError) in try apply(prepared, now: now, effects: &effects)
+                }
             } else {
-                try retryingAfterCheckpoint(apply)
+                try retryingAfterCheckpoint { () throws(HoardError) in
+                    try apply(prepared, now: now, effects: &effects)
+                }
             }
         } catch {
             effects.filesToRemove += newFiles
@@ -570,6 +573,15 @@ public final class DiskStore: CacheStore {
             throw error
         }
         finish(effects)
+    }
+
+    /// Writes `prepared` in one transaction and evicts over the limits (never the
+    /// entries written), under the writer lock.
+    private func apply(_ prepared: [_PreparedWrite], now: Double, effects: inout _DiskEffects) throws(HoardError) {
+        try state.withLock { (state) throws(HoardError) in
+            let usage = try state.write(prepared, now: now, effects: &effects)
+            state.enforceLimits(after: usage, protecting: _PreparedWrite.names(in: prepared), effects: &effects)
+        }
     }
 
     /// Removes the entry for `key` in `namespace` (and its file, if it has one).
