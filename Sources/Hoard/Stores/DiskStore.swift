@@ -554,9 +554,8 @@ public final class DiskStore: CacheStore {
             let now = clock.now().timeIntervalSince1970
             // Closure literals passed straight to the calls, not one stored in a
             // local: a stored closure escapes as far as the compiler knows, so the
-            // `effects` it captured lived in a heap box, with a dynamic exclusivity
-            // check on each access (`Benchmarks/README.md`, "the insert's own
-            // overhead").
+            // `effects` it captured lived in a heap box (`Benchmarks/README.md`,
+            // "the insert's own overhead").
             if prepared.contains(where: \.removes) {
                 // A batch that removes is how a full store makes room: as removeValue does.
                 try freeingSpace(releasing: { () throws(HoardError) in try self.files(removedBy: prepared) }) {
