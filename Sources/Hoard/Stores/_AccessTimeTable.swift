@@ -15,9 +15,9 @@
 /// table of the slots to keep, which the log does at a take once the table has
 /// doubled.
 ///
-/// A slot is 24 bytes, and the table between a quarter and half full: 48 to 96
-/// bytes per row read within the resolution (a `Dictionary` of the same rows took
-/// 32 to 64, at most three quarters full).
+/// A slot is 24 bytes, and a table that has grown is between a quarter and half
+/// full: 48 to 96 bytes per row read within the resolution (a `Dictionary` of the
+/// same rows took 32 to 64, at most three quarters full).
 ///
 /// - Complexity: ``slot(for:)`` and ``insert(_:at:)`` are O(1) on average (a
 ///   rehash, when the table doubles, is O(count)).
