@@ -109,7 +109,7 @@ extension DiskStore {
         /// rewrite about a tenth of the pages per access; the larger the store,
         /// the smaller that difference. Each pending access takes 32 bytes of
         /// memory, and each entry read within the last ``accessTimeResolution`` a
-        /// dictionary entry; a flush holds the store's write
+        /// slot of the access table (48 to 96 bytes); a flush holds the store's write
         /// connection while it writes its batch (writes of this instance wait for
         /// it).
         public var accessFlushCount: Int
