@@ -452,7 +452,9 @@ public final class DiskStore: CacheStore {
     /// the store is now over a limit it evicts least-recently-accessed entries,
     /// never this one.
     ///
-    /// - Throws: ``HoardError/Code/valueTooLarge`` when the value alone exceeds the
+    /// - Throws: ``HoardError/Code/invalidArgument`` when `storedAt` is not a
+    ///   finite date or `expiresAt` is NaN;
+    ///   ``HoardError/Code/valueTooLarge`` when the value alone exceeds the
     ///   byte limit, or the key or namespace is too large for a row of the index;
     ///   ``HoardError/Code/storageFull``,
     ///   ``HoardError/Code/permissionDenied``, ``HoardError/Code/busy`` or
@@ -528,6 +530,7 @@ public final class DiskStore: CacheStore {
     ) throws(HoardError) -> _PreparedWrite {
         let key = _normalized(key)
         let namespace = _normalized(namespace)
+        try HoardError.checkWriteDates(storedAt: storedAt, expiresAt: expiresAt, key: key)
         try checkSize(data.count, key: key)
         var file: String?
         if spills(data.count, key: key, namespace: namespace) {

@@ -122,10 +122,12 @@ public final class InMemoryRemoteStore: RemoteCacheStore {
 
     /// Stores `data` for `key` on the server (an entry already expired by the
     /// server's clock removes the key instead) and tells the server's other
-    /// instances that `key` changed. Throws ``failsWith`` when it is set, changing
-    /// nothing.
+    /// instances that `key` changed. Throws ``failsWith`` when it is set, and
+    /// ``HoardError/Code/invalidArgument`` when `storedAt` is not a finite date or
+    /// `expiresAt` is NaN, changing nothing.
     public func set(_ data: Data, for key: String, in namespace: String, storedAt: Date, expiresAt: Date?) async throws
     {
+        try HoardError.checkWriteDates(storedAt: storedAt, expiresAt: expiresAt, key: key)
         let now = server.clock.now()
         try mutate(namespace: namespace, invalidation: .key(key)) { entries in
             if let expiresAt, expiresAt <= now {

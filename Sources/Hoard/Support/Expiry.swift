@@ -28,6 +28,18 @@ public enum Expiry: Sendable, Hashable {
     /// Expires after `days` days.
     public static func days(_ days: Double) -> Expiry { .after(days * 86_400) }
 
+    /// Whether the lifetime gives a NaN date: `.after(.nan)`, or `.at` a NaN date.
+    /// Writes refuse such a lifetime (``HoardError/Code/invalidArgument``), and
+    /// configurations reject it.
+    @usableFromInline
+    var _isNaN: Bool {
+        switch self {
+        case .never: false
+        case .after(let seconds): seconds.isNaN
+        case .at(let date): date.timeIntervalSinceReferenceDate.isNaN
+        }
+    }
+
     /// The expiry date for an entry stored at `storedAt`, or `nil` for ``never``.
     public func date(storedAt: Date) -> Date? {
         switch self {

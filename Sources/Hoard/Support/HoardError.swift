@@ -93,6 +93,10 @@ public struct HoardError: Error, Sendable, CustomStringConvertible {
         /// namespace, a store name) is empty, too long, or holds characters that
         /// could reach outside Hoard's own folders and suites. Nothing was touched.
         public static let invalidName = Code("invalidName")
+        /// An argument of a write is outside what any store can keep: a stored date
+        /// that is not a finite date (NaN or infinite), or an expiry that is NaN. The
+        /// change was refused alone; nothing was stored for it.
+        public static let invalidArgument = Code("invalidArgument")
     }
 
     /// What kind of failure this is.

@@ -42,7 +42,8 @@ extension Cache {
         public var remoteStores: [any RemoteCacheStore]
 
         /// The lifetime of entries written without an explicit ``Expiry``, in every
-        /// tier. Defaults to ``Expiry/never``.
+        /// tier. Defaults to ``Expiry/never``. A NaN lifetime (`.after(.nan)`) is
+        /// rejected, as in ``localExpiry`` and ``remoteExpiry``.
         public var defaultExpiry: Expiry
 
         /// The lifetime of entries in the local stores when it should differ from
@@ -85,7 +86,9 @@ extension Cache {
 
         /// Seconds past its expiry during which a value is still served, at once,
         /// while one background fetch refreshes it. `nil` (the default) serves no
-        /// stale values. Needs a fetch closure to refresh.
+        /// stale values. Needs a fetch closure to refresh. Must be finite: to serve
+        /// stale values for as long as a refresh takes, give a bound as long as you
+        /// like (`365 * 86_400`).
         public var staleWhileRevalidate: TimeInterval?
 
         /// Seconds a fetch that returned `nil` is remembered, so the key is not
@@ -192,8 +195,21 @@ extension Cache {
             guard expiryJitter >= 0, expiryJitter < 1 else {
                 throw HoardError(.invalidConfiguration, "expiryJitter must be in 0..<1, not \(expiryJitter)")
             }
-            if let grace = staleWhileRevalidate, !(grace >= 0) {
-                throw HoardError(.invalidConfiguration, "staleWhileRevalidate must be zero or more, not \(grace)")
+            if let grace = staleWhileRevalidate, !(grace >= 0 && grace.isFinite) {
+                // An infinite grace would make the memory copy's expiry infinite and
+                // the staleness test compare with NaN: never stale, never refreshed.
+                throw HoardError(
+                    .invalidConfiguration,
+                    "staleWhileRevalidate must be a finite number of seconds, zero or more, not \(grace)")
+            }
+            for (name, expiry) in [
+                ("defaultExpiry", defaultExpiry), ("localExpiry", localExpiry),
+                ("remoteExpiry", remoteExpiry),
+            ] {
+                // Not interpolated: describing a NaN `Date` traps in Foundation.
+                if let expiry, expiry._isNaN {
+                    throw HoardError(.invalidConfiguration, "\(name) must not give a NaN date (.after(.nan), .at(NaN))")
+                }
             }
             if let seconds = negativeCaching, !(seconds >= 0) {
                 throw HoardError(.invalidConfiguration, "negativeCaching must be zero or more, not \(seconds)")

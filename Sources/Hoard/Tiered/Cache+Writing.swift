@@ -14,9 +14,13 @@ extension Cache {
     ///   - key: Its key.
     ///   - expires: The entry's lifetime; `nil` (the default) uses
     ///     ``Configuration/defaultExpiry``.
-    /// - Throws: The first error a store threw. Memory keeps the value either way.
+    /// - Throws: ``HoardError/Code/invalidArgument`` at once, changing no tier,
+    ///   when `expires` gives a NaN date (`.after(.nan)`); else the first error a
+    ///   store threw. Memory keeps the value either way.
     public func set(_ value: Value, for key: Key, expires: Expiry? = nil) async throws {
         let dates = dates(for: expires)
+        try HoardError.checkWriteDates(
+            storedAt: dates.storedAt, expiresAt: dates.memoryExpiry, key: key.cacheKeyString)
         let cost = memory.cost(of: .value(value))
         try await writer.apply(setting(value, for: key, dates: dates)) {
             setMemory(value, for: key, dates: dates, cost: cost)
@@ -29,8 +33,11 @@ extension Cache {
     /// later than ``Configuration/localExpiry`` and ``Configuration/remoteExpiry``
     /// allow from now.
     ///
-    /// - Throws: The first error a store threw. Memory keeps the value either way.
+    /// - Throws: ``HoardError/Code/invalidArgument`` at once, changing no tier,
+    ///   when the entry's stored date is not a finite date or its expiry is NaN;
+    ///   else the first error a store threw. Memory keeps the value either way.
     public func set(_ entry: CacheEntry<Value>, for key: Key) async throws {
+        try HoardError.checkWriteDates(storedAt: entry.storedAt, expiresAt: entry.expiresAt, key: key.cacheKeyString)
         let physical = entry.expiresAt.map { $0.addingTimeInterval(grace) }
         let now = clock.now()
         let dates = _WriteDates(
@@ -100,6 +107,10 @@ extension Cache {
     /// row of `CacheBenchmarks`); everything past it is not.
     @inlinable  // CacheBenchmarks "memory set: Cache (no stores)"
     func assign(_ value: Value?, for key: Key, expires: Expiry?) {
+        if let expires, expires._isNaN {
+            refuseAssignment(for: key)
+            return
+        }
         if !writer.hasStores, let value, writer.isQuiet {
             let now = clock.now()
             let entry = CacheEntry(
@@ -110,6 +121,17 @@ extension Cache {
             return
         }
         assignInOrder(value, for: key, expires: expires)
+    }
+
+    /// Reports an assignment whose lifetime gives a NaN date
+    /// (`cache[key, expires: .after(.nan)] = value`) as a failed write of `key`,
+    /// with ``HoardError/Code/invalidArgument``, and changes nothing: every tier
+    /// keeps what it held, as a refused `set(_:for:expires:)` does.
+    @usableFromInline
+    func refuseAssignment(for key: Key) {
+        let error = HoardError(
+            .invalidArgument, "the lifetime gives a NaN expiry date; nothing was stored", key: key.cacheKeyString)
+        report(CacheFailure(key: key.cacheKeyString, tier: .memory, operation: .write, error: error))
     }
 
     /// After a memory-only assignment that skipped the writer, when a read began

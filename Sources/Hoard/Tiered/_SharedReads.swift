@@ -17,19 +17,30 @@ import Synchronization
 @usableFromInline
 final class _SharedReads<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// What makes two reads the same read.
+    ///
+    /// The filters are kept as canonical bit patterns, so that a name always equals
+    /// itself: a NaN `maxAge` or `newerThan` (never equal to itself as a number)
+    /// would otherwise register a walk that `finish` could not find again, one
+    /// leaked entry per read, and no two such reads would share a walk.
     @usableFromInline
     struct Name: Hashable, Sendable {
         @usableFromInline var key: Key
-        @usableFromInline var maxAge: TimeInterval?
-        @usableFromInline var newerThan: Date?
+        @usableFromInline var maxAge: UInt64?
+        @usableFromInline var newerThan: UInt64?
         @usableFromInline var fetches: Bool
 
         @inlinable  // CacheBenchmarks "disk hit promote 1KiB: Cache async value(for:)"
         init(key: Key, maxAge: TimeInterval?, newerThan: Date?, fetches: Bool) {
             self.key = key
-            self.maxAge = maxAge
-            self.newerThan = newerThan
+            self.maxAge = maxAge.map(Self.canonical)
+            self.newerThan = newerThan.map { Self.canonical($0.timeIntervalSinceReferenceDate) }
             self.fetches = fetches
+        }
+
+        /// `value`'s bit pattern, with every NaN as one and both zeros as one.
+        @inlinable
+        static func canonical(_ value: Double) -> UInt64 {
+            value.isNaN ? Double.nan.bitPattern : (value == 0 ? 0 : value.bitPattern)
         }
     }
 

@@ -104,7 +104,7 @@ struct _StoreBatch {
     static func isChangeSpecific(_ error: any Error) -> Bool {
         guard let error = error as? HoardError else { return false }
         switch error.code {
-        case .valueTooLarge, .encodingFailed, .storageFull, .invalidName: return true
+        case .valueTooLarge, .encodingFailed, .storageFull, .invalidName, .invalidArgument: return true
         default: return false
         }
     }
