@@ -43,5 +43,35 @@ extension DiskStoreSuites {
                 #expect(_SettingsRegistry.shared(domain).namespaces().map(\.name) == ["shared"])
             }
         }
+
+        @Test("A namespace another process creates after this one opened the domain is read, counted and removable")
+        func namespaceCreatedByAnotherProcessIsSeen() async throws {
+            try await SettingsTest.withDomain { domain in
+                // Given this process already uses the domain (namespace "first")
+                let first = try SettingsTest.store("first", domain, codec: ValueCodec<String>.cacheValue)
+                try first.set("x", for: "x")
+
+                // When another process writes key "late-0" into a new namespace "late"
+                let outcome = try await DiskTest.onThread {
+                    let writer = try SettingsWriterProcess(
+                        domain: domain.name, namespace: "late", prefix: "late", count: 1)
+                    let ready = writer.nextLine()
+                    try writer.start()
+                    return (ready, writer.finish())
+                }
+                #expect(outcome.0 == "ready")
+                #expect(outcome.1.status == 0, "\(outcome.1.errors)")
+                #expect(outcome.1.lines == ["done"])
+
+                // Then a store of "late" opened afterwards reads it, counts it and removes it
+                let late = try SettingsTest.store("late", domain, codec: ValueCodec<String>.cacheValue)
+                #expect(late.value(for: "late-0") == "late-0")
+                #expect(late.keys == ["late-0"])
+                #expect(_SettingsRegistry.shared(domain).totalCount == 2)
+                #expect(_SettingsRegistry.shared(domain).namespaces().map(\.name) == ["first", "late"])
+                #expect(try late.removeAll() == 1)
+                #expect(!FileManager.default.fileExists(atPath: SettingsTest.suiteFile("late", domain).path))
+            }
+        }
     }
 }

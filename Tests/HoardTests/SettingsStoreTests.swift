@@ -49,6 +49,32 @@ extension DiskStoreSuites {
             }
         }
 
+        @Test("A namespace's values are read from disk when this process first opens it, not when it opened the domain")
+        func firstOpenReadsTheSuiteAgain() throws {
+            try SettingsTest.withDomain { domain in
+                // Given a namespace another program wrote, and this process using the domain
+                try SettingsTest.plant(Data("one".utf8), key: "one", namespace: "late", domain)
+                let first = try SettingsTest.store("first", domain, codec: ValueCodec<String>.cacheValue)
+                try first.set("x", for: "x")
+
+                // When the other program writes again before this process opens "late"
+                try SettingsTest.plant(Data("two".utf8), key: "two", namespace: "late", domain)
+                let late = try SettingsTest.store("late", domain, codec: ValueCodec<String>.cacheValue)
+
+                // Then the store sees both values, and the domain counts them
+                #expect(late.keys == ["one", "two"])
+                #expect(late.value(for: "two") == "two")
+                #expect(_SettingsRegistry.shared(domain).totalCount == 3)
+
+                // And from then on values come from memory: a later outside write is
+                // not seen, and a second store of the namespace shares the first's
+                try SettingsTest.plant(Data("three".utf8), key: "three", namespace: "late", domain)
+                let again = try SettingsTest.store("late", domain, codec: ValueCodec<String>.cacheValue)
+                #expect(again.keys == ["one", "two"])
+                #expect(try late.removeAll() == 2)
+            }
+        }
+
         @Test("Keys are compared as Swift compares strings (NFC)")
         func unicodeKeys() throws {
             try SettingsTest.withDomain { domain in

@@ -102,7 +102,8 @@ struct WriteDateTests {
         }
     }
 
-    @Test("A NaN lifetime: set throws, the subscript reports the write as failed; nothing is stored")
+    @Test(
+        "A NaN lifetime: set throws and changes nothing; the subscript reports the write and removes the older value")
     func cacheRefusesNaNLifetime() async throws {
         try await DiskTest.withTemporaryDirectory { directory in
             let disk = try DiskStore(directory: directory)
@@ -116,13 +117,34 @@ struct WriteDateTests {
             } throws: { error in
                 (error as? HoardError)?.code == .invalidArgument
             }
+            #expect(cache.cachedValue(for: "k") == "v1")
             cache["k", expires: .at(Self.nan)] = "v3"
             await cache.flush()
-            #expect(cache.cachedValue(for: "k") == "v1")
-            #expect(try disk.value(for: "k", as: String.self, in: "test") == "v1")
+            #expect(cache.cachedValue(for: "k") == nil)
+            #expect(try disk.value(for: "k", as: String.self, in: "test") == nil)
             let reported = failures.all.filter { $0.key == "k" && $0.operation == .write }
             #expect(reported.count == 1)
             #expect((reported.first?.error as? HoardError)?.code == .invalidArgument)
+        }
+    }
+
+    @Test(
+        "MemoryCache: a NaN lifetime or stored date is refused, and the older value removed; a NaN default is rejected")
+    func memoryCacheRefusesBadDates() throws {
+        let cache = try MemoryCache<String, Int>(configuration: .init(memoryPressure: nil))
+        cache.set(1, for: "k")
+        #expect(cache.set(2, for: "k", expires: .after(.nan)) == false)
+        #expect(cache.entry(for: "k") == nil)
+        cache.set(1, for: "k")
+        #expect(cache.set(CacheEntry(value: 2, storedAt: Self.nan, expiresAt: nil), for: "k") == false)
+        #expect(cache.entry(for: "k") == nil)
+        cache.set(1, for: "k")
+        #expect(cache.set(CacheEntry(value: 2, storedAt: Self.stored, expiresAt: Self.nan), for: "k") == false)
+        #expect(cache.entry(for: "k") == nil)
+        #expect(cache.set(CacheEntry(value: 3, storedAt: Self.stored, expiresAt: nil), for: "k"))
+        #expect(cache.entry(for: "k")?.value == 3)
+        #expect(throws: HoardError.self) {
+            _ = try MemoryCache<String, Int>(configuration: .init(defaultExpiry: .after(.nan)))
         }
     }
 

@@ -29,7 +29,7 @@ extension MemoryCache {
         public var policy: EvictionPolicy
 
         /// The lifetime of entries written without an explicit ``Expiry``.
-        /// Defaults to ``Expiry/never``.
+        /// Defaults to ``Expiry/never``. A NaN lifetime (`.after(.nan)`) is rejected.
         public var defaultExpiry: Expiry
 
         /// Independently locked parts the cache is split into, by key hash; rounded up
@@ -117,6 +117,10 @@ extension MemoryCache {
 
         /// Checks every setting and returns the shard count rounded up to a power of two.
         func validated() throws(HoardError) -> Int {
+            if defaultExpiry._isNaN {
+                throw HoardError(
+                    .invalidConfiguration, "defaultExpiry must not give a NaN date (.after(.nan), .at(NaN))")
+            }
             if let countLimit, countLimit < 1 {
                 throw HoardError(.invalidConfiguration, "countLimit must be at least 1, not \(countLimit)")
             }

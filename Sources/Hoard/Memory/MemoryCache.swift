@@ -203,8 +203,9 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     ///   - expires: Its lifetime; `nil` (the default) uses the configuration's
     ///     ``Configuration/defaultExpiry``.
     /// - Returns: `true` when stored; `false` when the value's cost alone exceeds the
-    ///   cost limit (of one shard), in which case nothing is stored and any older
-    ///   value for `key` is removed, so a read never returns the outdated value.
+    ///   cost limit (of one shard), or `expires` gives a NaN date (`.after(.nan)`),
+    ///   in which case nothing is stored and any older value for `key` is removed,
+    ///   so a read never returns the outdated value.
     /// - Complexity: O(1) amortised, plus O(1) per evicted entry.
     // @inlinable: MemoryCacheBenchmarks "set 1T" (every write runs it).
     @inlinable
@@ -213,6 +214,10 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         let cost = max(0, costOf?(value) ?? 0)
         let now = clock.now()
         let expiresAt = (expires ?? defaultExpiry).date(storedAt: now)?.timeIntervalSinceReferenceDate ?? .infinity
+        if expiresAt.isNaN {
+            _ = removeValue(for: key)
+            return false
+        }
         let hash = _HashIndex.hash(of: key)
         return shards.withLock(shard(for: hash)) { shard in
             // Whether anyone observes is read under the lock (as in every writer):
@@ -226,10 +231,18 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     /// Stores an entry as it is, keeping its stored date and expiry (for example
     /// one read with ``entry(for:maxAge:newerThan:)`` from another cache).
     ///
-    /// - Returns: `true` when stored, `false` when its cost exceeds the cost limit.
+    /// - Returns: `true` when stored; `false` when its cost exceeds the cost limit,
+    ///   its stored date is not a finite date or its expiry is NaN, in which case
+    ///   nothing is stored and any older value for `key` is removed.
     @discardableResult
     public func set(_ entry: CacheEntry<Value>, for key: Key) -> Bool {
-        set(entry, for: key, cost: cost(of: entry.value))
+        guard entry.storedAt.timeIntervalSinceReferenceDate.isFinite,
+            !(entry.expiresAt?.timeIntervalSinceReferenceDate.isNaN ?? false)
+        else {
+            _ = removeValue(for: key)
+            return false
+        }
+        return set(entry, for: key, cost: cost(of: entry.value))
     }
 
     /// The cost the configuration gives `value` (its `cost` closure, user code, or

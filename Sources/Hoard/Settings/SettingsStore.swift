@@ -48,8 +48,10 @@ import Foundation
 ///   process's command line (the argument domain), even under a key it holds.
 /// - **Several instances** of one namespace in a process share its values and see
 ///   each other's changes, updates included. Another process's changes are seen
-///   from the moment this process first uses the namespace; after that, values
-///   are read from memory (a write merges this process's change with the file).
+///   up to the moment this process first opens a store of the namespace (a
+///   namespace another process created after this one opened others included);
+///   after that, values are read from memory (a write merges this process's
+///   change with the file).
 ///
 /// Every method is synchronous and thread-safe.
 public final class SettingsStore<Value: Sendable>: Sendable {
@@ -102,6 +104,7 @@ public final class SettingsStore<Value: Sendable>: Sendable {
         self.configuration = configuration
         self.codec = codec
         registry = _SettingsRegistry.shared(domain)
+        registry.beginUse(of: namespace)
         let (attachment, unreported) = registry.attach(observers, to: namespace)
         self.attachment = attachment
         for event in unreported { report(event) }

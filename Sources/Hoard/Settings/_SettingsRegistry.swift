@@ -63,6 +63,9 @@ final class _SettingsRegistry: Sendable {
     private struct State {
         /// Namespaces listed in the registry suite.
         var registered: Set<String>
+        /// Namespaces this process has used: a store of it opened, or a change made
+        /// (``_SettingsRegistry/beginUse(of:)``).
+        var used: Set<String> = []
         /// What the suite of every namespace loaded so far holds: its content when
         /// first loaded, with this process's changes since.
         var values: [String: [String: Stored]] = [:]
@@ -209,6 +212,7 @@ final class _SettingsRegistry: Sendable {
                 state.total += 1
             }
             state.values[namespace, default: [:]][key] = .data(data)
+            state.used.insert(namespace)
             if newNamespace { state.registered.insert(namespace) }
             state.publish(namespace, key: key, data: data)
             return newNamespace
@@ -327,6 +331,59 @@ final class _SettingsRegistry: Sendable {
             return merged
         }
         if let damage { report(.suiteKeptAside(damage)) }
+    }
+
+    /// Reads `namespace` from disk again when this process has not used it yet (no
+    /// store of it opened, nothing written to it), so that a store opened on it
+    /// sees what other processes wrote up to now: a namespace they registered
+    /// after this registry was made (it reads the registry suite again), and
+    /// values they wrote after the registry first loaded the namespace's suite.
+    /// The values are counted against the item limit, and can be removed. Called
+    /// when a store of the namespace opens, outside the lock; what it runs into is
+    /// left for that store to report.
+    ///
+    /// From the first use on, the namespace's values come from memory, kept up to
+    /// date by this process's changes (``SettingsStore`` says so).
+    func beginUse(of namespace: String) {
+        guard state.withLock({ !$0.used.contains(namespace) }) else { return }
+        var problems: [SettingsStoreEvent] = []
+        defer {
+            if !problems.isEmpty {
+                state.withLock { state in state.unreported += problems.map { (namespace, $0) } }
+            }
+        }
+        let listed: Bool
+        do {
+            let registry = try registrySuite.load()
+            if let damage = registry.keptAside { problems.append(.suiteKeptAside(damage)) }
+            listed = registry.values[namespace] != nil
+        } catch {
+            problems.append(.failed(operation: "reading the settings registry", key: nil, error: error))
+            state.withLock { state in _ = state.used.insert(namespace) }
+            return
+        }
+        var values: [String: Stored] = [:]
+        if listed {
+            do {
+                let loaded = try suite(namespace).load()
+                if let damage = loaded.keptAside { problems.append(.suiteKeptAside(damage)) }
+                values = loaded.values.mapValues(Stored.init)
+            } catch {
+                // As when the registry is made: read as empty in memory; a write
+                // reads the file again, and fails rather than write over what it
+                // could not read.
+                problems.append(.failed(operation: "reading the settings suite", key: nil, error: error))
+            }
+        }
+        state.withLock { state in
+            // Another store of it opened meanwhile, or a change was made: memory
+            // is what this process uses from now on.
+            guard state.used.insert(namespace).inserted else { return }
+            guard listed else { return }
+            state.total += values.count - (state.values[namespace]?.count ?? 0)
+            state.values[namespace] = values
+            state.registered.insert(namespace)
+        }
     }
 
     // MARK: Observers

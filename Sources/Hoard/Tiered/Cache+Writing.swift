@@ -125,13 +125,18 @@ extension Cache {
 
     /// Reports an assignment whose lifetime gives a NaN date
     /// (`cache[key, expires: .after(.nan)] = value`) as a failed write of `key`,
-    /// with ``HoardError/Code/invalidArgument``, and changes nothing: every tier
-    /// keeps what it held, as a refused `set(_:for:expires:)` does.
+    /// with ``HoardError/Code/invalidArgument``, and removes the key's older value
+    /// from every tier, as a value that cannot be encoded does: an assignment
+    /// reports its failure after the fact, and a read must not then return the
+    /// value it was to replace.
     @usableFromInline
     func refuseAssignment(for key: Key) {
         let error = HoardError(
-            .invalidArgument, "the lifetime gives a NaN expiry date; nothing was stored", key: key.cacheKeyString)
+            .invalidArgument,
+            "the lifetime gives a NaN expiry date; the value was not stored and the older one removed",
+            key: key.cacheKeyString)
         report(CacheFailure(key: key.cacheKeyString, tier: .memory, operation: .write, error: error))
+        assign(nil, for: key, expires: nil)
     }
 
     /// After a memory-only assignment that skipped the writer, when a read began
