@@ -49,7 +49,7 @@ public struct HTTPCacheControl: Sendable, Hashable {
         for value in values {
             for directive in Self.directives(value) {
                 guard seen.insert(directive.name).inserted else { continue }
-                let seconds = directive.value.flatMap { Int($0) }.map { max(0, $0) }
+                let seconds = directive.value.flatMap(Self.deltaSeconds)
                 switch directive.name {
                 case "max-age": maxAge = seconds
                 case "s-maxage": sharedMaxAge = seconds
@@ -69,6 +69,31 @@ public struct HTTPCacheControl: Sendable, Hashable {
                 }
             }
         }
+    }
+
+    /// The largest delta-seconds kept: a larger value, however many digits it has,
+    /// counts as 2^31 (RFC 9111, section 1.2.2).
+    static let maximumDeltaSeconds = 1 << 31
+
+    /// A delta-seconds value (RFC 9111, section 1.2.2): decimal digits, leading
+    /// zeros allowed, capped at ``maximumDeltaSeconds``; `nil` for anything else.
+    /// A sign is tolerated as before: `+60` is 60, and a negative value counts as 0.
+    static func deltaSeconds(_ text: String) -> Int? {
+        var digits = Substring(text)
+        var isNegative = false
+        if let sign = digits.first, sign == "-" || sign == "+" {
+            isNegative = sign == "-"
+            digits = digits.dropFirst()
+        }
+        guard !digits.isEmpty, digits.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) })
+        else { return nil }
+        if isNegative { return 0 }
+        let significant = digits.drop { $0 == "0" }
+        // Eleven digits or more exceed 2^31 (ten digits); fewer always fit an Int.
+        guard significant.count <= 10, let value = Int(significant.isEmpty ? "0" : String(significant)) else {
+            return maximumDeltaSeconds
+        }
+        return min(value, maximumDeltaSeconds)
     }
 
     /// Splits a header value into directives at commas outside quoted strings.

@@ -58,8 +58,8 @@ public struct HTTPCachedResponse: Sendable, Hashable {
     }
 
     /// The `Age` the response arrived with (RFC 9111, section 5.1): the first
-    /// member of the first `Age` field when it is a non-negative integer (at most
-    /// 2^31), else 0.
+    /// member of the first `Age` field when it is delta-seconds (digits, leading
+    /// zeros allowed; at most 2^31), else 0.
     var ageValue: TimeInterval {
         guard
             let first = headers.values(for: "age").first?.split(separator: ",", omittingEmptySubsequences: false).first
@@ -68,15 +68,19 @@ public struct HTTPCachedResponse: Sendable, Hashable {
         guard !text.isEmpty, text.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else {
             return 0
         }
-        return TimeInterval(min(Int(text.prefix(11)) ?? Int(Int32.max) + 1, Int(Int32.max) + 1))
+        return TimeInterval(HTTPCacheControl.deltaSeconds(text) ?? 0)
     }
 
     /// This stored response with the header fields of `update` (a `304`, or a
     /// `200` to a `HEAD`) in place of its own of the same names, but for the
     /// hop-by-hop fields, `Content-Length` and `Content-Encoding` (RFC 9111, section
     /// 3.2: the stored body keeps its length and encoding), and the dates of that
-    /// exchange.
-    func updated(with update: HTTPHeaderFields, requestTime: Date, responseTime: Date) -> HTTPCachedResponse {
+    /// exchange. The request fields its `Vary` names are those of `requestHeaders`,
+    /// the request that exchange answered: a `Vary` the update brings (or changes)
+    /// then selects by what that request sent, not by nothing.
+    func updated(
+        with update: HTTPHeaderFields, requestHeaders: HTTPHeaderFields, requestTime: Date, responseTime: Date
+    ) -> HTTPCachedResponse {
         var refreshed = self
         var replaced: Set<String> = []
         for field in _HTTPHopByHop.removed(from: update) {
@@ -85,10 +89,37 @@ public struct HTTPCachedResponse: Sendable, Hashable {
             if replaced.insert(name).inserted { refreshed.headers.removeAll(named: name) }
             refreshed.headers.append(name: field.name, value: field.value)
         }
+        var varying: [String: String] = [:]
+        for name in refreshed.varyNames where name != "*" { varying[name] = requestHeaders[name] }
+        refreshed.varyingRequestHeaders = varying
         refreshed.requestTime = requestTime
         refreshed.responseTime = responseTime
         refreshed.isFromCache = true
         return refreshed
+    }
+
+    /// Whether a `304` with the header fields `fields` may update this stored
+    /// response (RFC 9111, section 4.3.4): its `ETag`, when it has one, matches this
+    /// response's (strongly when both are strong, weakly when either is weak); else
+    /// its `Last-Modified`, when it has one, is this response's. A `304` with
+    /// neither validator updates the response the request was made conditional on.
+    func isSelected(by fields: HTTPHeaderFields) -> Bool {
+        if let received = fields.values(for: "etag").first {
+            guard let stored = headers.values(for: "etag").first else { return false }
+            let tag = received.trimmingCharacters(in: .whitespaces)
+            let own = stored.trimmingCharacters(in: .whitespaces)
+            if !tag.hasPrefix("W/") && !own.hasPrefix("W/") { return tag == own }
+            return Self.opaqueTag(tag) == Self.opaqueTag(own)
+        }
+        if let modified = fields.values(for: "last-modified").first {
+            return modified == headers.values(for: "last-modified").first
+        }
+        return true
+    }
+
+    /// An entity tag without its weakness prefix, for a weak comparison.
+    private static func opaqueTag(_ tag: String) -> Substring {
+        tag.hasPrefix("W/") ? tag.dropFirst(2) : Substring(tag)
     }
 
     /// Whether a `200` to a `HEAD` with the header fields `fields` describes this

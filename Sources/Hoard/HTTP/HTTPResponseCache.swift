@@ -236,7 +236,9 @@ public final class HTTPResponseCache: Sendable {
     private func retrieve(_ request: _HTTPRequest) async throws -> HTTPCachedResponse {
         let requestControl = request.cacheControl
         let isHead = request.method == "HEAD"
-        if requestControl.noStore && !isHead {
+        // `only-if-cached` with `no-store`: nothing is stored, and the origin is
+        // still not asked (RFC 9111, section 5.2.1.7).
+        if requestControl.noStore && !isHead && !requestControl.onlyIfCached {
             return try await flights.run(request.flightKey, joined: { self.count { $0.coalescedWaits += 1 } }) {
                 try await self.fetch(request, storing: false)
             }
@@ -413,11 +415,21 @@ public final class HTTPResponseCache: Sendable {
             return candidate
         }
         if exchange.response.statusCode == 304 {
+            // RFC 9111, section 4.3.4: a 304 whose validator is not the stored
+            // response's updates nothing; the response is then asked for whole.
+            guard candidate.isSelected(by: exchange.response.headers) else {
+                let whole = try await send(request.withoutClientConditions)
+                count { $0.fetches += 1 }
+                let received = request.cached(
+                    whole.response, requestTime: whole.requestTime, responseTime: whole.responseTime)
+                await store(received, for: request, replacing: candidate)
+                return received
+            }
             let refreshed = candidate.updated(
-                with: exchange.response.headers, requestTime: exchange.requestTime,
+                with: exchange.response.headers, requestHeaders: request.headers, requestTime: exchange.requestTime,
                 responseTime: exchange.responseTime)
             count { $0.revalidations += 1 }
-            await store(refreshed, for: request)
+            await store(refreshed, for: request, replacing: candidate)
             return refreshed
         }
         if (500..<600).contains(exchange.response.statusCode), staleIfError {
@@ -445,8 +457,10 @@ public final class HTTPResponseCache: Sendable {
         guard response.statusCode == 200, candidate.isSameRepresentation(as: response.headers) else {
             return request.cached(response, requestTime: requestTime, responseTime: responseTime)
         }
-        let updated = candidate.updated(with: response.headers, requestTime: requestTime, responseTime: responseTime)
-        await store(updated, for: request.asGet)
+        let updated = candidate.updated(
+            with: response.headers, requestHeaders: request.headers, requestTime: requestTime,
+            responseTime: responseTime)
+        await store(updated, for: request.asGet, replacing: candidate)
         return served(updated, to: request, now: clock.now())
     }
 
@@ -497,17 +511,21 @@ public final class HTTPResponseCache: Sendable {
         await storage.flush()
     }
 
-    /// Stores `response` as the variant `request` selects, when HTTP allows.
+    /// Stores `response` as the variant `request` selects, when HTTP allows, in
+    /// place of `replaced` (the stored response it refreshes or supersedes, whose
+    /// `Vary` may select other requests); `replaced` goes even when `response` may
+    /// not be stored.
     ///
     /// The stored variants of one URL are read, changed and written by one store
     /// at a time, so concurrent stores of different variants all survive. Read
     /// through the tiers asynchronously (never a disk read on the caller's
     /// executor), and written without blocking a thread (see `write(_:for:)`).
-    private func store(_ response: HTTPCachedResponse, for request: _HTTPRequest) async {
-        guard
-            _HTTPStorability.allows(
-                response, control: effectiveControl(response), request: request, shared: configuration.isShared)
-        else { return }
+    private func store(
+        _ response: HTTPCachedResponse, for request: _HTTPRequest, replacing replaced: HTTPCachedResponse? = nil
+    ) async {
+        let storable = _HTTPStorability.allows(
+            response, control: effectiveControl(response), request: request, shared: configuration.isShared)
+        guard storable || replaced != nil else { return }
         let work = pendingWork.begin()
         defer { pendingWork.end(work) }
         await variantUpdates.withLock(request.key) {
@@ -519,12 +537,21 @@ public final class HTTPResponseCache: Sendable {
                 log("a response was not stored: reading the stored variants failed", request: request, error: error)
                 return
             }
-            stored.removeAll {
-                $0.varyingRequestHeaders == response.varyingRequestHeaders && $0.varyNames == response.varyNames
+            let before = stored.count
+            stored.removeAll { variant in
+                [response, replaced].contains { other in
+                    guard let other else { return false }
+                    return variant.varyingRequestHeaders == other.varyingRequestHeaders
+                        && variant.varyNames == other.varyNames
+                }
             }
-            var kept = response
-            kept.isFromCache = true
-            stored.insert(kept, at: 0)
+            if storable {
+                var kept = response
+                kept.isFromCache = true
+                stored.insert(kept, at: 0)
+            } else if stored.count == before {
+                return
+            }
             await write(
                 HTTPStoredResponses(responses: Array(stored.prefix(configuration.maximumVariants))), for: request)
         }

@@ -43,7 +43,16 @@ struct _HTTPRequest: Sendable {
         ([method, key] + headers.map { "\($0.name.lowercased()): \($0.value)" }).joined(separator: "\n")
     }
 
-    var cacheControl: HTTPCacheControl { HTTPCacheControl(headers.values(for: "cache-control")) }
+    /// The request's `Cache-Control`; without one, a `Pragma: no-cache` counts as
+    /// `Cache-Control: no-cache` (RFC 9111, section 5.4).
+    var cacheControl: HTTPCacheControl {
+        let values = headers.values(for: "cache-control")
+        var control = HTTPCacheControl(values)
+        if values.isEmpty, headers.listMembers("pragma").contains(where: { $0.lowercased() == "no-cache" }) {
+            control.noCache = true
+        }
+        return control
+    }
 
     /// The request as the transport sends it, with `extraHeaders` replacing the
     /// fields of their names, and `method` for the request's own.
