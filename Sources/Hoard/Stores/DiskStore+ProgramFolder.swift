@@ -73,6 +73,11 @@ enum _ProgramFolder {
     /// is found again; if it cannot be moved, it is used where it is. When
     /// `<caches>/<program>` is itself an old store (one named like the program), it
     /// is moved into a new program folder of that name.
+    ///
+    /// A store is moved only while no instance has it open (in any process: the
+    /// move holds its lock file exclusive): an open instance keeps using its
+    /// directory by path, and would find its value files gone. One in use is used
+    /// where it is, and moved by a later open.
     static func directory(named name: String, program: String, in caches: URL) -> URL {
         let folder = caches.appendingPathComponent(program, isDirectory: true)
         let new = folder.appendingPathComponent(name, isDirectory: true)
@@ -80,7 +85,8 @@ enum _ProgramFolder {
         if isStore(folder.path) {
             // `<caches>/<program>` is an old store: only the store of that very
             // name moves, through a temporary name, into a folder of its own.
-            guard name == program else { return old }
+            guard name == program, let lock = unusedStoreLock(folder.path) else { return old }
+            defer { close(lock) }
             let moving = caches.appendingPathComponent(".\(program).moving-\(getpid())", isDirectory: true)
             guard rename(folder.path, moving.path) == 0 else { return old }
             guard (try? _FileSystem.makeDirectory(folder.path)) != nil, rename(moving.path, new.path) == 0 else {
@@ -92,6 +98,8 @@ enum _ProgramFolder {
             return new
         }
         guard _FileSystem.kind(at: new.path) == .missing, isStore(old.path) else { return new }
+        guard let lock = unusedStoreLock(old.path) else { return old }
+        defer { close(lock) }
         guard (try? _FileSystem.makeDirectory(folder.path)) != nil, _FileSystem.kind(at: folder.path) == .directory,
             rename(old.path, new.path) == 0
         else {
@@ -99,6 +107,19 @@ enum _ProgramFolder {
             return _FileSystem.kind(at: new.path) == .directory ? new : old
         }
         return new
+    }
+
+    /// The store at `path`'s lock file, opened and held exclusive, when no instance
+    /// has the store open (each holds it shared); `nil` when one has, or the lock
+    /// cannot be taken. The caller closes the descriptor, which releases it.
+    static func unusedStoreLock(_ path: String) -> Int32? {
+        let fd = open(path + "/" + _StoreDirectory.lockName, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { return nil }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            close(fd)
+            return nil
+        }
+        return fd
     }
 
     /// Whether `path` is a real directory (not a link) holding a Hoard store.

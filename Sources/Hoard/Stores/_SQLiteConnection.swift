@@ -21,6 +21,9 @@ import CSQLite
 /// `underlying` is a ``_SQLiteError`` with SQLite's own code and message.
 final class _SQLiteConnection {
     private var handle: OpaquePointer?
+    /// The database file's identity while the connection is open, counted in
+    /// ``_SQLiteOpenFiles``.
+    private var openFile: _SQLiteOpenFiles.FileID?
     /// The database file, for error messages.
     let path: String
     /// Statements prepared on this connection; finalized before it closes.
@@ -51,6 +54,7 @@ final class _SQLiteConnection {
             throw error
         }
         sqlite3_extended_result_codes(db, 1)
+        openFile = _SQLiteOpenFiles.opened(path)
     }
 
     /// The oldest SQLite library the store runs on, as `sqlite3_libversion_number()`
@@ -91,6 +95,8 @@ final class _SQLiteConnection {
         statements = []
         if let handle { sqlite3_close_v2(handle) }
         handle = nil
+        if let openFile { _SQLiteOpenFiles.closed(openFile) }
+        openFile = nil
     }
 
     private func open() throws(HoardError) -> OpaquePointer {

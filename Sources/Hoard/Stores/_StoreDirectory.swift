@@ -90,10 +90,21 @@ enum _StoreDirectory {
 
     /// Checks the first 100 bytes of an index file: SQLite's magic string and
     /// Hoard's application id.
+    ///
+    /// An index a connection of this process has open is not read again: it was
+    /// checked when its store opened it, and closing a descriptor of it would
+    /// release SQLite's locks on it (``_SQLiteOpenFiles``).
     static func checkIndexHeader(_ indexPath: String) throws(HoardError) {
         guard _FileSystem.kind(at: indexPath) == .file else {
             throw HoardError(.notAStore, "index.sqlite is not a regular file", path: indexPath)
         }
+        _ = try _SQLiteOpenFiles.readUnlessOpen(indexPath) { () throws(HoardError) in
+            try checkHeaderBytes(indexPath)
+        }
+    }
+
+    /// ``checkIndexHeader(_:)``'s reading of the file itself.
+    private static func checkHeaderBytes(_ indexPath: String) throws(HoardError) {
         guard let header = _FileSystem.prefix(ofFile: indexPath, count: 100) else {
             throw _FileSystem.error("could not read the store's index", path: indexPath)
         }

@@ -1,0 +1,117 @@
+import Foundation
+import Testing
+
+@testable import Hoard
+
+extension DiskStoreSuites {
+    /// What one instance, process or damaged row may do to files that others use:
+    /// a damaged row's file name never leaves `blobs/`, a second instance does not
+    /// drop the first one's SQLite locks, and a store in use is not moved.
+    @Suite("DiskStore: files shared with other instances and processes", .timeLimit(.minutes(3)))
+    struct DiskStoreSharedFileTests {
+        /// Rewrites the index through a second connection, as the damage tests do.
+        static func tamper(_ url: URL, _ sql: String) throws {
+            let connection = try _SQLiteConnection(path: url.appendingPathComponent("index.sqlite").path)
+            try connection.setBusyTimeout(milliseconds: 5_000)
+            defer { connection.close() }
+            try connection.execute(sql)
+        }
+
+        enum Operation: String, CaseIterable, Sendable {
+            case removeValue, overwrite, removeAllInNamespace, removeAll, trim, batchRemove
+        }
+
+        @Test(
+            "A damaged row's file name never reaches a path outside blobs/ (removals, overwrites, trims)",
+            arguments: Operation.allCases)
+        func damagedFileNameStaysInBlobs(operation: Operation) throws {
+            try DiskTest.withTemporaryDirectory { url in
+                let victim = url.deletingLastPathComponent().appendingPathComponent("victim-\(UUID().uuidString)")
+                try Data("precious".utf8).write(to: victim)
+                defer { try? FileManager.default.removeItem(at: victim) }
+                let store = try DiskStore(directory: url)
+                try store.set(DiskTest.bytes(20), for: "bad", in: "ns", storedAt: Date(), expiresAt: nil)
+                try store.set(DiskTest.bytes(20), for: "good", in: "ns", storedAt: Date(), expiresAt: nil)
+                try Self.tamper(
+                    url,
+                    "UPDATE entries SET value = NULL, blob = '../../\(victim.lastPathComponent)' WHERE key = CAST('bad' AS BLOB)"
+                )
+
+                switch operation {
+                case .removeValue: _ = try store.removeValue(for: "bad", in: "ns")
+                case .overwrite:
+                    try store.set(DiskTest.bytes(10), for: "bad", in: "ns", storedAt: Date(), expiresAt: nil)
+                case .removeAllInNamespace: _ = try store.removeAll(in: "ns")
+                case .removeAll: _ = try store.removeAll()
+                case .trim: _ = try store.trim(toBytes: 0)
+                case .batchRemove: try store.write([.removeValue(for: "bad", in: "ns")])
+                }
+
+                #expect(
+                    FileManager.default.fileExists(atPath: victim.path),
+                    "\(operation) deleted \(victim.path), a file outside the store")
+                #expect(_BlobFiles.isOneFile("0123456789abcdef-0123456789abcdef"))
+                #expect(!_BlobFiles.isOneFile("../x") && !_BlobFiles.isOneFile("..") && !_BlobFiles.isOneFile(""))
+            }
+        }
+
+        @Test(
+            "A second instance in one process keeps the first one's writes visible to other processes",
+            arguments: [false, true])
+        func secondInstanceKeepsSQLiteLocks(opensSecond: Bool) throws {
+            try DiskTest.withTemporaryDirectory { url in
+                let hoard = try DiskTest.executable(named: "hoard")
+                let first = try DiskStore(directory: url)
+                try first.set(Data("one".utf8), for: "k", in: "ns", storedAt: Date(), expiresAt: nil)
+
+                // A second instance on the same directory, in the same process
+                let second = opensSecond ? try DiskStore(directory: url) : nil
+                #expect(try second?.entry(for: "k", in: "ns")?.data ?? Data("one".utf8) == Data("one".utf8))
+
+                // Another process opens the store and closes it
+                let stats = try DiskTest.run(hoard, ["stats", url.path])
+                #expect(stats.status == 0, "\(stats.errors)")
+
+                // The first instance writes again; another process reads what it wrote
+                try first.set(Data("two".utf8), for: "k", in: "ns", storedAt: Date(), expiresAt: nil)
+                let read = try DiskTest.run(hoard, ["get", url.path, "k", "-n", "ns", "--raw"])
+                #expect(read.status == 0, "\(read.errors)")
+                #expect(read.output == "two", "another process reads \(read.output.debugDescription)")
+                withExtendedLifetime((first, second)) {}
+            }
+        }
+
+        @Test("A store an earlier version left in the cache directory is not moved while an instance has it open")
+        func storeInUseIsNotMoved() throws {
+            try DiskTest.withTemporaryDirectory { caches in
+                let legacy = caches.appendingPathComponent("legacy")
+                var old: DiskStore? = try DiskStore(directory: legacy, configuration: .init(spillThreshold: 100))
+                try old?.set(DiskTest.bytes(1_000), for: "big", in: "ns", storedAt: Date(), expiresAt: nil)
+
+                // Another process opens the store by name while it is open here
+                let inUse = try DiskTest.run(
+                    DiskTest.childExecutable(), ["named-store", "-", "legacy"],
+                    environment: ["XDG_CACHE_HOME": caches.path])
+                #expect(inUse.status == 0, "\(inUse.output) \(inUse.errors)")
+                #expect(inUse.output.hasPrefix("dir \(legacy.path)\n"), "it used the store where it is")
+
+                // The open instance still reads and writes it
+                #expect(try old?.entry(for: "big", in: "ns")?.data == DiskTest.bytes(1_000))
+                #expect(throws: Never.self) {
+                    try old?.set(DiskTest.bytes(2_000), for: "big2", in: "ns", storedAt: Date(), expiresAt: nil)
+                }
+
+                // Once nobody has it open, the next open by name moves it, values and all
+                old = nil
+                let moved = try DiskTest.run(
+                    DiskTest.childExecutable(), ["named-store", "-", "legacy"],
+                    environment: ["XDG_CACHE_HOME": caches.path])
+                let movedPath = caches.appendingPathComponent("HoardCrashWriter/legacy")
+                #expect(moved.output.hasPrefix("dir \(movedPath.path)\n"), "\(moved.output) \(moved.errors)")
+                let store = try DiskStore(directory: movedPath)
+                #expect(try store.entry(for: "big", in: "ns")?.data == DiskTest.bytes(1_000))
+                #expect(try store.entry(for: "big2", in: "ns")?.data == DiskTest.bytes(2_000))
+            }
+        }
+    }
+}
