@@ -194,8 +194,7 @@ extension DiskStore {
                 guard var damage = try check(row) else { continue }
                 // A file that cannot be read is not known to be damaged: never removed.
                 if repairing, damage.reason != .unreadableFile {
-                    try repair(row, damage: damage)
-                    damage.isRepaired = true
+                    damage.isRepaired = try repair(row, damage: damage)
                 }
                 report.damage.append(damage)
             }
@@ -293,19 +292,26 @@ extension DiskStore {
 
     /// Removes a damaged row if, under the write lock, it is still the same and
     /// still damaged.
-    private func repair(_ row: _DiskIndex.ScannedRow, damage: StoreDamage) throws(HoardError) {
+    ///
+    /// - Returns: Whether the damage is gone: the row removed, or found removed,
+    ///   rewritten or no longer damaged meanwhile; `false` when its file can no
+    ///   longer be read, so that it is not known to be damaged and stays.
+    private func repair(_ row: _DiskIndex.ScannedRow, damage: StoreDamage) throws(HoardError) -> Bool {
         var effects = _DiskEffects()
-        try state.withLock { (state) throws(HoardError) in
+        let repaired = try state.withLock { (state) throws(HoardError) -> Bool in
             let index = try state.open()
-            try index.transaction { () throws(HoardError) in
+            return try index.transaction { () throws(HoardError) -> Bool in
                 guard let again = try index.scan(after: row.id - 1, limit: 1).first, again.id == row.id,
-                    again.blob == row.blob, let still = try check(again), still.reason != .unreadableFile
-                else { return }
+                    again.blob == row.blob, let still = try check(again)
+                else { return true }
+                guard still.reason != .unreadableFile else { return false }
                 _ = try index.delete(id: row.id)
                 if let file = again.blob { effects.filesToRemove.append(file) }
+                return true
             }
         }
         finish(effects)
+        return repaired
     }
 
     /// Temporary files and value files no entry refers to, deleting those older
