@@ -64,6 +64,38 @@ extension DiskStoreSuites {
             }
         }
 
+        @Test("A damaged registry file loses no namespace: the suites on disk are listed again")
+        func damagedRegistryKeepsNamespaces() throws {
+            try SettingsTest.withDomain { domain in
+                let keptPrefix = domain.name + ".plist.damaged-"
+                defer {
+                    for name in SettingsTest.suiteFiles(domain) where name.hasPrefix(keptPrefix) {
+                        try? FileManager.default.removeItem(
+                            at: SettingsTest.preferencesFolder.appendingPathComponent(name))
+                    }
+                }
+                // Given a namespace another program wrote, and then a damaged registry file
+                try SettingsTest.plant(Data("one".utf8), key: "one", namespace: "other", domain)
+                let registryFile = SettingsTest.preferencesFolder.appendingPathComponent(domain.name + ".plist")
+                try Data("not a property list".utf8).write(to: registryFile)
+
+                // When this process opens the domain and writes a namespace of its own
+                let mine = try SettingsTest.store("mine", domain, codec: ValueCodec<String>.cacheValue)
+                try mine.set("x", for: "x")
+
+                // Then the other program's namespace is still listed, on disk too, and readable
+                let other = try SettingsTest.store("other", domain, codec: ValueCodec<String>.cacheValue)
+                #expect(other.value(for: "one") == "one")
+                #expect(_SettingsRegistry.shared(domain).namespaces().map(\.name) == ["mine", "other"])
+                let listed = try #require(
+                    try PropertyListSerialization.propertyList(from: Data(contentsOf: registryFile), format: nil)
+                        as? [String: Any])
+                #expect(Set(listed.keys) == ["mine", "other"])
+                #expect(
+                    SettingsTest.suiteFiles(domain).contains { $0.hasPrefix(keptPrefix) }, "the damaged file is kept")
+            }
+        }
+
         @Test("Opening and reading a namespace changes no file: no lock file is created, nothing is moved")
         func readingCreatesNoFile() throws {
             try SettingsTest.withDomain { domain in

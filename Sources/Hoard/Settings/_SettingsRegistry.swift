@@ -114,7 +114,11 @@ final class _SettingsRegistry: Sendable {
         do {
             let loaded = try registrySuite.load()
             listed = Array(loaded.values.keys)
-            if let damage = loaded.keptAside { unreported.append((nil, .suiteKeptAside(damage))) }
+            if let damage = loaded.keptAside {
+                unreported.append((nil, .suiteKeptAside(damage)))
+                // The list is lost with the damaged file: the suites on disk say it.
+                listed = _SettingsSuite.namespacesWithFiles(registry: domain.name)
+            }
         } catch {
             unreported.append((nil, .failed(operation: "reading the settings registry", key: nil, error: error)))
         }
@@ -324,8 +328,17 @@ final class _SettingsRegistry: Sendable {
     private func writeRegistry(_ namespace: String, report: (SettingsStoreEvent) -> Void) throws(HoardError) {
         let damage = try registrySuite.update { current in
             let registered = state.withLock { $0.registered }
-            guard var merged = current else {
-                return Dictionary(uniqueKeysWithValues: registered.map { ($0, true as Any) })
+            guard var merged = current, !merged.isEmpty else {
+                // No registry file (never written, or kept aside as damaged by an
+                // earlier read), or a damaged one just kept aside: every namespace
+                // with a suite file stays listed, not only those this process knows.
+                var listed = registered
+                for other in _SettingsSuite.namespacesWithFiles(registry: domain.name)
+                where (try? domain.validate(other)) != nil {
+                    listed.insert(other)
+                }
+                if !registered.contains(namespace) { listed.remove(namespace) }
+                return Dictionary(uniqueKeysWithValues: listed.map { ($0, true as Any) })
             }
             merged[namespace] = registered.contains(namespace) ? true : nil
             return merged
@@ -355,8 +368,12 @@ final class _SettingsRegistry: Sendable {
         let listed: Bool
         do {
             let registry = try registrySuite.load()
-            if let damage = registry.keptAside { problems.append(.suiteKeptAside(damage)) }
-            listed = registry.values[namespace] != nil
+            if let damage = registry.keptAside {
+                problems.append(.suiteKeptAside(damage))
+                listed = _SettingsSuite.namespacesWithFiles(registry: domain.name).contains(namespace)
+            } else {
+                listed = registry.values[namespace] != nil
+            }
         } catch {
             problems.append(.failed(operation: "reading the settings registry", key: nil, error: error))
             state.withLock { state in _ = state.used.insert(namespace) }

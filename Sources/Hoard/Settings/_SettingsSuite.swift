@@ -142,6 +142,26 @@ struct _SettingsSuite: Sendable {
     /// What the name of a kept-aside copy starts with.
     var keptAsidePrefix: String { name + ".plist.damaged-" }
 
+    /// The namespaces of the domain whose registry suite is named `registry` that
+    /// have a suite file in ``folder``: every file `<registry>.<namespace>.plist`.
+    /// What the registry lists when its own file was damaged and kept aside, or is
+    /// missing, so that namespaces other processes wrote are not dropped from it.
+    /// Empty on Apple platforms, where the suites' files are cfprefsd's.
+    static func namespacesWithFiles(registry: String) -> [String] {
+        #if canImport(Darwin)
+        return []
+        #else
+        let prefix = registry + "."
+        let suffix = ".plist"
+        return ((try? _FileSystem.contents(of: folder)) ?? []).compactMap { name in
+            guard name.hasPrefix(prefix), name.hasSuffix(suffix), name.count > prefix.count + suffix.count else {
+                return nil
+            }
+            return String(name.dropFirst(prefix.count).dropLast(suffix.count))
+        }
+        #endif
+    }
+
     /// The paths of the damaged files of this suite kept aside so far, oldest first.
     /// Empty on Apple platforms, where damage is cfprefsd's to handle.
     func keptAsideFiles() -> [String] {
