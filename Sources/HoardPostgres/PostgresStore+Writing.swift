@@ -122,9 +122,13 @@ private struct _PostgresWriteRound {
         var set: (data: Data, storedAt: Date, expiresAt: Date?)?
     }
 
+    /// A row's namespace and key as the table holds them: their UTF-8 bytes.
+    /// `String` equality would take canonically equivalent text ("é" and "e" with
+    /// a combining accent) for one key, while they are two rows: a batch setting
+    /// both would drop one set and report success.
     private struct Place: Hashable {
-        var namespace: String
-        var key: String
+        var namespace: [UInt8]
+        var key: [UInt8]
     }
 
     private var changes: [Change] = []
@@ -151,7 +155,7 @@ private struct _PostgresWriteRound {
     }
 
     private mutating func record(_ change: Change) {
-        let place = Place(namespace: change.namespace, key: change.key)
+        let place = Place(namespace: Array(change.namespace.utf8), key: Array(change.key.utf8))
         if let position = positions[place] {
             changes[position] = change
         } else {

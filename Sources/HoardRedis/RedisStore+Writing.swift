@@ -308,14 +308,18 @@ extension CacheStoreWrite {
 
 /// The keys one round trip of ``RedisStore/write(_:)`` changes, by namespace, in the
 /// order each namespace first appears, for one `PUBLISH` per namespace.
+///
+/// Namespaces are told apart by their UTF-8 bytes, as their keys and channels are:
+/// `String` equality would take canonically equivalent text ("é" and "e" with a
+/// combining accent) for one namespace and announce a change on the other's channel.
 struct _ChangedKeys {
     private(set) var byNamespace: [(namespace: String, keys: [String])] = []
-    /// Where each namespace sits in `byNamespace`, built only once a round touches a
-    /// second namespace (most rounds touch one).
-    private var positions: [String: Int] = [:]
+    /// Where each namespace (by its bytes) sits in `byNamespace`, built only once a
+    /// round touches a second namespace (most rounds touch one).
+    private var positions: [[UInt8]: Int] = [:]
 
     mutating func append(_ key: String, in namespace: String) {
-        if let last = byNamespace.indices.last, byNamespace[last].namespace == namespace {
+        if let last = byNamespace.indices.last, byNamespace[last].namespace.utf8.elementsEqual(namespace.utf8) {
             byNamespace[last].keys.append(key)
             return
         }
@@ -323,11 +327,12 @@ struct _ChangedKeys {
             byNamespace.append((namespace, [key]))
             return
         }
-        if positions.isEmpty { positions[byNamespace[0].namespace] = 0 }
-        if let position = positions[namespace] {
+        if positions.isEmpty { positions[Array(byNamespace[0].namespace.utf8)] = 0 }
+        let bytes = Array(namespace.utf8)
+        if let position = positions[bytes] {
             byNamespace[position].keys.append(key)
         } else {
-            positions[namespace] = byNamespace.count
+            positions[bytes] = byNamespace.count
             byNamespace.append((namespace, [key]))
         }
     }

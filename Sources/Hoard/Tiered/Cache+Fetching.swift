@@ -135,9 +135,13 @@ extension Cache {
         // A memory-only write that saw no read in flight wrote memory without a
         // sequence number: it is either there now, or made after this ticket.
         // (`contains` counts nothing, so a miss is counted once.)
-        if !writer.hasStores, memory.contains(key), let found = lookUpMemory(key, maxAge: maxAge, newerThan: newerThan)
-        {
-            return answer(found, key: key, fetch: fetch)
+        if !writer.hasStores, memory.contains(key) {
+            // This second look counts a hit or a miss in the memory tier, and the
+            // read's first look counted a miss: one of the two is taken back.
+            counters.repeatedMemoryLookups.add(1, ordering: .relaxed)
+            if let found = lookUpMemory(key, maxAge: maxAge, newerThan: newerThan) {
+                return answer(found, key: key, fetch: fetch)
+            }
         }
         let local: _LocalLookup<Value>
         if localStores.isEmpty || pending?.hidesLocalStores == true {
@@ -257,6 +261,9 @@ extension Cache {
                 let expiresAt = clock.now().addingTimeInterval(seconds)
                 let entry = CacheEntry(value: _CacheSlot<Value>.missing, storedAt: clock.now(), expiresAt: expiresAt)
                 let cost = memory.cost(of: entry.value)
+                // Noted before memory takes it in, as every key memory takes in:
+                // another instance's invalidation must find it (``promote``).
+                remember(key)
                 _ = writer.promoteToMemory(key, ticket: ticket) { memory.set(entry, for: key, cost: cost) }
             }
             return nil

@@ -157,11 +157,10 @@ extension Cache {
             counters.pendingHits.add(1, ordering: .relaxed)
             let entry = CacheEntry(value: _CacheSlot.value(value), storedAt: storedAt, expiresAt: expiresAt)
             let cost = memory.cost(of: entry.value)
-            // Noted like any key memory takes in, so another instance's
-            // invalidation of it finds it.
-            if writer.promoteToMemory(key, ticket: ticket, memory: { memory.set(entry, for: key, cost: cost) }) {
-                remember(key)
-            }
+            // Noted like any key memory takes in (before it does: see ``promote``),
+            // so another instance's invalidation of it finds it.
+            remember(key)
+            _ = writer.promoteToMemory(key, ticket: ticket, memory: { memory.set(entry, for: key, cost: cost) })
             return hit(value, storedAt: storedAt, expiresAt: expiresAt, now: now, source: .pendingWrite)
         }
         return lookUpLocalStores(
@@ -294,6 +293,11 @@ extension Cache {
     ) {
         let entry = CacheEntry(value: _CacheSlot.value(value), storedAt: stored.storedAt, expiresAt: stored.expiresAt)
         let cost = memory.cost(of: entry.value)
+        // The key is noted before memory takes it in: an invalidation of it from
+        // another instance handled between the two must find it, or memory would
+        // keep the copy it was to drop. (One handled before the promotion marks the
+        // key changed, and the promotion is dropped.)
+        remember(key)
         let made: Bool
         if index == 0 {
             made = writer.promoteToMemory(key, ticket: ticket) { memory.set(entry, for: key, cost: cost) }
@@ -309,7 +313,6 @@ extension Cache {
             noteDroppedPromotion(key)
             return
         }
-        remember(key)
         counters.memoryPromotions.add(1, ordering: .relaxed)
         if index > 0 { counters.localPromotions.add(1, ordering: .relaxed) }
         publish(.promoted(key, from: tier))

@@ -9,6 +9,10 @@ import Synchronization
 @usableFromInline
 final class _CacheCounters: Sendable {
     @usableFromInline let pendingHits = Atomic<Int>(0)
+    /// Reads of a cache without stores that looked in memory a second time (a
+    /// write without a read in flight may have landed since the first look): the
+    /// memory tier counted both looks, and the first look's miss is taken back.
+    @usableFromInline let repeatedMemoryLookups = Atomic<Int>(0)
     @usableFromInline let negativeHits = Atomic<Int>(0)
     @usableFromInline let localHits = Atomic<Int>(0)
     @usableFromInline let localMisses = Atomic<Int>(0)
@@ -35,7 +39,8 @@ final class _CacheCounters: Sendable {
         let negative = negativeHits.load(ordering: .relaxed)
         var statistics = CacheStatistics()
         statistics.memory.hits = max(0, memoryTier.hits - negative) + pending
-        statistics.memory.misses = max(0, memoryTier.misses - pending)
+        let repeated = repeatedMemoryLookups.load(ordering: .relaxed)
+        statistics.memory.misses = max(0, memoryTier.misses - pending - repeated)
         statistics.memory.promotions = memoryPromotions.load(ordering: .relaxed)
         statistics.evictions = memoryTier.evictions
         statistics.memoryPressureEvictions = memoryTier.memoryPressureEvictions
@@ -70,6 +75,7 @@ final class _CacheCounters: Sendable {
 
     func reset() {
         pendingHits.store(0, ordering: .relaxed)
+        repeatedMemoryLookups.store(0, ordering: .relaxed)
         negativeHits.store(0, ordering: .relaxed)
         localHits.store(0, ordering: .relaxed)
         localMisses.store(0, ordering: .relaxed)
