@@ -15,8 +15,8 @@ extension Cache {
     ///   - expires: The entry's lifetime; `nil` (the default) uses
     ///     ``Configuration/defaultExpiry``.
     /// - Throws: ``HoardError/Code/invalidArgument`` at once, changing no tier,
-    ///   when `expires` gives a NaN date (`.after(.nan)`); else the first error a
-    ///   store threw. Memory keeps the value either way.
+    ///   when `expires` gives a NaN date (`.after(.nan)`). Otherwise the first
+    ///   error a store threw; memory keeps the value then.
     public func set(_ value: Value, for key: Key, expires: Expiry? = nil) async throws {
         let dates = dates(for: expires)
         try HoardError.checkWriteDates(
@@ -34,8 +34,8 @@ extension Cache {
     /// allow from now.
     ///
     /// - Throws: ``HoardError/Code/invalidArgument`` at once, changing no tier,
-    ///   when the entry's stored date is not a finite date or its expiry is NaN;
-    ///   else the first error a store threw. Memory keeps the value either way.
+    ///   when the entry's stored date is not a finite date or its expiry is NaN.
+    ///   Otherwise the first error a store threw; memory keeps the value then.
     public func set(_ entry: CacheEntry<Value>, for key: Key) async throws {
         try HoardError.checkWriteDates(storedAt: entry.storedAt, expiresAt: entry.expiresAt, key: key.cacheKeyString)
         let physical = entry.expiresAt.map { $0.addingTimeInterval(grace) }
