@@ -16,7 +16,9 @@ extension LocalStorage {
         /// Whether everything was deleted.
         public var isComplete: Bool { kept.isEmpty }
 
-        /// One line of totals, then one line per path kept, with its reason.
+        /// One line of totals, then one line per path kept, with its reason; the
+        /// control characters of a path or reason (a line break, a terminal escape
+        /// sequence in a file name) are shown as escapes.
         public var description: String {
             func count(_ count: Int, _ singular: String, _ plural: String) -> String {
                 "\(count) \(count == 1 ? singular : plural)"
@@ -24,8 +26,23 @@ extension LocalStorage {
             var text =
                 "deleted \(count(deletedStores.count, "store", "stores")), \(count(deletedLogs.count, "log", "logs")), "
                 + count(deletedSettings.count, "settings namespace", "settings namespaces")
-            for (path, reason) in kept { text += "\nkept \(path): \(reason)" }
+            for (path, reason) in kept { text += "\nkept \(Self.visible(path)): \(Self.visible(reason))" }
             return text
+        }
+
+        /// `text` with its control characters (a line break, an escape sequence
+        /// that would move a terminal's cursor) shown as escapes: a path or a file
+        /// name comes from the disk, and must not forge or hide a line of the report.
+        static func visible(_ text: String) -> String {
+            var shown = ""
+            for scalar in text.unicodeScalars {
+                if scalar.properties.generalCategory == .control {
+                    shown += scalar.escaped(asASCII: true)
+                } else {
+                    shown.unicodeScalars.append(scalar)
+                }
+            }
+            return shown
         }
     }
 
@@ -73,6 +90,8 @@ extension LocalStorage {
             try _FileSystem.removeFile(logsDirectory.path + "/" + name)
             report.deletedLogs.append(name)
         }
+        // Namespaces other processes wrote since this process read the registry.
+        try settings.takeInNamespacesOnDisk()
         if let namePrefix {
             for namespace in settings.namespaces() where namespace.name.hasPrefix(namePrefix) {
                 report.deletedSettings.append((namespace.name, try settings.removeAll(in: namespace.name)))

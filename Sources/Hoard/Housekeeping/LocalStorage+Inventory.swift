@@ -115,6 +115,8 @@ extension LocalStorage {
             }
             logs.append(log)
         }
+        // Namespaces other processes wrote since this process read the registry.
+        try self.settings.takeInNamespacesOnDisk()
         let settings = settings.namespaces().map { namespace, count in
             Settings(namespace: namespace, itemCount: count, bytes: self.settings.bytes(in: namespace))
         }

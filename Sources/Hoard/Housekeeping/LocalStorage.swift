@@ -82,7 +82,11 @@ public struct LocalStorage: Sendable {
         guard let caches = FileManager.default.urls(for: .cachesDirectory, in: .userDomainMask).first else {
             throw HoardError(.ioFailed, "the user's cache directory could not be determined")
         }
-        return caches
+        // Standardised here, once, for stores opened by name and for the listing
+        // alike: `link/..` in `$XDG_CACHE_HOME` resolves through the link when the
+        // directory exists, but only as text below it, where a store's path would
+        // otherwise be standardised.
+        return caches.standardizedFileURL
     }
 
     var settings: _SettingsRegistry { _SettingsRegistry.shared(settingsDomain) }
@@ -114,6 +118,9 @@ public struct LocalStorage: Sendable {
     @discardableResult
     public func clearSettings(namespace: String) throws(HoardError) -> Int {
         try settingsDomain.validate(namespace)
+        // Other processes may have written namespaces since this process read the
+        // registry: what is on disk now is what is cleared.
+        try settings.takeInNamespacesOnDisk()
         return try settings.removeAll(in: namespace)
     }
 
@@ -166,31 +173,43 @@ public struct LocalStorage: Sendable {
 
     /// The names of the stores in ``cachesDirectory``, sorted: `<program>/<store>`
     /// for a directory holding a Hoard store in a program's folder, `<store>` for
-    /// one directly in ``cachesDirectory``. Links and anything ``DiskStore`` would
-    /// refuse are left out.
+    /// one directly in ``cachesDirectory``. A store whose index ``DiskStore``
+    /// recognises as its own but damaged is one (it is listed with its problem, and
+    /// deleted). Links and anything else ``DiskStore`` would refuse are left out.
+    ///
+    /// Every directory that is not a store is looked into, the logs folder and one
+    /// that looks like an empty store included: a program may name a store `blobs`,
+    /// or its folder `hoard-logs`.
     func storeNames() throws(HoardError) -> [String] {
         guard _FileSystem.kind(at: cachesDirectory.path) == .directory else { return [] }
         var names: [String] = []
-        for name in try _FileSystem.contents(of: cachesDirectory.path) where name != Self.logsFolderName {
+        for name in try _FileSystem.contents(of: cachesDirectory.path) {
             let path = cachesDirectory.path + "/" + name
             guard _FileSystem.kind(at: path) == .directory else { continue }
-            // A directory DiskStore refuses (another program's, or unreadable) is
-            // not a store: leaving it out is the answer, not a lost error.
-            switch try? _StoreDirectory.inspect(path) {
-            case .store?:
+            if Self.holdsStore(path) {
                 names.append(name)
-            case .empty?, .nothing?:
-                break
-            case nil:
-                // Not a store: a program's folder when it holds stores (a folder
-                // that cannot be listed holds none that can be opened).
-                for inner in (try? _FileSystem.contents(of: path)) ?? []
-                where _ProgramFolder.isStore(path + "/" + inner) {
-                    names.append(name + "/" + inner)
-                }
+                continue
+            }
+            // A program's folder when it holds stores (a folder that cannot be
+            // listed holds none that can be opened).
+            for inner in (try? _FileSystem.contents(of: path)) ?? [] where Self.holdsStore(path + "/" + inner) {
+                names.append(name + "/" + inner)
             }
         }
         return names.sorted()
+    }
+
+    /// Whether `path` is a real directory holding a Hoard store, intact or with an
+    /// index ``DiskStore`` recognises as its own but damaged. A directory
+    /// ``DiskStore`` refuses (another program's, or unreadable) is not one: leaving
+    /// it out is the answer, not a lost error.
+    static func holdsStore(_ path: String) -> Bool {
+        guard _FileSystem.kind(at: path) == .directory else { return false }
+        do {
+            return try _StoreDirectory.inspect(path) == .store
+        } catch {
+            return error.code == .storeDamaged
+        }
     }
 
     /// The names of the message log files in ``logsDirectory``, sorted: regular

@@ -403,6 +403,32 @@ final class _SettingsRegistry: Sendable {
         }
     }
 
+    /// Takes in every namespace listed on disk that this process does not list:
+    /// those in the registry suite, and on Linux, when that file is missing or was
+    /// damaged, those with a suite file. Each one's suite is read and its values
+    /// counted, so that ``LocalStorage`` lists, clears and deletes what other
+    /// processes wrote since this registry was made.
+    ///
+    /// - Throws: ``HoardError`` when the registry suite or a namespace's suite
+    ///   cannot be read; namespaces taken in before stay.
+    func takeInNamespacesOnDisk() throws(HoardError) {
+        let registry = try registrySuite.load()
+        var listed = Set(registry.values.keys)
+        if registry.keptAside != nil || listed.isEmpty {
+            listed.formUnion(_SettingsSuite.namespacesWithFiles(registry: domain.name))
+        }
+        let known = state.withLock { $0.registered }
+        for namespace in listed.subtracting(known).sorted() where (try? domain.validate(namespace)) != nil {
+            let values = try suite(namespace).load().values.mapValues(Stored.init)
+            state.withLock { state in
+                guard !state.registered.contains(namespace) else { return }
+                state.total += values.count - (state.values[namespace]?.count ?? 0)
+                state.values[namespace] = values
+                state.registered.insert(namespace)
+            }
+        }
+    }
+
     // MARK: Observers
 
     /// Registers a store's observers; they get every change to its namespace.
