@@ -100,8 +100,9 @@ private struct HashGatedKey: CacheKey {
 }
 
 /// Another instance's invalidations of keys a cache cannot rebuild from their
-/// strings, arriving at every point of a read; and a read's count. Serialized: two
-/// of the tests hold a thread at a gate in user code.
+/// strings, arriving at every point of a read; and a read's count. Two of the tests
+/// hold a read at a gate in user code, on a thread of its own (a one-thread
+/// executor), and the suite is serialized.
 @Suite("Cache: invalidations of keys known only by their string", .serialized, .timeLimit(.minutes(2)))
 struct CacheInvalidationRaceTests {
     @Test("A remembered 'not found' of a key the cache cannot rebuild is dropped by another instance's write of it")
@@ -154,7 +155,11 @@ struct CacheInvalidationRaceTests {
 
         // The second instance reads 1 from the server; it stops while noting the key.
         GatedRebuildKey.arm()
-        let read = Task { try await second.value(for: key) }
+        // On a thread of its own: the gate blocks it, and must not block one of
+        // the few threads of the concurrency pool that every other test shares.
+        let read = Task(executorPreference: _BlockingExecutor(label: "test.gated-read", width: 1)) {
+            try await second.value(for: key)
+        }
         await GatedRebuildKey.arrival()
 
         // Meanwhile the first instance stores 2; the second instance handles the
@@ -177,7 +182,10 @@ struct CacheInvalidationRaceTests {
         }
         let key = HashGatedKey(id: 1)
         // The read misses memory, then stops before it looks again.
-        let read = Task { try await HashGatedKey.$reading.withValue(true) { try await cache.value(for: key) } }
+        // On a thread of its own, as in `invalidationDuringPromotion`.
+        let read = Task(executorPreference: _BlockingExecutor(label: "test.gated-hash", width: 1)) {
+            try await HashGatedKey.$reading.withValue(true) { try await cache.value(for: key) }
+        }
         await HashGatedKey.arrival()
         cache[key] = 5
         HashGatedKey.released.signal()

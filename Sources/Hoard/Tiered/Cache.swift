@@ -300,8 +300,10 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
         let snapshot = keyStrings.withLock { $0.keys }
         let held = snapshot.filter { memory.contains($0.value) }
         keyStrings.withLock { table in
-            // Keys noted since the snapshot stay; of the others, those memory holds.
-            table.keys = table.keys.filter { held[$0.key] != nil || snapshot[$0.key] == nil }
+            // Keys noted since the snapshot stay, and so does this one (it is noted
+            // before memory takes it in: see `promote`); of the others, those
+            // memory holds.
+            table.keys = table.keys.filter { held[$0.key] != nil || snapshot[$0.key] == nil || $0.key == string }
             // Memory may hold more keys than the first threshold (a tier limited by
             // cost): the next pruning waits until the table has doubled, so pruning
             // costs amortised O(1) per key noted.
