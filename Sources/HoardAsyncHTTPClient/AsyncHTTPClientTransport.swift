@@ -51,12 +51,37 @@ public struct AsyncHTTPClientTransport: HTTPCacheTransport {
         outgoing.method = HTTPMethod(rawValue: request.method)
         for field in request.headers { outgoing.headers.add(name: field.name, value: field.value) }
         if !request.body.isEmpty { outgoing.body = .bytes(ByteBuffer(bytes: request.body)) }
-        let response = try await client.execute(outgoing, timeout: timeout)
-        var body = try await response.body.collect(upTo: maximumBodyBytes)
+        // One deadline for the whole exchange: AsyncHTTPClient's covers the head
+        // only, and an origin that stalls its body would hold the request (and
+        // every request waiting on it) for ever.
+        let deadline = NIODeadline.now() + timeout
+        let response = try await client.execute(outgoing, deadline: deadline)
+        var body = try await Self.collect(response.body, upTo: maximumBodyBytes, before: deadline)
         var fields = HTTPHeaderFields()
         for (name, value) in response.headers { fields.append(name: name, value: value) }
         let bytes = body.readBytes(length: body.readableBytes) ?? []
         return HTTPTransportResponse(statusCode: Int(response.status.code), headers: fields, body: Data(bytes))
+    }
+
+    /// `body` collected whole (at most `limit` bytes), or
+    /// `HTTPClientError.deadlineExceeded` once `deadline` passes first; the
+    /// collection is then cancelled, which cancels the request.
+    private static func collect(
+        _ body: HTTPClientResponse.Body, upTo limit: Int, before deadline: NIODeadline
+    ) async throws -> ByteBuffer {
+        try await withThrowingTaskGroup(of: ByteBuffer?.self) { group in
+            group.addTask { try await body.collect(upTo: limit) }
+            group.addTask {
+                let remaining = (deadline - .now()).nanoseconds
+                try await Task.sleep(nanoseconds: UInt64(max(0, remaining)))
+                return nil
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next(), let collected = first else {
+                throw HTTPClientError.deadlineExceeded
+            }
+            return collected
+        }
     }
 }
 #endif
