@@ -50,8 +50,9 @@ extension DiskStoreSuites {
                 #expect(
                     FileManager.default.fileExists(atPath: victim.path),
                     "\(operation) deleted \(victim.path), a file outside the store")
-                #expect(_BlobFiles.isOneFile("0123456789abcdef-0123456789abcdef"))
-                #expect(!_BlobFiles.isOneFile("../x") && !_BlobFiles.isOneFile("..") && !_BlobFiles.isOneFile(""))
+                #expect(_LocalNames.isComponent("0123456789abcdef-0123456789abcdef"))
+                #expect(
+                    !_LocalNames.isComponent("../x") && !_LocalNames.isComponent("..") && !_LocalNames.isComponent(""))
             }
         }
 

@@ -89,13 +89,19 @@ public struct HTTPCachedResponse: Sendable, Hashable {
             if replaced.insert(name).inserted { refreshed.headers.removeAll(named: name) }
             refreshed.headers.append(name: field.name, value: field.value)
         }
-        var varying: [String: String] = [:]
-        for name in refreshed.varyNames where name != "*" { varying[name] = requestHeaders[name] }
-        refreshed.varyingRequestHeaders = varying
+        refreshed.recordVaryingFields(of: requestHeaders)
         refreshed.requestTime = requestTime
         refreshed.responseTime = responseTime
         refreshed.isFromCache = true
         return refreshed
+    }
+
+    /// Sets ``varyingRequestHeaders`` to the fields of `requestHeaders` that this
+    /// response's `Vary` names: the request it answers, which it selects later.
+    mutating func recordVaryingFields(of requestHeaders: HTTPHeaderFields) {
+        var varying: [String: String] = [:]
+        for name in varyNames where name != "*" { varying[name] = requestHeaders[name] }
+        varyingRequestHeaders = varying
     }
 
     /// Whether a `304` with the header fields `fields` may update this stored

@@ -90,9 +90,7 @@ struct _HTTPRequest: Sendable {
         var result = HTTPCachedResponse(
             url: url, statusCode: response.statusCode, headers: _HTTPHopByHop.removed(from: response.headers),
             body: response.body, requestTime: requestTime, responseTime: responseTime, isFromCache: false)
-        var varying: [String: String] = [:]
-        for name in result.varyNames where name != "*" { varying[name] = headers[name] }
-        result.varyingRequestHeaders = varying
+        result.recordVaryingFields(of: headers)
         return result
     }
 

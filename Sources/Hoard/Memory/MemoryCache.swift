@@ -236,8 +236,7 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     ///   nothing is stored and any older value for `key` is removed.
     @discardableResult
     public func set(_ entry: CacheEntry<Value>, for key: Key) -> Bool {
-        guard entry.storedAt.timeIntervalSinceReferenceDate.isFinite,
-            !(entry.expiresAt?.timeIntervalSinceReferenceDate.isNaN ?? false)
+        guard (try? HoardError.checkWriteDates(storedAt: entry.storedAt, expiresAt: entry.expiresAt, key: nil)) != nil
         else {
             _ = removeValue(for: key)
             return false

@@ -77,6 +77,14 @@ final class _SettingsRegistry: Sendable {
         /// store that opens the namespace to report; `nil` namespace: the registry's.
         var unreported: [(namespace: String?, event: SettingsStoreEvent)] = []
 
+        /// Lists `namespace`, holding `values` as read from its suite (in place of
+        /// what memory held of it), counted in ``total``.
+        mutating func list(_ namespace: String, holding values: [String: Stored]) {
+            total += values.count - (self.values[namespace]?.count ?? 0)
+            self.values[namespace] = values
+            registered.insert(namespace)
+        }
+
         /// What the suite of `namespace` holds under `key`, or `nil`.
         func object(_ namespace: String, key: String) -> Stored? {
             guard registered.contains(namespace) else { return nil }
@@ -367,13 +375,9 @@ final class _SettingsRegistry: Sendable {
         }
         let listed: Bool
         do {
-            let registry = try registrySuite.load()
-            if let damage = registry.keptAside {
-                problems.append(.suiteKeptAside(damage))
-                listed = _SettingsSuite.namespacesWithFiles(registry: domain.name).contains(namespace)
-            } else {
-                listed = registry.values[namespace] != nil
-            }
+            let onDisk = try namespacesListedOnDisk()
+            if let damage = onDisk.keptAside { problems.append(.suiteKeptAside(damage)) }
+            listed = onDisk.names.contains(namespace)
         } catch {
             problems.append(.failed(operation: "reading the settings registry", key: nil, error: error))
             state.withLock { state in _ = state.used.insert(namespace) }
@@ -395,12 +399,21 @@ final class _SettingsRegistry: Sendable {
         state.withLock { state in
             // Another store of it opened meanwhile, or a change was made: memory
             // is what this process uses from now on.
-            guard state.used.insert(namespace).inserted else { return }
-            guard listed else { return }
-            state.total += values.count - (state.values[namespace]?.count ?? 0)
-            state.values[namespace] = values
-            state.registered.insert(namespace)
+            guard state.used.insert(namespace).inserted, listed else { return }
+            state.list(namespace, holding: values)
         }
+    }
+
+    /// The namespaces listed on disk: those in the registry suite, and on Linux,
+    /// when that file is missing or was just kept aside as damaged, those with a
+    /// suite file too (what ``writeRegistry(_:report:)`` lists then).
+    private func namespacesListedOnDisk() throws(HoardError) -> (names: Set<String>, keptAside: SettingsSuiteDamage?) {
+        let registry = try registrySuite.load()
+        var names = Set(registry.values.keys)
+        if registry.keptAside != nil || names.isEmpty {
+            names.formUnion(_SettingsSuite.namespacesWithFiles(registry: domain.name))
+        }
+        return (names, registry.keptAside)
     }
 
     /// Takes in every namespace listed on disk that this process does not list:
@@ -412,19 +425,13 @@ final class _SettingsRegistry: Sendable {
     /// - Throws: ``HoardError`` when the registry suite or a namespace's suite
     ///   cannot be read; namespaces taken in before stay.
     func takeInNamespacesOnDisk() throws(HoardError) {
-        let registry = try registrySuite.load()
-        var listed = Set(registry.values.keys)
-        if registry.keptAside != nil || listed.isEmpty {
-            listed.formUnion(_SettingsSuite.namespacesWithFiles(registry: domain.name))
-        }
+        let listed = try namespacesListedOnDisk().names
         let known = state.withLock { $0.registered }
         for namespace in listed.subtracting(known).sorted() where (try? domain.validate(namespace)) != nil {
             let values = try suite(namespace).load().values.mapValues(Stored.init)
             state.withLock { state in
                 guard !state.registered.contains(namespace) else { return }
-                state.total += values.count - (state.values[namespace]?.count ?? 0)
-                state.values[namespace] = values
-                state.registered.insert(namespace)
+                state.list(namespace, holding: values)
             }
         }
     }

@@ -169,14 +169,8 @@ struct _BlobFiles: Sendable {
     /// name can only come from a damaged index row, and must never reach a path
     /// outside `blobs/`.
     func remove(_ name: String) throws(HoardError) {
-        guard Self.isOneFile(name) else { return }
+        guard _LocalNames.isComponent(name) else { return }
         try _FileSystem.removeFile(path(of: name))
-    }
-
-    /// Whether `name` is the name of one entry of a directory.
-    static func isOneFile(_ name: String) -> Bool {
-        !name.isEmpty && name != "." && name != ".." && !name.utf8.contains(UInt8(ascii: "/"))
-            && !name.utf8.contains(0)
     }
 
     /// The size of the file `name`, or `nil` when it does not exist or is not a

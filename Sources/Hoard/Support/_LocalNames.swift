@@ -41,12 +41,17 @@ extension _LocalNames {
     ///
     /// - Throws: ``HoardError/Code/invalidName``.
     static func validateComponent(_ name: String, what: String) throws(HoardError) {
+        guard !isComponent(name) else { return }
         let shown = "\"" + name.unicodeScalars.prefix(60).map { $0.escaped(asASCII: true) }.joined() + "\""
-        guard !name.isEmpty, name != ".", name != "..", !name.contains("/"), !name.contains("\0"),
-            name.utf8.count <= 255
-        else {
-            throw HoardError(
-                .invalidName, "\(what) must be one path component (not empty, . or .., no / or NUL), not \(shown)")
-        }
+        throw HoardError(
+            .invalidName, "\(what) must be one path component (not empty, . or .., no / or NUL), not \(shown)")
+    }
+
+    /// Whether `name` is one path component by ``validateComponent(_:what:)``'s
+    /// rule: also what a file name read back from a store's index must be before
+    /// it is removed (`_BlobFiles.remove`).
+    static func isComponent(_ name: String) -> Bool {
+        !name.isEmpty && name != "." && name != ".." && !name.utf8.contains(UInt8(ascii: "/"))
+            && !name.utf8.contains(0) && name.utf8.count <= 255
     }
 }
