@@ -38,6 +38,35 @@ struct FrequencySketchTests {
         #expect(Set(hashes.prefix(64)).contains { immediate.frequency($0) > 0 })
     }
 
+    @Test("Counting an occurrence many times at once gives the tables, additions and resets of counting each in turn")
+    func repeatedIncrementMatchesOneAtATime() {
+        // 100 entries: resets every 1,000 additions, so runs of up to 40 occurrences
+        // often straddle one, and keys that saturate stop adding.
+        var oneAtATime = _FrequencySketch(capacity: 100)
+        var repeated = _FrequencySketch(capacity: 100)
+        var state: UInt64 = 11
+        var stoppedAtFull = 0
+        for _ in 0..<5_000 {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            let hash = _FrequencySketch.spread(Int((state >> 33) % 300))
+            let times = Int((state >> 20) % 41)
+            var expected = true
+            for _ in 0..<times where !oneAtATime.increment(hash) {
+                expected = false
+                break
+            }
+            let counted = repeated.increment(hash, times: times)
+            #expect(counted == expected)
+            if !counted { stoppedAtFull += 1 }
+            #expect(repeated.additions == oneAtATime.additions)
+            #expect(repeated.resets == oneAtATime.resets)
+        }
+        #expect(repeated.table == oneAtATime.table)
+        #expect(repeated.doorkeeper == oneAtATime.doorkeeper)
+        #expect(repeated.resets > 10)
+        #expect(stoppedAtFull > 0)
+    }
+
     @Test("A capacity above the largest is sized as the largest")
     func capacityIsCapped() {
         let largest = _FrequencySketch(capacity: 1 << 20)

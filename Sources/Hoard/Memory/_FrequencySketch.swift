@@ -247,10 +247,34 @@ struct _FrequencySketch {
     /// the rest would change nothing either, as only a change can bring a reset.
     /// Returns `false` when it stopped there: until the next reset, further
     /// occurrences of `hash` change nothing.
+    ///
+    /// The counters take the occurrences in one step, up to the first that
+    /// would complete the sample: an item's four counters lie in four different
+    /// words, and each occurrence adds one to every one of them below 15, so `k`
+    /// occurrences leave each at `min(15, count + k)`, and every one of them is an
+    /// addition while the smallest is below 15.
     mutating func increment(_ hash: UInt64, times: Int) -> Bool {
         if pendingCount > 0 { flush() }
-        for _ in 0..<times {
-            guard increment(hash) else { return false }
+        var remaining = times
+        while remaining > 0 {
+            let (word, bits) = doorkeeperBits(hash)
+            if doorkeeper[word] & bits != bits {
+                doorkeeper[word] |= bits
+                remaining -= 1
+                countAddition()
+                continue
+            }
+            let room = 15 - frequency(hash)
+            guard room > 0 else { return false }
+            let steps = min(remaining, room, sampleSize - additions)
+            for i in 0..<4 {
+                let (word, shift) = counter(hash, i)
+                let count = (table[word] >> shift) & 0xF
+                table[word] += (min(15, count + UInt64(steps)) - count) << shift
+            }
+            remaining -= steps
+            additions += steps
+            if additions >= sampleSize { reset() }
         }
         return true
     }
