@@ -7,22 +7,10 @@ import Foundation
 /// Names compare without regard to case and keep the case they were given. A
 /// dictionary literal builds one (`["Accept": "text/html"]`), in the literal's
 /// order. Lookups scan the fields: O(n) in their number, which is small.
+///
+/// A value keeps the bytes it came with, obs-text included (bytes 0x80–0xFF that
+/// are not UTF-8, RFC 9110, section 5.5): see ``Field``.
 public struct HTTPHeaderFields: Sendable, Hashable, Codable, ExpressibleByDictionaryLiteral {
-    /// One header field: a name and its value.
-    public struct Field: Sendable, Hashable, Codable {
-        /// The name, in the case it was given.
-        public var name: String
-        /// The value, as received (leading and trailing whitespace removed by the
-        /// transport).
-        public var value: String
-
-        /// Creates a field.
-        public init(name: String, value: String) {
-            self.name = name
-            self.value = value
-        }
-    }
-
     /// The fields, in order.
     public var fields: [Field]
 
