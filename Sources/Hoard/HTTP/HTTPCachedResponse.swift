@@ -87,7 +87,7 @@ public struct HTTPCachedResponse: Sendable, Hashable {
             let name = field.name.lowercased()
             guard !["content-length", "content-encoding"].contains(name) else { continue }
             if replaced.insert(name).inserted { refreshed.headers.removeAll(named: name) }
-            refreshed.headers.append(name: field.name, value: field.value)
+            refreshed.headers.fields.append(field)
         }
         refreshed.recordVaryingFields(of: requestHeaders)
         refreshed.requestTime = requestTime
@@ -98,6 +98,8 @@ public struct HTTPCachedResponse: Sendable, Hashable {
 
     /// Sets ``varyingRequestHeaders`` to the fields of `requestHeaders` that this
     /// response's `Vary` names: the request it answers, which it selects later.
+    /// (A request with an ISO-8859-1 value among them neither selects nor stores a
+    /// response: see `_HTTPRequest.selects(_:)`.)
     mutating func recordVaryingFields(of requestHeaders: HTTPHeaderFields) {
         var varying: [String: String] = [:]
         for name in varyNames where name != "*" { varying[name] = requestHeaders[name] }
@@ -109,16 +111,17 @@ public struct HTTPCachedResponse: Sendable, Hashable {
     /// response's (strongly when both are strong, weakly when either is weak); else
     /// its `Last-Modified`, when it has one, is this response's. A `304` with
     /// neither validator updates the response the request was made conditional on.
+    /// Validators are compared by their bytes (obs-text included).
     func isSelected(by fields: HTTPHeaderFields) -> Bool {
-        if let received = fields.values(for: "etag").first {
-            guard let stored = headers.values(for: "etag").first else { return false }
-            let tag = received.trimmingCharacters(in: .whitespaces)
-            let own = stored.trimmingCharacters(in: .whitespaces)
+        if let received = fields.byteTexts(for: "etag").first {
+            guard let stored = headers.byteTexts(for: "etag").first else { return false }
+            let tag = HTTPHeaderFields.trimmingWhitespace(received)
+            let own = HTTPHeaderFields.trimmingWhitespace(stored)
             if !tag.hasPrefix("W/") && !own.hasPrefix("W/") { return tag == own }
             return Self.opaqueTag(tag) == Self.opaqueTag(own)
         }
-        if let modified = fields.values(for: "last-modified").first {
-            return modified == headers.values(for: "last-modified").first
+        if let modified = fields.byteTexts(for: "last-modified").first {
+            return modified == headers.byteTexts(for: "last-modified").first
         }
         return true
     }
@@ -131,13 +134,14 @@ public struct HTTPCachedResponse: Sendable, Hashable {
     /// Whether a `200` to a `HEAD` with the header fields `fields` describes this
     /// stored response (RFC 9111, section 4.3.5): it carries an `ETag` or a
     /// `Last-Modified`, each it carries equals this response's, and its
-    /// `Content-Length`, if any, is this response's.
+    /// `Content-Length`, if any, is this response's. Validators are compared by
+    /// their bytes.
     func isSameRepresentation(as fields: HTTPHeaderFields) -> Bool {
-        let tag = fields.values(for: "etag").first
-        let modified = fields.values(for: "last-modified").first
+        let tag = fields.byteTexts(for: "etag").first
+        let modified = fields.byteTexts(for: "last-modified").first
         guard tag != nil || modified != nil else { return false }
-        if let tag, tag != headers.values(for: "etag").first { return false }
-        if let modified, modified != headers.values(for: "last-modified").first { return false }
+        if let tag, tag != headers.byteTexts(for: "etag").first { return false }
+        if let modified, modified != headers.byteTexts(for: "last-modified").first { return false }
         if let length = fields.values(for: "content-length").first,
             length.trimmingCharacters(in: .whitespaces)
                 != headers.values(for: "content-length").first ?? String(body.count)

@@ -84,6 +84,49 @@ public struct HTTPHeaderFields: Sendable, Hashable, Codable, ExpressibleByDictio
             $0.trimmingCharacters(in: .whitespaces)
         }.filter { !$0.isEmpty }
     }
+
+    /// The values of the fields named `name` (any case), one per field, in order,
+    /// each as its bytes' text (``Field/byteText``): two are equal exactly when
+    /// their bytes are. What validators are compared by.
+    func byteTexts(for name: String) -> [String] {
+        let name = name.lowercased()
+        return fields.filter { $0.name.lowercased() == name }.map(\.byteText)
+    }
+
+    /// The members of the comma-separated lists the fields named `name` carry, as
+    /// ``listMembers(_:)`` splits them, each as its bytes' text (``Field/byteText``)
+    /// with spaces and tabs around it removed.
+    func byteListMembers(_ name: String) -> [String] {
+        byteTexts(for: name).flatMap { $0.split(separator: ",") }.map(Self.trimmingWhitespace).filter { !$0.isEmpty }
+    }
+
+    /// One field named `newName` whose value is those of the fields named `name`
+    /// joined with ", ", byte for byte (an ISO-8859-1 value stays those bytes), or
+    /// `nil` when there is none.
+    func joinedField(named name: String, as newName: String) -> Field? {
+        let name = name.lowercased()
+        let values = fields.filter { $0.name.lowercased() == name }.map(\.valueBytes)
+        guard !values.isEmpty else { return nil }
+        return Field(name: newName, valueBytes: Array(values.joined(separator: Array(", ".utf8))))
+    }
+
+    /// Whether every field named `name` (any case) is UTF-8 text (true when there
+    /// is none).
+    func isUTF8(named name: String) -> Bool {
+        let name = name.lowercased()
+        return fields.allSatisfy { $0.name.lowercased() != name || $0.valueEncoding == .utf8 }
+    }
+
+    /// `text` without the spaces and horizontal tabs at its ends (RFC 9110's OWS),
+    /// and nothing else: U+00A0 in an ISO-8859-1 value is the byte 0xA0, not
+    /// whitespace to remove.
+    static func trimmingWhitespace(_ text: some StringProtocol) -> String {
+        let isWhitespace: (Character) -> Bool = { $0 == " " || $0 == "\t" }
+        guard let start = text.firstIndex(where: { !isWhitespace($0) }),
+            let end = text.lastIndex(where: { !isWhitespace($0) })
+        else { return "" }
+        return String(text[start...end])
+    }
 }
 
 extension HTTPHeaderFields: Sequence {

@@ -33,7 +33,16 @@ import Synchronization
 ///   shared cache, `proxy-revalidate` and `s-maxage`, which implies it) forbids
 ///   serving the response stale: neither applies, nor does a request's `max-stale`.
 /// - The stored response is chosen by the request header fields its `Vary` names;
-///   up to ``Configuration/maximumVariants`` are kept per URL.
+///   up to ``Configuration/maximumVariants`` are kept per URL. A request with
+///   obs-text in such a field (an ISO-8859-1 value, see
+///   ``HTTPHeaderFields/Field/ValueEncoding``) is sent to the origin and its
+///   response returned unstored: the selecting values are kept as text, which
+///   cannot tell those bytes from UTF-8.
+/// - Field values keep their bytes: a value with obs-text (bytes 0x80–0xFF that are
+///   not UTF-8) is stored and served with the bytes the origin sent, a
+///   revalidation sends the stored `ETag` and `Last-Modified` with their bytes, and
+///   validators are compared byte for byte (a client's `If-None-Match` and
+///   `If-Range`, those of a `304` or of a `200` to a `HEAD`).
 /// - Concurrent requests for the same URL with the same header fields make one
 ///   request to the origin.
 /// - Responses reach the storage's stores behind the requests (in its default
@@ -392,9 +401,14 @@ public final class HTTPResponseCache: Sendable {
     private func revalidate(
         _ candidate: HTTPCachedResponse, control: HTTPCacheControl, _ request: _HTTPRequest, mayServeStale: Bool
     ) async throws -> HTTPCachedResponse {
+        // The validators' own bytes: an obs-text ETag is sent as the origin gave it.
         var conditions = HTTPHeaderFields()
-        if let tag = candidate[header: "etag"] { conditions["If-None-Match"] = tag }
-        if let modified = candidate[header: "last-modified"] { conditions["If-Modified-Since"] = modified }
+        if let tag = candidate.headers.joinedField(named: "etag", as: "If-None-Match") {
+            conditions.fields.append(tag)
+        }
+        if let modified = candidate.headers.joinedField(named: "last-modified", as: "If-Modified-Since") {
+            conditions.fields.append(modified)
+        }
         let staleIfError: Bool = {
             guard mayServeStale else { return false }
             let window = control.staleIfError ?? request.cacheControl.staleIfError

@@ -38,9 +38,10 @@ struct _HTTPRequest: Sendable {
     var key: String { url.absoluteString }
 
     /// What concurrent requests must share to share one request to the origin: the
-    /// method, the URL and every header field, in order.
+    /// method, the URL and every header field, in order, with its value's bytes (a
+    /// UTF-8 `é` and an ISO-8859-1 one are different requests).
     var flightKey: String {
-        ([method, key] + headers.map { "\($0.name.lowercased()): \($0.value)" }).joined(separator: "\n")
+        ([method, key] + headers.map { "\($0.name.lowercased()): \($0.byteText)" }).joined(separator: "\n")
     }
 
     /// The request's `Cache-Control`; without one, a `Pragma: no-cache` counts as
@@ -64,13 +65,25 @@ struct _HTTPRequest: Sendable {
     }
 
     /// Whether `stored` may answer this request as far as `Vary` goes.
+    ///
+    /// A request whose field `Vary` names has an ISO-8859-1 value (obs-text)
+    /// selects no stored response, and a response to it is not stored (see
+    /// ``hasVaryingObsText(for:)``): the values a stored response selects by are
+    /// text, which cannot tell those bytes from UTF-8 text of the same characters.
     func selects(_ stored: HTTPCachedResponse) -> Bool {
         let names = stored.varyNames
-        guard !names.contains("*") else { return false }
+        guard !names.contains("*"), !hasVaryingObsText(for: stored) else { return false }
         return names.allSatisfy { name in
             Self.normalized(headers[name], name: name)
                 == Self.normalized(stored.varyingRequestHeaders[name], name: name)
         }
+    }
+
+    /// Whether a field of this request that `response`'s `Vary` names has an
+    /// ISO-8859-1 value (obs-text): the request then neither selects a stored
+    /// response nor has `response` stored for it.
+    func hasVaryingObsText(for response: HTTPCachedResponse) -> Bool {
+        response.varyNames.contains { !headers.isUTF8(named: $0) }
     }
 
     /// `value` with the whitespace around its list members removed; for
@@ -177,7 +190,8 @@ enum _HTTPStorability {
     ])
 
     /// Whether `response`, whose effective `Cache-Control` is `control`, may be
-    /// stored for `request`.
+    /// stored for `request`: never when a request field its `Vary` names has an
+    /// ISO-8859-1 value (``_HTTPRequest/hasVaryingObsText(for:)``).
     static func allows(
         _ response: HTTPCachedResponse, control: HTTPCacheControl, request: _HTTPRequest, shared: Bool
     ) -> Bool {
@@ -187,7 +201,7 @@ enum _HTTPStorability {
         let noStore = control.mustUnderstand ? !understood.contains(response.statusCode) : control.noStore
         guard response.statusCode >= 200, response.statusCode != 206, response.statusCode != 304,
             !noStore, !requestControl.noStore, !(shared && control.isPrivate),
-            !response.varyNames.contains("*")
+            !response.varyNames.contains("*"), !request.hasVaryingObsText(for: response)
         else { return false }
         if shared, request.headers["authorization"] != nil,
             !(control.isPublic || control.mustRevalidate || control.sharedMaxAge != nil)

@@ -5,11 +5,11 @@ import Foundation
 enum _HTTPClientConditions {
     /// Whether `request`'s `If-None-Match` (weak comparison) or, without it, its
     /// `If-Modified-Since` (against its `Last-Modified`, else its `Date`) says the
-    /// client already has `stored`.
+    /// client already has `stored`. Entity tags are compared by their bytes.
     static func notModified(_ stored: HTTPCachedResponse, request: _HTTPRequest) -> Bool {
-        let tags = request.headers.listMembers("if-none-match")
+        let tags = request.headers.byteListMembers("if-none-match")
         if !tags.isEmpty {
-            guard let etag = stored.headers.values(for: "etag").first else { return false }
+            guard let etag = stored.headers.byteTexts(for: "etag").first else { return false }
             return tags.contains { $0 == "*" || weak($0) == weak(etag) }
         }
         guard let since = request.headers.values(for: "if-modified-since").first.flatMap(_HTTPDate.parse) else {
@@ -33,8 +33,8 @@ enum _HTTPRange {
     /// `response` cut to the one byte range `request` asks for: a `206` with
     /// `Content-Range`, a `416` when the range starts past the end, or `response`
     /// itself for no `Range`, several ranges, another unit, a range that does not
-    /// parse, or an `If-Range` that does not match its strong `ETag` or
-    /// `Last-Modified`.
+    /// parse, or an `If-Range` that does not match (byte for byte) its strong
+    /// `ETag` or `Last-Modified`.
     static func apply(_ request: _HTTPRequest, to response: HTTPCachedResponse) -> HTTPCachedResponse {
         let ranges = request.headers.values(for: "range")
         guard ranges.count == 1 else { return response }
@@ -42,10 +42,12 @@ enum _HTTPRange {
         guard spec.lowercased().hasPrefix("bytes=") else { return response }
         let sets = spec.dropFirst(6).split(separator: ",", omittingEmptySubsequences: false)
         guard sets.count == 1 else { return response }
-        if let condition = request.headers.values(for: "if-range").first {
-            let etag = response.headers.values(for: "etag").first
+        if let condition = request.headers.byteTexts(for: "if-range").first {
+            let etag = response.headers.byteTexts(for: "etag").first
+            let modified = response.headers.byteTexts(for: "last-modified")
             let matches =
-                condition.hasPrefix("\"") ? (etag == condition) : (condition == response[header: "last-modified"])
+                condition.hasPrefix("\"")
+                ? (etag == condition) : (!modified.isEmpty && condition == modified.joined(separator: ", "))
             guard matches else { return response }
         }
         let length = response.body.count
