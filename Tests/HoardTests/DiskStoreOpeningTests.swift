@@ -161,6 +161,48 @@ extension DiskStoreSuites {
             }
         }
 
+        @Test(
+            "An index emptied, cut below SQLite's header or zeroed beside the store's blobs/ and lock is storeDamaged, says what to do and is left as it was; without them it is no store",
+            arguments: ["emptied", "cut", "zeroed"])
+        func lostIndex(damage: String) throws {
+            try DiskTest.withTemporaryDirectory { url in
+                // Given a closed store with a value in a file
+                do {
+                    let store = try DiskStore(directory: url, configuration: .init(spillThreshold: 100))
+                    try store.set(DiskTest.bytes(1_000), for: "big", in: "ns", storedAt: Date(), expiresAt: nil)
+                }
+                #expect(DiskTest.blobFiles(url).count == 1)
+
+                // When its index is emptied, cut to 50 bytes, or replaced by 4 KiB of zeros
+                let index = url.appendingPathComponent("index.sqlite")
+                switch damage {
+                case "emptied": #expect(truncate(index.path, 0) == 0)
+                case "cut": #expect(truncate(index.path, 50) == 0)
+                default: try Data(count: 4_096).write(to: index)
+                }
+                let before = Self.snapshot(url)
+
+                // Then opening, creating or not, says the store is damaged and to delete
+                // it, and changes nothing: the value file is neither orphaned nor deleted
+                for configuration in [DiskStore.Configuration(), .init(createsStore: false)] {
+                    let error = try #require(throws: HoardError.self) {
+                        try DiskStore(directory: url, configuration: configuration)
+                    }
+                    #expect(error.code == .storeDamaged, "\(error)")
+                    #expect(error.path == index.path)
+                    #expect(error.message.contains("delete the store's directory (\(url.path))"), "\(error)")
+                }
+                #expect(Self.snapshot(url) == before)
+
+                // And the same file in a directory without the store's blobs/ and lock is no store
+                try FileManager.default.removeItem(at: url.appendingPathComponent("blobs"))
+                try FileManager.default.removeItem(at: url.appendingPathComponent("lock"))
+                let foreign = Self.snapshot(url)
+                Self.expectRefused(url)
+                #expect(Self.snapshot(url) == foreign)
+            }
+        }
+
         @Test("A store of a newer format is refused with unsupportedFormat and left as it was")
         func newerFormat() throws {
             try DiskTest.withTemporaryDirectory { url in

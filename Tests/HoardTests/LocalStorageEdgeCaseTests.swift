@@ -85,6 +85,27 @@ extension DiskStoreSuites {
             }
         }
 
+        @Test("A Hoard store whose index was emptied is listed as damaged and deleted with its value files")
+        func emptiedIndexStore() throws {
+            try Self.withCaches { caches, domain in
+                let directory = _ProgramFolder.directory(named: "feeds", program: "com.example.app", in: caches)
+                do {
+                    let store = try DiskStore(directory: directory, configuration: .init(spillThreshold: 100))
+                    try store.set(DiskTest.bytes(1_000), for: "big", in: "ns", storedAt: Date(), expiresAt: nil)
+                }
+                #expect(truncate(directory.appendingPathComponent("index.sqlite").path, 0) == 0)
+                let storage = LocalStorage(cachesDirectory: caches, settingsDomain: domain)
+
+                let stores = try storage.inventory().stores
+                #expect(stores.map(\.name) == ["com.example.app/feeds"])
+                #expect(stores.first?.problem?.code == .storeDamaged)
+
+                let report = try storage.deleteAll()
+                #expect(report.deletedStores == ["com.example.app/feeds"], "\(report)")
+                #expect(!FileManager.default.fileExists(atPath: directory.path), "\(DiskTest.tree(caches))")
+            }
+        }
+
         @Test("deleteAll deletes a settings namespace another process registered after this one first listed")
         func settingsRegisteredByAnotherProcess() throws {
             try Self.withCaches { caches, domain in

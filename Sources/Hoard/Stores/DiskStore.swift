@@ -118,8 +118,12 @@ public final class DiskStore: CacheStore {
     /// - Throws: ``HoardError/Code/notAStore`` when the path holds something other
     ///   than a Hoard store (nothing is changed);
     ///   ``HoardError/Code/storeDamaged`` when `index.sqlite` is this store's index
-    ///   (it records Hoard's format) but its SQLite header is damaged: the message
-    ///   says to delete the directory, as no repair can open it;
+    ///   (it records Hoard's format) but its SQLite header is damaged, or when it
+    ///   holds no data (empty, shorter than SQLite's 100-byte header, or zeros)
+    ///   in a directory with the store's `blobs/` and `lock`, so that the entries
+    ///   it recorded are lost: nothing is changed (no new index orphans the value
+    ///   files), and the message says to delete the directory, as no repair can
+    ///   open it;
     ///   ``HoardError/Code/unsupportedFormat`` for a store of a newer format;
     ///   ``HoardError/Code/busy`` for a store of an older format (version 1, 2 or 3)
     ///   that another instance or process has open (it is migrated when opened

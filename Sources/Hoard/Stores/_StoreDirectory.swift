@@ -13,7 +13,10 @@ import Foundation
 /// Opening looks before it touches: a path that holds anything other than a Hoard
 /// store (or an empty directory) is refused before a single file is created. The
 /// index is recognised by its SQLite header and Hoard's `application_id`, read
-/// directly from the file's first 100 bytes.
+/// directly from the file's first 100 bytes. An index that is not recognised is
+/// still this store's, damaged, when it records Hoard's format further in (its
+/// header was overwritten), or when it holds no data at all (empty, cut below the
+/// header, zeros) beside the store's `blobs/` and `lock`.
 ///
 /// The lock file orders opening between instances and processes. An instance
 /// holds it shared while open. Creating the store and collecting orphaned files
@@ -113,6 +116,7 @@ enum _StoreDirectory {
             if recordsHoardFormat(indexPath) {
                 throw damagedHeader(indexPath, "its first 16 bytes are not SQLite's \"SQLite format 3\"")
             }
+            if let lost = lostIndex(header, indexPath: indexPath) { throw lost }
             throw HoardError(.notAStore, "index.sqlite is not an SQLite database; nothing was changed", path: indexPath)
         }
         let id = header[68..<72].reduce(UInt32(0)) { ($0 << 8) | UInt32($1) }
@@ -149,12 +153,53 @@ enum _StoreDirectory {
     /// The error for a Hoard index whose header is damaged: what is wrong, and what to
     /// do about it.
     private static func damagedHeader(_ indexPath: String, _ what: String) -> HoardError {
+        damagedIndex(indexPath, "index.sqlite is this Hoard store's index, but its SQLite header is damaged (\(what))")
+    }
+
+    /// The error for an index that holds no data (``holdsNoData(_:)``) in a directory
+    /// with the store's layout (``hasStoreLayout(_:)``): the store's index, lost by
+    /// truncation or replaced by an empty file; `nil` when either is not so, and
+    /// the file may be another program's.
+    ///
+    /// Such a directory is a Hoard store whose entries are gone with its index:
+    /// refusing it as not a store would hide the damage, and keep ``LocalStorage``
+    /// from listing and deleting it, so its value files would stay on disk for
+    /// ever; building a new index in it would orphan them silently.
+    private static func lostIndex(_ header: [UInt8], indexPath: String) -> HoardError? {
+        let directory = (indexPath as NSString).deletingLastPathComponent
+        guard holdsNoData(header), hasStoreLayout(directory) else { return nil }
+        let what =
+            header.isEmpty
+            ? "is empty" : header.count < 100 ? "has only \(header.count) bytes" : "begins with 100 zero bytes"
+        return damagedIndex(
+            indexPath,
+            "index.sqlite \(what), but the directory holds this Hoard store's \(blobsName)/ and \(lockName): it is "
+                + "the store's index, cut short or replaced, and the entries it recorded are lost")
+    }
+
+    /// Whether the first 100 bytes of an index file (`header`, as read) say nothing
+    /// about whose file it is: fewer than SQLite's 100-byte header (an empty file
+    /// included), or zeros only. No program's SQLite database looks like that.
+    static func holdsNoData(_ header: [UInt8]) -> Bool {
+        header.count < 100 || header.allSatisfy { $0 == 0 }
+    }
+
+    /// Whether `directory` holds what ``DiskStore`` creates in a store's directory
+    /// before its index: a real `blobs` directory and a regular `lock` file (not
+    /// symbolic links).
+    static func hasStoreLayout(_ directory: String) -> Bool {
+        _FileSystem.kind(at: directory + "/" + blobsName) == .directory
+            && _FileSystem.kind(at: directory + "/" + lockName) == .file
+    }
+
+    /// ``HoardError/Code/storeDamaged`` for a store whose index SQLite cannot open:
+    /// `what` is wrong, nothing was changed, and deleting the directory is the repair.
+    private static func damagedIndex(_ indexPath: String, _ what: String) -> HoardError {
         let directory = (indexPath as NSString).deletingLastPathComponent
         return HoardError(
             .storeDamaged,
-            "index.sqlite is this Hoard store's index, but its SQLite header is damaged (\(what)), so SQLite cannot "
-                + "open it and no repair can mend it; nothing was changed. A store holds only cached data: delete the "
-                + "store's directory (\(directory)) and the next open creates it anew",
+            "\(what), so SQLite cannot open it and no repair can mend it; nothing was changed. A store holds only "
+                + "cached data: delete the store's directory (\(directory)) and the next open creates it anew",
             path: indexPath)
     }
 
