@@ -217,6 +217,49 @@ extension DiskStoreSuites {
             }
         }
 
+        @Test(
+            "On a full disk, a removal that deletes value files first to make room keeps one another row still names (a damaged index)",
+            asRoot, arguments: [Removal.removeValue, .batchRemoveValue, .batchRemoveAll, .removeAllInNamespace])
+        func removalOnFullDiskKeepsSharedFile(_ removal: Removal) throws {
+            try DiskTest.withTemporaryDirectory { url in
+                try Self.withTmpfs(size: "2m", beside: url) { mountPoint in
+                    // Given the row of "copy" (namespace "copies") naming the value file of
+                    // "owner", in a store that then filled the disk
+                    let storeURL = mountPoint.appendingPathComponent("store")
+                    let store = try DiskStore(directory: storeURL, configuration: .init(spillThreshold: 100))
+                    let (shared, _) = try DiskStoreSuites.DiskStoreSharedFileTests.copyNamingOwnersFile(
+                        store, at: storeURL, namespace: "copies")
+                    var count = 0
+                    while count < 50_000 {
+                        do {
+                            try store.set(
+                                DiskTest.bytes(50, seed: count), for: "k\(count)", in: "small", storedAt: Date(),
+                                expiresAt: nil)
+                            count += 1
+                        } catch {
+                            #expect((error as? HoardError)?.code == .storageFull, "\(error)")
+                            break
+                        }
+                    }
+                    try #require(count > 20 && count < 50_000, "the disk should have filled: \(count)")
+                    try Self.fillDisk(mountPoint.appendingPathComponent("ballast"))
+
+                    // When "copy" is removed
+                    switch removal {
+                    case .removeValue: #expect(try store.removeValue(for: "copy", in: "copies"))
+                    case .batchRemoveValue: try store.write([.removeValue(for: "copy", in: "copies")])
+                    case .batchRemoveAll: try store.write([.removeAll(in: "copies")])
+                    default: #expect(try store.removeAll(in: "copies") == 1)
+                    }
+
+                    // Then it is gone, and "owner" keeps its file and its value
+                    #expect(try store.entry(for: "copy", in: "copies") == nil)
+                    #expect(DiskTest.blobFiles(storeURL).contains(shared))
+                    #expect(try store.entry(for: "owner", in: "ns")?.data == DiskTest.bytes(1_000, seed: 1))
+                }
+            }
+        }
+
         @Test("On a full disk (a 2 MiB tmpfs) removeAll(in:) frees the space: a full store can be emptied")
         func removeAllOnFullDisk() throws {
             try DiskTest.withTemporaryDirectory { url in

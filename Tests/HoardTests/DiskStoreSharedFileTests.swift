@@ -56,6 +56,84 @@ extension DiskStoreSuites {
             }
         }
 
+        /// What a test does to the entry "copy" whose row was made to name the value
+        /// file of the entry "owner".
+        enum SharedFileOperation: String, CaseIterable, Sendable {
+            case read, removeValue, overwriteInline, overwriteWithFile, batchRemove, removeExpired, trim
+            case repairingVerify
+        }
+
+        /// A store with two spilled entries, "copy" (in `namespace`) written first, then
+        /// "owner" (in "ns"), whose index is damaged so that the row of "copy" names the
+        /// value file of "owner" (and, with `expiring`, has expired). Returns the file
+        /// both rows name and the file "copy" named before, which no row names now.
+        static func copyNamingOwnersFile(
+            _ store: DiskStore, at url: URL, namespace: String = "ns", expiring: Bool = false
+        ) throws -> (shared: String, former: String) {
+            try store.set(DiskTest.bytes(1_000, seed: 2), for: "copy", in: namespace, storedAt: Date(), expiresAt: nil)
+            try store.set(DiskTest.bytes(1_000, seed: 1), for: "owner", in: "ns", storedAt: Date(), expiresAt: nil)
+            let files = try DiskStoreDamageTests.fileNames(url)
+            let shared = try #require(files["owner"])
+            let former = try #require(files["copy"])
+            try Self.tamper(
+                url,
+                """
+                UPDATE entries SET blob = '\(shared)'\(expiring ? ", expires_at = 1" : "")
+                WHERE key = CAST('copy' AS BLOB)
+                """)
+            return (shared, former)
+        }
+
+        @Test(
+            "Two rows naming one value file (a damaged index): reading, removing, overwriting, expiring, trimming or repairing the one it does not belong to keeps the file the other still names",
+            arguments: SharedFileOperation.allCases)
+        func rowsSharingAFile(operation: SharedFileOperation) throws {
+            try DiskTest.withTemporaryDirectory { url in
+                // Given the row of "copy" naming the value file of "owner"
+                let store = try DiskStore(directory: url, configuration: .init(spillThreshold: 100))
+                let (shared, _) = try Self.copyNamingOwnersFile(
+                    store, at: url, expiring: operation == .removeExpired)
+
+                // When "copy" is read, removed, overwritten, expired, trimmed or repaired
+                var copy: Data?
+                switch operation {
+                case .read:
+                    #expect(try store.entry(for: "copy", in: "ns") == nil, "never the bytes of another key")
+                case .removeValue: #expect(try store.removeValue(for: "copy", in: "ns"))
+                case .overwriteInline, .overwriteWithFile:
+                    copy = DiskTest.bytes(operation == .overwriteInline ? 10 : 500, seed: 3)
+                    try store.set(copy!, for: "copy", in: "ns", storedAt: Date(), expiresAt: nil)
+                case .batchRemove: try store.write([.removeValue(for: "copy", in: "ns")])
+                case .removeExpired: #expect(try store.removeExpired() == 1)
+                case .trim: #expect(try store.trim(toBytes: 1_000) == 1, "\"copy\" is the least recently stored")
+                case .repairingVerify: #expect(try !store.verify(repairing: true).isHealthy)
+                }
+
+                // Then the file stays for "owner", which still reads its own value
+                #expect(DiskTest.blobFiles(url).contains(shared), "\(operation) deleted the file \"owner\" names")
+                #expect(try store.entry(for: "owner", in: "ns")?.data == DiskTest.bytes(1_000, seed: 1))
+                #expect(try store.entry(for: "copy", in: "ns")?.data == copy)
+            }
+        }
+
+        @Test("Finding the rows that name a value file reads only the index of file names, never the entries")
+        func rowsNamingAFileUseTheIndex() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                _ = try DiskStore(directory: url)
+                let connection = try _SQLiteConnection(path: url.appendingPathComponent("index.sqlite").path)
+                defer { connection.close() }
+                for query in [_Query.rowsNamingFile] {
+                    let plan = try connection.prepare("EXPLAIN QUERY PLAN \(query.sql)")
+                    var steps: [String] = []
+                    while try plan.step() { steps.append(plan.string(at: 3) ?? "") }
+                    plan.reset()
+                    let reads = steps.filter { $0.hasPrefix("SCAN") || $0.hasPrefix("SEARCH") }
+                    #expect(reads.contains { $0.contains("entries_with_files") }, "\(query): \(steps)")
+                    #expect(!reads.contains { $0.contains("entries") && !$0.contains("entries_with_files") })
+                }
+            }
+        }
+
         @Test(
             "A second instance in one process keeps the first one's writes visible to other processes",
             arguments: [false, true])

@@ -137,10 +137,12 @@ extension DiskStore {
     /// reported as ``StoreDamage/Reason/unreadableFile`` and never removed.
     ///
     /// With `repairing`, damaged entries are removed (after checking again under
-    /// the write lock that they are still damaged), the totals are recomputed, and
-    /// orphaned and temporary files older than ten minutes are deleted (younger
-    /// ones may belong to a write in flight in another process; opening the store
-    /// while no other instance has it open deletes them whatever their age). An orphan that cannot be deleted
+    /// the write lock that they are still damaged; a value file goes with the last
+    /// row that names it, so a file a damaged row shares stays with the entry it
+    /// belongs to), the totals are recomputed, and orphaned and temporary files
+    /// older than ten minutes are deleted (younger ones may belong to a write in
+    /// flight in another process; opening the store while no other instance has it
+    /// open deletes them whatever their age). An orphan that cannot be deleted
     /// (a directory, which is never entered) is left, said so in its report, and
     /// reported as ``DiskStoreEvent/failed(operation:namespace:key:error:)``; the
     /// check goes on. Damage SQLite finds in the index itself is reported
@@ -305,8 +307,8 @@ extension DiskStore {
                     again.blob == row.blob, let still = try check(again)
                 else { return true }
                 guard still.reason != .unreadableFile else { return false }
-                _ = try index.delete(id: row.id)
-                if let file = again.blob { effects.filesToRemove.append(file) }
+                // No file when another row names it too: it may hold that entry's value.
+                if let file = try index.delete(id: row.id).file { effects.filesToRemove.append(file) }
                 return true
             }
         }

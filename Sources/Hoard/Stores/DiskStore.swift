@@ -32,7 +32,11 @@ import Synchronization
 ///   namespace and key, checked on every read and by ``verify(repairing:)``.
 /// - **Bad data.** A malformed row, a missing or truncated value file, or bytes
 ///   that do not match their checksum: a miss, the entry removed, a
-///   ``DiskStoreEvent/removedDamaged(_:)`` naming namespace, key and reason.
+///   ``DiskStoreEvent/removedDamaged(_:)`` naming namespace, key and reason. A row
+///   that names another entry's value file (a damaged index) fails its checksum
+///   the same way: a miss, never the other key's bytes. A value file is deleted
+///   only once no row names it, so removing, overwriting, evicting or repairing
+///   one entry never takes another's value file.
 /// - **Older stores.** A store of format version 1 (no checksums), 2 (access
 ///   times in the entries' rows) or 3 (an access row written with every entry) is
 ///   migrated to version 4 when it is opened while no other instance or process
@@ -465,7 +469,9 @@ public final class DiskStore: CacheStore {
     ///   ``HoardError/Code/ioFailed`` when the write fails. When it throws, the
     ///   store is unchanged.
     /// - Complexity: One transaction with one upsert (plus one lookup of the file
-    ///   of a replaced entry when the store holds any files).
+    ///   of a replaced entry when the store holds any files, and when that entry had
+    ///   one, one probe of the index of file names: a file another row still names
+    ///   is kept).
     public func set(
         _ data: Data, for key: String, in namespace: String, storedAt: Date, expiresAt: Date?
     ) throws(HoardError) {
@@ -607,7 +613,9 @@ public final class DiskStore: CacheStore {
         let found = try freeingSpace(
             releasing: { () throws(HoardError) in
                 try state.withLock { (state) throws(HoardError) in
-                    try state.open().fileName(namespace: namespace, key: key).map { [$0] } ?? []
+                    let index = try state.open()
+                    guard let file = try index.fileName(namespace: namespace, key: key) else { return [] }
+                    return try index.files(CollectionOfOne(file), namedByAtMost: 1)
                 }
             },
             { () throws(HoardError) -> Bool in
@@ -654,7 +662,10 @@ public final class DiskStore: CacheStore {
         var effects = _DiskEffects()
         let count = try freeingSpace(
             releasing: { () throws(HoardError) in
-                Array(try state.withLock { (state) throws(HoardError) in try state.open().files(in: namespace) })
+                try state.withLock { (state) throws(HoardError) in
+                    let index = try state.open()
+                    return try index.files(index.files(in: namespace), namedByAtMost: 1)
+                }
             },
             { () throws(HoardError) in try deleteRows(namespace: namespace, effects: &effects) })
         finish(effects)
@@ -679,7 +690,8 @@ public final class DiskStore: CacheStore {
 
     // MARK: Support
 
-    /// The value files of the entries a batch removes (as it finds them before it runs).
+    /// The value files of the entries a batch removes (as it finds them before it
+    /// runs) that no other row names: the files it may delete before it runs.
     private func files(removedBy batch: [_PreparedWrite]) throws(HoardError) -> [String] {
         try state.withLock { (state) throws(HoardError) -> [String] in
             let index = try state.open()
@@ -693,7 +705,7 @@ public final class DiskStore: CacheStore {
                     files += try index.files(in: namespace)
                 }
             }
-            return files
+            return try index.files(files, namedByAtMost: 1)
         }
     }
 

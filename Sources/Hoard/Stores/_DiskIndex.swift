@@ -760,9 +760,33 @@ final class _DiskIndex {
         guard count > 0 else { return (0, []) }
         let deleting = try statement(delete)
         try bind(deleting)
-        defer { deleting.reset() }
-        _ = try deleting.step()
-        return (count, files)
+        do {
+            defer { deleting.reset() }
+            _ = try deleting.step()
+        }
+        return (count, try self.files(files, namedByAtMost: 0))
+    }
+
+    /// The files of `files` that at most `rows` rows of the index name (each probe
+    /// reads `entries_with_files`, the index of file names: O(log entries)).
+    ///
+    /// A file is written for one entry under a fresh name, so only a damaged index
+    /// has two rows naming one file; then removing, overwriting or trimming one of
+    /// them must not delete the file the other still names. With `rows` 0, after a
+    /// deletion or an overwrite in the same transaction: the files it released that
+    /// may be deleted. With 1, before one: the files of the rows it removes that no
+    /// other row names (deleted early on a full disk).
+    func files(_ files: some Collection<String>, namedByAtMost rows: Int) throws(HoardError) -> [String] {
+        guard !files.isEmpty else { return [] }
+        let statement = try self.statement(.rowsNamingFile)
+        var result: [String] = []
+        for file in files {
+            try statement.bind(text: file, at: 1)
+            defer { statement.reset() }
+            guard try statement.step() else { continue }
+            if statement.int64(at: 0) <= rows { result.append(file) }
+        }
+        return result
     }
 
     /// Deletes the entry with row id `id` if it has expired at `now`. Call inside

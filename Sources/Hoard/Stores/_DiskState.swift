@@ -140,8 +140,7 @@ struct _DiskState {
             } else {
                 return nil
             }
-            _ = try index.delete(id: row.id)
-            return (damage, row.blob)
+            return (damage, try index.delete(id: row.id).file)
         }
         guard let removed else { return .retry }
         if let file = removed.file { effects.filesToRemove.append(file) }
@@ -154,7 +153,8 @@ struct _DiskState {
     /// file's bytes failed), and reports `damage`, which a read of that file found
     /// (``_BlobFiles/ReadResult/damage(name:size:crc:namespace:key:)``). A file is
     /// never rewritten under its name, so the same name (and checksum) mean the
-    /// same bytes: what the read found still holds.
+    /// same bytes: what the read found still holds. The file is deleted with the
+    /// entry unless another row names it too (a damaged index).
     ///
     /// - Returns: `true` when removed (and reported), `false` when the entry changed
     ///   meanwhile.
@@ -162,17 +162,20 @@ struct _DiskState {
         namespace: String, key: String, name: String, crc: UInt32, damage: StoreDamage, effects: inout _DiskEffects
     ) throws(HoardError) -> Bool {
         let index = try open()
+        var released: String?
         let removed = try index.transaction { () throws(HoardError) -> Bool in
             guard let row = try index.lookup(namespace: namespace, key: key), row.blob == name,
                 damage.reason != .checksumMismatch || row.crc == crc
             else { return false }
-            _ = try index.delete(id: row.id)
+            // No file when another row names it too (a damaged index): it may hold
+            // that entry's intact value.
+            released = try index.delete(id: row.id).file
             return true
         }
         guard removed else { return false }
         var reported = damage
         reported.detail += "; the entry was removed"
-        effects.filesToRemove.append(name)
+        if let released { effects.filesToRemove.append(released) }
         effects.events.append(.removedDamaged(reported))
         return true
     }
@@ -233,13 +236,13 @@ struct _DiskState {
                 case .set(let namespace, let key, let inline, let size, let file, let storedAt, let expiresAt, let crc):
                     if file != nil { mayHaveFiles = true }
                     if mayHaveFiles == nil { mayHaveFiles = try index.anyFiles() }
-                    if mayHaveFiles == true, let old = try index.fileName(namespace: namespace, key: key) {
-                        oldFiles.append(old)
-                    }
+                    let old = mayHaveFiles == true ? try index.fileName(namespace: namespace, key: key) : nil
                     try index.upsert(
                         namespace: namespace, key: key, storedAt: storedAt, expiresAt: expiresAt,
                         accessedAt: accessTime(storedAt: storedAt, now: now), value: inline, size: size, blob: file,
                         crc: crc)
+                    // Released unless another row names it too (a damaged index).
+                    if let old { oldFiles += try index.files(CollectionOfOne(old), namedByAtMost: 0) }
                 case .remove(let namespace, let key):
                     if let file = try index.delete(namespace: namespace, key: key).file { oldFiles.append(file) }
                 case .removeAll(let namespace):
