@@ -116,13 +116,60 @@ extension DiskStoreSuites {
             }
         }
 
+        @Test(
+            "verify() reports a row naming another entry's value file as sharedFile; repairing removes that row and keeps the file for the entry it holds",
+            arguments: [true, false])
+        func verifyFindsRowsSharingAFile(ownerIntact: Bool) throws {
+            try DiskTest.withTemporaryDirectory { url in
+                // Given the row of "copy" naming the value file of "owner", and the file
+                // "copy" named before an hour old (an orphan a repair deletes)
+                let store = try DiskStore(directory: url, configuration: .init(spillThreshold: 100))
+                let (shared, former) = try Self.copyNamingOwnersFile(store, at: url)
+                let blobs = url.appendingPathComponent("blobs")
+                try FileManager.default.setAttributes(
+                    [.modificationDate: Date().addingTimeInterval(-3_600)],
+                    ofItemAtPath: blobs.appendingPathComponent(former).path)
+                if !ownerIntact {
+                    // And the shared file holding neither entry's value
+                    let handle = try FileHandle(forWritingTo: blobs.appendingPathComponent(shared))
+                    try handle.write(contentsOf: Data(repeating: 0xEE, count: 8))
+                    try handle.close()
+                }
+
+                // When it is verified, then every row the file does not belong to is
+                // reported as sharing it, and nothing changes
+                let report = try store.verify()
+                #expect(report.entriesChecked == 2)
+                let sharing = report.damage.filter { $0.reason == .sharedFile }
+                let expected = ownerIntact ? ["copy"] : ["copy", "owner"]
+                #expect(sharing.compactMap(\.key).sorted() == expected, "\(report)")
+                for damage in sharing {
+                    #expect(damage.namespace == "ns")
+                    #expect(damage.detail.contains("blobs/\(shared)"), "\(damage)")
+                    #expect(damage.detail.contains("2 entries"), "\(damage)")
+                }
+                #expect(report.damage.count == sharing.count + 1, "and the former file, an orphan: \(report)")
+                #expect(DiskTest.blobFiles(url) == [former, shared].sorted())
+
+                // When it is repaired, then those rows are gone, and the file only
+                // while an intact entry still names it
+                let repaired = try store.verify(repairing: true)
+                #expect(repaired.unrepaired.isEmpty, "\(repaired)")
+                #expect(try store.entries().map(\.key) == (ownerIntact ? ["owner"] : []))
+                #expect(DiskTest.blobFiles(url) == (ownerIntact ? [shared] : []))
+                let owner = try store.entry(for: "owner", in: "ns")
+                #expect(owner?.data == (ownerIntact ? DiskTest.bytes(1_000, seed: 1) : nil))
+                #expect(try store.verify().isHealthy)
+            }
+        }
+
         @Test("Finding the rows that name a value file reads only the index of file names, never the entries")
         func rowsNamingAFileUseTheIndex() throws {
             try DiskTest.withTemporaryDirectory { url in
                 _ = try DiskStore(directory: url)
                 let connection = try _SQLiteConnection(path: url.appendingPathComponent("index.sqlite").path)
                 defer { connection.close() }
-                for query in [_Query.rowsNamingFile] {
+                for query in [_Query.rowsNamingFile, .sharedFiles] {
                     let plan = try connection.prepare("EXPLAIN QUERY PLAN \(query.sql)")
                     var steps: [String] = []
                     while try plan.step() { steps.append(plan.string(at: 3) ?? "") }

@@ -123,9 +123,11 @@ extension DiskStore {
     /// and size of the right types, a value or a file but not both, a file name of
     /// the exact shape the store writes, a checksum); checks that every value file
     /// exists with the size its row records; reads every value, inline and in its
-    /// file, and checks it against its CRC-32C; compares the per-namespace totals
-    /// with the entries; and lists files in `blobs/` that no entry refers to. It
-    /// does not decode values, so it cannot tell which type they decode as.
+    /// file, and checks it against its CRC-32C; finds rows that name a value file
+    /// other rows name too (``StoreDamage/Reason/sharedFile``, for each row the file
+    /// does not belong to); compares the per-namespace totals with the entries; and
+    /// lists files in `blobs/` that no entry refers to. It does not decode values,
+    /// so it cannot tell which type they decode as.
     ///
     /// Each problem SQLite's check reports is one ``StoreDamage`` with a one-line
     /// detail (SQLite gives several problems of a table as the lines of one
@@ -174,6 +176,15 @@ extension DiskStore {
             indexDamage("SQLite's integrity check could not run", error)
         }
         let total = (try? state.withLock { (state) throws(HoardError) in try state.open().totalUsage().count }) ?? 0
+        // Files more than one row names (a damaged index), found before the rows are
+        // read: a file written later has a fresh name, never one of these.
+        let shared: [String: Int]
+        do {
+            shared = try state.withLock { (state) throws(HoardError) in try state.open().sharedFiles() }
+        } catch  where error.code == .storeDamaged {
+            indexDamage("the value files' names cannot be read", error)
+            shared = [:]
+        }
 
         var lastID: Int64 = 0
         let chunk = 500
@@ -193,7 +204,7 @@ extension DiskStore {
             lastID = last.id
             for row in rows {
                 report.entriesChecked += 1
-                guard var damage = try check(row) else { continue }
+                guard var damage = try check(row, sharing: shared) else { continue }
                 // A file that cannot be read is not known to be damaged: never removed.
                 if repairing, damage.reason != .unreadableFile {
                     damage.isRepaired = try repair(row, damage: damage)
@@ -266,10 +277,14 @@ extension DiskStore {
         return report
     }
 
-    /// What is wrong with a scanned row, or `nil`.
+    /// What is wrong with a scanned row, or `nil`. A row whose value file other rows
+    /// name too (in `shared`, with how many rows name it) and that does not hold
+    /// this entry's value is ``StoreDamage/Reason/sharedFile``.
     ///
     /// - Throws: When a value file exists but cannot be read.
-    private func check(_ row: _DiskIndex.ScannedRow) throws(HoardError) -> StoreDamage? {
+    private func check(_ row: _DiskIndex.ScannedRow, sharing shared: [String: Int] = [:]) throws(HoardError)
+        -> StoreDamage?
+    {
         if let problem = row.problem {
             return StoreDamage(
                 namespace: row.namespace, key: row.key, reason: .malformedRow,
@@ -289,7 +304,13 @@ extension DiskStore {
                 namespace: row.namespace, key: row.key, reason: .unreadableFile,
                 detail: "the value file blobs/\(name) cannot be read (\(error.message)); it was left as it is")
         }
-        return read.damage(name: name, size: row.size, crc: crc, namespace: row.namespace, key: row.key)
+        let found = read.damage(name: name, size: row.size, crc: crc, namespace: row.namespace, key: row.key)
+        guard var damage = found, let rows = shared[name] else { return found }
+        damage.reason = .sharedFile
+        damage.detail =
+            "the index names blobs/\(name) as the value file of \(rows) entries (it is damaged), and the file does "
+            + "not hold this one's: \(damage.detail)"
+        return damage
     }
 
     /// Removes a damaged row if, under the write lock, it is still the same and

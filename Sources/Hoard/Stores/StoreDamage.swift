@@ -22,6 +22,15 @@ public struct StoreDamage: Sendable, Hashable, CustomStringConvertible {
         /// The value's bytes (inline in the index or in its file) do not match the
         /// CRC-32C stored with them: changed on disk since they were written.
         public static let checksumMismatch = Reason("checksumMismatch")
+        /// The entry's row names a value file that other entries' rows name too, and
+        /// the file does not hold this entry's value: the index was damaged (each
+        /// write names a file of its own). Found by
+        /// ``DiskStore/verify(repairing:progress:)``; a read sees the file's bytes
+        /// fail this entry's checksum (or size), a miss. Repairing removes the row
+        /// and keeps the file while another row names it: the file may hold that
+        /// entry's intact value. Removing, overwriting or evicting either entry
+        /// likewise never deletes a file another row still names.
+        public static let sharedFile = Reason("sharedFile")
         /// The entry's row in the index has a value of the wrong type or size, or
         /// refers to a file by a name the store never writes.
         public static let malformedRow = Reason("malformedRow")

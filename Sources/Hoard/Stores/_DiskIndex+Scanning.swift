@@ -149,6 +149,21 @@ extension _DiskIndex {
         return result
     }
 
+    /// Every value file that more than one row names, with how many rows name it:
+    /// empty in a sound store, where each write names a file of its own.
+    ///
+    /// - Complexity: one pass over `entries_with_files`, the index of file names:
+    ///   O(entries with files).
+    func sharedFiles() throws(HoardError) -> [String: Int] {
+        let statement = try self.statement(.sharedFiles)
+        defer { statement.reset() }
+        var result: [String: Int] = [:]
+        while try statement.step() {
+            if let name = statement.string(at: 0) { result[name] = Int(statement.int64(at: 1)) }
+        }
+        return result
+    }
+
     /// The totals' watermark and the last row id of `entries` (0 when empty), when
     /// the watermark is above it; `nil` in a sound store. Rows written next would
     /// get ids at or below it and go uncounted.

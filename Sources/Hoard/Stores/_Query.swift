@@ -7,7 +7,7 @@ enum _Query: Int, CaseIterable {
     case fileOfKeyToDelete, filesOfNamespaceToDelete, filesOfEverythingToDelete, fileIfExpiredToDelete
     case fileOfIDToDelete, filesOfExpiredToDelete
     case keys, usage, totalUsage, namespaces, foldTotals, moveWatermark
-    case leastRecentlyAccessed, trimCandidate, referencedFiles, filesOfNamespace, rowsNamingFile
+    case leastRecentlyAccessed, trimCandidate, referencedFiles, filesOfNamespace, rowsNamingFile, sharedFiles
     case scan, list, quickCheck, wrongTotals, misplacedWatermark, wrongAccessTimes, accessRowsForUnread
 
     private static let scannedColumns = """
@@ -152,8 +152,10 @@ enum _Query: Int, CaseIterable {
                 """
         case .referencedFiles: return "SELECT blob FROM entries WHERE blob IS NOT NULL"
         case .filesOfNamespace: return "SELECT blob FROM entries WHERE namespace = ?1 AND blob IS NOT NULL"
-        // One probe of the index `entries_with_files`.
+        // Both read only the index `entries_with_files`: one probe, and one pass over it.
         case .rowsNamingFile: return "SELECT count(*) FROM (SELECT 1 FROM entries WHERE blob = ?1 LIMIT 2)"
+        case .sharedFiles:
+            return "SELECT blob, count(*) FROM entries WHERE blob IS NOT NULL GROUP BY blob HAVING count(*) > 1"
         case .scan: return "SELECT \(Self.scannedColumns), value FROM entries WHERE id > ?1 ORDER BY id LIMIT ?2"
         case .list:
             return """
