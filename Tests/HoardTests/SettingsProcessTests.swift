@@ -73,5 +73,40 @@ extension DiskStoreSuites {
                 #expect(!FileManager.default.fileExists(atPath: SettingsTest.suiteFile("late", domain).path))
             }
         }
+
+        @Test("A process that opened a namespace before another removed it lists it again when it writes")
+        func writeAfterAnotherProcessRemovedTheNamespaceIsListed() async throws {
+            try await SettingsTest.withDomain { domain in
+                // Given namespaces "other" and "shared" on disk, and another process
+                // that opened "shared" while both were listed
+                let other = try SettingsTest.store("other", domain, codec: ValueCodec<String>.cacheValue)
+                try other.set("y", for: "y")
+                let shared = try SettingsTest.store("shared", domain, codec: ValueCodec<String>.cacheValue)
+                try shared.set("x", for: "x")
+                let outcome = try await DiskTest.onThread {
+                    let writer = try SettingsWriterProcess(
+                        domain: domain.name, namespace: "shared", prefix: "late", count: 1)
+                    let ready = writer.nextLine()
+                    // When this process removes "shared" (its file and its registry
+                    // entry), and only then the other process writes "late-0" into it
+                    let removed = try shared.removeAll()
+                    try writer.start()
+                    return (ready, removed, writer.finish())
+                }
+                #expect(outcome.0 == "ready")
+                #expect(outcome.1 == 1)
+                #expect(outcome.2.status == 0, "\(outcome.2.errors)")
+                #expect(outcome.2.lines == ["done"])
+
+                // Then the namespace is listed on disk again: what lists the domain
+                // (LocalStorage) sees the write, counts it and can remove it
+                let registry = _SettingsRegistry.shared(domain)
+                try registry.takeInNamespacesOnDisk()
+                #expect(registry.namespaces().map(\.name) == ["other", "shared"])
+                #expect(shared.value(for: "late-0") == "late-0")
+                #expect(try shared.removeAll() == 1)
+                #expect(!FileManager.default.fileExists(atPath: SettingsTest.suiteFile("shared", domain).path))
+            }
+        }
     }
 }

@@ -18,12 +18,21 @@ import Synchronization
 ///
 /// A change is made in memory under the lock, which keeps the count, the suites and
 /// the updates observers see in one order; then, outside it, the suite is changed on
-/// disk by ``_SettingsSuite/update(_:)``, which merges into what the suite holds then
+/// disk by ``_SettingsSuite/update(listing:_:)``, which merges into what the suite holds then
 /// (other processes' changes included) the value each changed key has in memory at
 /// that moment. Two changes of one key by two threads may reach the disk in either
 /// order; the one that writes last writes the latest value, so the file ends with
 /// what memory holds. File work never happens under the lock (lock order: a suite's
-/// lock file, then this lock).
+/// lock file, then the registry suite's lock file, then this lock).
+///
+/// Whether the registry suite lists a namespace is changed only while the
+/// namespace's suite is locked (``_SettingsSuite/update(listing:_:)``): a change
+/// that leaves values in the suite lists it, as the registry suite says then (not
+/// as this process last read it), before writing them; a removal of the namespace
+/// deletes its file and unlists it before another process can change the suite.
+/// So a namespace whose suite holds values is listed, whichever processes write and
+/// remove it in whatever order: what lists the domain (``beginUse(of:)``,
+/// ``takeInNamespacesOnDisk()``) finds every value a write left.
 final class _SettingsRegistry: Sendable {
     typealias Observers = _Observers<String, Data, SettingsStoreEvent>
 
@@ -212,7 +221,7 @@ final class _SettingsRegistry: Sendable {
         report: (SettingsStoreEvent) -> Void = { _ in }
     ) throws(HoardError) {
         try load(namespace, report: report)
-        let newNamespace = try state.withLock { (state) throws(HoardError) -> Bool in
+        try state.withLock { (state) throws(HoardError) in
             let newNamespace = !state.registered.contains(namespace)
             if state.values[namespace]?[key] == nil {
                 guard state.total < itemLimit else {
@@ -227,10 +236,9 @@ final class _SettingsRegistry: Sendable {
             state.used.insert(namespace)
             if newNamespace { state.registered.insert(namespace) }
             state.publish(namespace, key: key, data: data)
-            return newNamespace
         }
-        // The registry first: a namespace on disk is always listed.
-        if newNamespace { try writeRegistry(namespace, report: report) }
+        // Lists the namespace in the registry suite first when that does not list
+        // it (new, or removed by another process since this one read it).
         try write(namespace, .keys([key]), report: report)
     }
 
@@ -282,10 +290,10 @@ final class _SettingsRegistry: Sendable {
             return keys.count
         }
         guard let count else { return 0 }
-        // Deletes the suite's file (on Linux: the plist in ~/.config), unless a
-        // write that came after this removal put a value back in memory.
+        // Deletes the suite's file (on Linux: the plist in ~/.config) and unlists
+        // the namespace under the suite's lock, unless a write that came after this
+        // removal put a value back in memory.
         try write(namespace, .everything, report: report)
-        try writeRegistry(namespace, report: report)
         return count
     }
 
@@ -311,10 +319,25 @@ final class _SettingsRegistry: Sendable {
     /// damaged and has just been kept aside, or `written` is everything, the suite
     /// gets the values memory holds that a settings store wrote (values of another
     /// type, which only another program's file can have held, are not rewritten).
+    ///
+    /// Under the suite's lock, the registry suite is brought in line: a suite left
+    /// holding values is listed before they are written; one that `written` emptied
+    /// whole (a removal of the namespace) is unlisted after its file is deleted,
+    /// unless memory lists the namespace again. A suite emptied key by key stays
+    /// listed, as the namespace stays in memory.
     private func write(
         _ namespace: String, _ written: Written, report: (SettingsStoreEvent) -> Void
     ) throws(HoardError) {
-        let damage = try suite(namespace).update { current in
+        var registryDamage: SettingsSuiteDamage?
+        let listing = { (holdsValues: Bool) throws(HoardError) in
+            if holdsValues {
+                registryDamage = try self.list(namespace)
+            } else if case .everything = written {
+                registryDamage = try self.writeRegistry(namespace)
+            }
+        }
+        defer { if let registryDamage { report(.suiteKeptAside(registryDamage)) } }
+        let damage = try suite(namespace).update(listing: listing) { current in
             // Only `Data` leaves the lock: the values a settings store writes.
             let (changed, everything) = state.withLock { state -> ([String: Data], [String: Data]) in
                 let memory = state.values[namespace] ?? [:]
@@ -331,11 +354,28 @@ final class _SettingsRegistry: Sendable {
         if let damage { report(.suiteKeptAside(damage)) }
     }
 
-    /// Writes whether `namespace` is listed, as memory says now, to the registry
-    /// suite.
-    private func writeRegistry(_ namespace: String, report: (SettingsStoreEvent) -> Void) throws(HoardError) {
-        let damage = try registrySuite.update { current in
-            let registered = state.withLock { $0.registered }
+    /// Lists `namespace` in the registry suite unless that lists it already; call
+    /// with the namespace's suite locked, before values are written to it. The
+    /// registry suite is read as it is on disk now: no other process can unlist the
+    /// namespace until the suite's lock is released.
+    ///
+    /// - Returns: The registry suite's damaged file that was kept aside, if any.
+    private func list(_ namespace: String) throws(HoardError) -> SettingsSuiteDamage? {
+        let onDisk = try registrySuite.load()
+        guard onDisk.values[namespace] == nil else { return onDisk.keptAside }
+        return try writeRegistry(namespace, listed: true) ?? onDisk.keptAside
+    }
+
+    /// Writes whether `namespace` is listed to the registry suite: as `listed`
+    /// says, or when that is `nil`, as memory says now.
+    ///
+    /// - Returns: The registry suite's damaged file that was kept aside, if any.
+    private func writeRegistry(_ namespace: String, listed: Bool? = nil) throws(HoardError) -> SettingsSuiteDamage? {
+        try registrySuite.update { current in
+            var registered = state.withLock { $0.registered }
+            if let listed {
+                if listed { registered.insert(namespace) } else { registered.remove(namespace) }
+            }
             guard var merged = current, !merged.isEmpty else {
                 // No registry file (never written, or kept aside as damaged by an
                 // earlier read), or a damaged one just kept aside: every namespace
@@ -351,7 +391,6 @@ final class _SettingsRegistry: Sendable {
             merged[namespace] = registered.contains(namespace) ? true : nil
             return merged
         }
-        if let damage { report(.suiteKeptAside(damage)) }
     }
 
     /// Reads `namespace` from disk again when this process has not used it yet (no
@@ -406,7 +445,7 @@ final class _SettingsRegistry: Sendable {
 
     /// The namespaces listed on disk: those in the registry suite, and on Linux,
     /// when that file is missing or was just kept aside as damaged, those with a
-    /// suite file too (what ``writeRegistry(_:report:)`` lists then).
+    /// suite file too (what ``writeRegistry(_:listed:)`` lists then).
     private func namespacesListedOnDisk() throws(HoardError) -> (names: Set<String>, keptAside: SettingsSuiteDamage?) {
         let registry = try registrySuite.load()
         var names = Set(registry.values.keys)

@@ -20,7 +20,11 @@ import Foundation
 ///   so no kept copy is ever overwritten), and a new file is started;
 /// - a change that leaves the suite empty deletes the file and then its lock file,
 ///   still holding the lock; a process that waited for that lock sees that the name
-///   no longer refers to the file it locked and locks the one there now.
+///   no longer refers to the file it locked and locks the one there now;
+/// - a change brings the registry's list of namespaces in line with the suite
+///   (``update(listing:_:)``) while it still holds the suite's lock: before it writes
+///   values, and after it deleted the file but before it deletes the lock file. No
+///   change of the suite from any process can come between the two.
 ///
 /// Every descriptor it opens is close-on-exec.
 ///
@@ -72,20 +76,34 @@ struct _SettingsSuite: Sendable {
     /// was damaged and has just been kept aside) and returns what it is to hold.
     /// An empty result deletes the suite.
     ///
-    /// `merge` runs while the suite is locked against every other process's change,
-    /// so it must not wait for anything that such a change waits for.
+    /// `listing` gets whether the suite holds values after the change, and runs
+    /// before they are written, or after the emptied suite's file is deleted (on
+    /// Linux, before its lock file goes): a namespace's suite lists or unlists it in
+    /// the registry there, so that no other process's change of the suite comes
+    /// between the file and the registry. When it throws, a suite that was to hold
+    /// values is as it was, and an emptied one stays deleted.
+    ///
+    /// `merge` and `listing` run while the suite is locked against every other
+    /// process's change, so they must not wait for anything that such a change waits
+    /// for. (They may lock the registry suite: a suite's lock, then the registry's,
+    /// is the one order these locks are taken in.)
     ///
     /// - Returns: The damaged file that was kept aside, if there was one.
     /// - Throws: ``HoardError/Code/ioFailed`` (or the code of the `errno`) when the
     ///   suite could not be read, locked or written; the suite is then as it was.
-    func update(_ merge: (_ current: [String: Any]?) -> [String: Any]) throws(HoardError) -> SettingsSuiteDamage? {
+    func update(
+        listing: (_ holdsValues: Bool) throws(HoardError) -> Void = { _ in },
+        _ merge: (_ current: [String: Any]?) -> [String: Any]
+    ) throws(HoardError) -> SettingsSuiteDamage? {
         #if canImport(Darwin)
         let suite = UserDefaults(suiteName: name) ?? .standard
         let before = suite.persistentDomain(forName: name) ?? [:]
         let after = merge(before)
         if after.isEmpty {
             suite.removePersistentDomain(forName: name)
+            try listing(false)
         } else {
+            try listing(true)
             for key in before.keys where after[key] == nil { suite.removeObject(forKey: key) }
             for (key, value) in after where !Self.same(before[key], value) { suite.set(value, forKey: key) }
         }
@@ -108,8 +126,10 @@ struct _SettingsSuite: Sendable {
             let merged = merge(current)
             if merged.isEmpty {
                 try _FileSystem.removeFile(path)
+                try listing(false)
                 try _FileSystem.removeFile(lockPath)
             } else {
+                try listing(true)
                 try write(merged)
             }
             return keptAside
