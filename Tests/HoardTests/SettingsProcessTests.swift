@@ -108,5 +108,33 @@ extension DiskStoreSuites {
                 #expect(!FileManager.default.fileExists(atPath: SettingsTest.suiteFile("shared", domain).path))
             }
         }
+
+        @Test("Removing everything removes a namespace another process created that this one never opened")
+        func removingEverythingRemovesAnotherProcesssNamespace() async throws {
+            try await SettingsTest.withDomain { domain in
+                // Given this process uses namespace "first", and another process then
+                // writes key "late-0" into a new namespace "late"
+                let first = try SettingsTest.store("first", domain, codec: ValueCodec<String>.cacheValue)
+                try first.set("x", for: "x")
+                let outcome = try await DiskTest.onThread {
+                    let writer = try SettingsWriterProcess(
+                        domain: domain.name, namespace: "late", prefix: "late", count: 1)
+                    let ready = writer.nextLine()
+                    try writer.start()
+                    return (ready, writer.finish())
+                }
+                #expect(outcome.0 == "ready")
+                #expect(outcome.1.status == 0, "\(outcome.1.errors)")
+                #expect(outcome.1.lines == ["done"])
+
+                // When this process removes everything
+                let removed = try _SettingsRegistry.shared(domain).removeEverything()
+
+                // Then both namespaces went, files and registry entries alike
+                #expect(removed.map(\.name) == ["first", "late"])
+                #expect(removed.map(\.count) == [1, 1])
+                #expect(SettingsTest.suiteFiles(domain).isEmpty, "\(SettingsTest.suiteFiles(domain))")
+            }
+        }
     }
 }

@@ -297,19 +297,35 @@ final class _SettingsRegistry: Sendable {
         return count
     }
 
-    /// Removes every namespace's suite and the registry suite itself.
+    /// Removes every namespace's suite, those other processes listed since this
+    /// registry read the registry suite included, and the registry suite itself.
+    ///
+    /// Each namespace is unlisted under its suite's lock, with its file: a namespace
+    /// another process writes while this runs stays listed with what it wrote, and
+    /// the registry suite then stays, listing it. Names that are no namespace
+    /// (crafted, or another program's), which no settings store writes, go.
     ///
     /// - Returns: The namespaces removed, with their item counts.
+    /// - Throws: ``HoardError`` when the registry suite or a namespace's suite cannot
+    ///   be read or written; the namespaces removed before stay removed.
     func removeEverything() throws(HoardError) -> [(name: String, count: Int)] {
+        try takeInNamespacesOnDisk()
         let removed = namespaces()
         for (namespace, _) in removed {
             _ = try removeAll(in: namespace)
         }
-        // The registry may list names that are no namespace (crafted, or from
-        // another program): the suite goes whole, keeping only namespaces a write
-        // of this process registered meanwhile.
-        _ = try registrySuite.update { _ in
-            Dictionary(uniqueKeysWithValues: state.withLock { $0.registered }.map { ($0, true as Any) })
+        _ = try registrySuite.update { current in
+            guard let current else {
+                // A damaged registry file, just kept aside: the namespaces with a
+                // suite file, and those a write of this process listed meanwhile.
+                var listed = state.withLock { $0.registered }
+                for other in _SettingsSuite.namespacesWithFiles(registry: domain.name)
+                where (try? domain.validate(other)) != nil {
+                    listed.insert(other)
+                }
+                return Dictionary(uniqueKeysWithValues: listed.map { ($0, true as Any) })
+            }
+            return current.filter { (try? domain.validate($0.key)) != nil }
         }
         return removed
     }
