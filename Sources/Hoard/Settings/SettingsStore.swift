@@ -26,7 +26,11 @@ import Foundation
 ///   survive: on Linux each write locks the suite's file against the others
 ///   (an advisory lock file beside it), reads what the file holds then, merges its
 ///   change in and replaces the file atomically; on Apple platforms `cfprefsd`
-///   merges them.
+///   merges them. On Linux a namespace is listed in (and removed from) the
+///   domain's registry under that same lock, so a write that returned stays
+///   listed, seen by stores opened afterwards and by ``LocalStorage``, even when
+///   another process removed the namespace before or while it wrote; only a
+///   removal that comes after it removes it.
 /// - **A damaged suite file is kept.** On Linux, a suite file that is not a
 ///   property list (truncated, garbage) is never read as empty and written over:
 ///   it is renamed aside, byte for byte, to a name no file had (see
