@@ -177,7 +177,8 @@ struct CacheObservationTests {
         let reader = try Cache<Int, Int>(configuration: numbers)
         try await writer.set(1, for: 42)
         #expect(try await reader.value(for: 42) == 1)
-        #expect(reader.keyStrings.withLock { $0.keys.isEmpty }, "nothing to note for a key type that rebuilds its keys")
+        #expect(
+            reader.keyStrings.withLock { $0.entries.isEmpty }, "nothing to note for a key type that rebuilds its keys")
         try await writer.set(2, for: 42)
         #expect(await CacheTest.eventually { reader[42] == nil })
         #expect(UUID(cacheKeyString: UUID().uuidString) != nil)
@@ -199,7 +200,7 @@ struct CacheObservationTests {
         custom.remoteStores = [shared.anotherInstance()]
         let others = try Cache<AvatarKey, Int>(configuration: custom)
         for id in 0..<40 { #expect(try await others.value(for: AvatarKey(id: id)) == id) }
-        #expect(others.keyStrings.withLock { $0.keys.count } <= 8, "pruned to what memory holds")
+        #expect(others.keyStrings.withLock { $0.entries.count } <= 8, "pruned to what memory holds")
         let kept = (0..<40).map { AvatarKey(id: $0) }.filter { others[$0] != nil }
         #expect(!kept.isEmpty)
         for key in kept { try await avatars.set(-1, for: key) }

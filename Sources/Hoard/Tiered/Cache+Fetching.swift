@@ -263,8 +263,9 @@ extension Cache {
                 let cost = memory.cost(of: entry.value)
                 // Noted before memory takes it in, as every key memory takes in:
                 // another instance's invalidation must find it (``promote``).
-                remember(key)
-                _ = writer.promoteToMemory(key, ticket: ticket) { memory.set(entry, for: key, cost: cost) }
+                _ = remembering(key) {
+                    writer.promoteToMemory(key, ticket: ticket) { memory.set(entry, for: key, cost: cost) }
+                }
             }
             return nil
         }

@@ -159,8 +159,9 @@ extension Cache {
             let cost = memory.cost(of: entry.value)
             // Noted like any key memory takes in (before it does: see ``promote``),
             // so another instance's invalidation of it finds it.
-            remember(key)
-            _ = writer.promoteToMemory(key, ticket: ticket, memory: { memory.set(entry, for: key, cost: cost) })
+            _ = remembering(key) {
+                writer.promoteToMemory(key, ticket: ticket, memory: { memory.set(entry, for: key, cost: cost) })
+            }
             return hit(value, storedAt: storedAt, expiresAt: expiresAt, now: now, source: .pendingWrite)
         }
         return lookUpLocalStores(
@@ -296,17 +297,17 @@ extension Cache {
         // The key is noted before memory takes it in: an invalidation of it from
         // another instance handled between the two must find it, or memory would
         // keep the copy it was to drop. (One handled before the promotion marks the
-        // key changed, and the promotion is dropped.)
-        remember(key)
-        let made: Bool
-        if index == 0 {
-            made = writer.promoteToMemory(key, ticket: ticket) { memory.set(entry, for: key, cost: cost) }
-        } else {
+        // key changed, and the promotion is dropped.) No prune of the noted keys
+        // drops it meanwhile.
+        let made = remembering(key) { () -> Bool in
+            if index == 0 {
+                return writer.promoteToMemory(key, ticket: ticket) { memory.set(entry, for: key, cost: cost) }
+            }
             let stores = _CacheWriter<Key, Value>.Operation.Kind.promote(
                 key, value, stored.data, storedAt: stored.storedAt,
                 expiresAt: capped(stored.expiresAt, by: configuration.localExpiry, now: clock.now()),
                 localStoresBefore: index)
-            made = writer.promote(
+            return writer.promote(
                 key, ticket: ticket, memory: { memory.set(entry, for: key, cost: cost) }, stores: stores)
         }
         guard made else {

@@ -60,9 +60,9 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
     @usableFromInline let counters = _CacheCounters()
     @usableFromInline let observers = _Observers<Key, Value, CacheEvent<Key>>()
     let invalidationTasks: Mutex<[Task<Void, Never>]>
-    /// The keys noted by ``remember(_:)``, by their strings, pruned to those memory
-    /// holds whenever there are more than `pruneAt`.
-    let keyStrings: Mutex<(keys: [String: Key], pruneAt: Int)>
+    /// The keys noted by ``remember(_:)`` and ``remembering(_:while:)``, by their
+    /// strings, pruned to those memory holds or is taking in (see ``_NotedKeys``).
+    let keyStrings: Mutex<_NotedKeys<Key>>
     /// Seconds added to every lifetime so stale values can be served (0 without
     /// stale-while-revalidate).
     @usableFromInline let grace: TimeInterval
@@ -142,7 +142,7 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
         let nonWaiting = localStores.compactMap { $0 as? any _NonWaitingLookup }
         nonWaitingLocalStores = !localStores.isEmpty && nonWaiting.count == localStores.count ? nonWaiting : nil
         remoteStores = configuration.remoteStores
-        keyStrings = Mutex((keys: [:], pruneAt: (configuration.memory.countLimit ?? 100_000) * 2))
+        keyStrings = Mutex(_NotedKeys(pruneAt: (configuration.memory.countLimit ?? 100_000) * 2))
         invalidationTasks = Mutex([])
 
         let observers = self.observers
@@ -278,9 +278,11 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
     }
 
     /// Notes which key `key.cacheKeyString` stands for, so that another instance's
-    /// invalidation of that string finds the key in memory (``key(forCacheKeyString:)``).
-    /// Nothing to note without remote stores, or when the key type rebuilds the key
-    /// from its string (`String`, the integers, `UUID`).
+    /// invalidation of that string finds the key in memory (``key(forCacheKeyString:)``),
+    /// after memory took the key in (a write); a key noted before memory takes it
+    /// in is noted with ``remembering(_:while:)``. Nothing to note without remote
+    /// stores, or when the key type rebuilds the key from its string (`String`, the
+    /// integers, `UUID`).
     @inlinable  // CacheBenchmarks "assign caller side 1KiB: Cache over DiskStore"
     func remember(_ key: Key) {
         guard !remoteStores.isEmpty else { return }
@@ -292,30 +294,54 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
     func rememberForRemoteStores(_ key: Key) {
         let string = key.cacheKeyString
         if Key(cacheKeyString: string) == key { return }
-        let needsPruning = keyStrings.withLock { table -> Bool in
-            table.keys[string] = key
-            return table.keys.count > table.pruneAt
-        }
+        note(key, as: string, inFlight: false)
+    }
+
+    /// Notes `key` (as ``remember(_:)`` does) before `takingIn` takes it into
+    /// memory (a promotion, a remembered "not found"), so that an invalidation
+    /// handled between the two finds it; no prune drops the key while `takingIn`
+    /// runs, nor afterwards while memory holds it (``_NotedKeys``).
+    @inlinable  // CacheBenchmarks "disk hit promote 1KiB: Cache"
+    func remembering<Result>(_ key: Key, while takingIn: () -> Result) -> Result {
+        guard !remoteStores.isEmpty, let string = noteInFlight(key) else { return takingIn() }
+        defer { settleNote(string) }
+        return takingIn()
+    }
+
+    /// Notes `key` in flight, for ``remembering(_:while:)``: its string, or `nil`
+    /// when the key type rebuilds the key from it (nothing noted).
+    @usableFromInline
+    func noteInFlight(_ key: Key) -> String? {
+        let string = key.cacheKeyString
+        if Key(cacheKeyString: string) == key { return nil }
+        note(key, as: string, inFlight: true)
+        return string
+    }
+
+    /// Ends the in-flight note of ``noteInFlight(_:)``: the promotion was made or
+    /// dropped.
+    @usableFromInline
+    func settleNote(_ string: String) {
+        keyStrings.withLock { $0.settle(string) }
+    }
+
+    /// Notes `key` under `string` and prunes the table when it has grown past its
+    /// threshold: the keys memory does not hold are looked for outside the table's
+    /// lock (memory has locks of its own), and ``_NotedKeys`` keeps every key
+    /// noted or in flight meanwhile.
+    func note(_ key: Key, as string: String, inFlight: Bool) {
+        let needsPruning = keyStrings.withLock { $0.note(key, as: string, inFlight: inFlight) }
         guard needsPruning else { return }
-        let snapshot = keyStrings.withLock { $0.keys }
-        let held = snapshot.filter { memory.contains($0.value) }
-        keyStrings.withLock { table in
-            // Keys noted since the snapshot stay, and so does this one (it is noted
-            // before memory takes it in: see `promote`); of the others, those
-            // memory holds.
-            table.keys = table.keys.filter { held[$0.key] != nil || snapshot[$0.key] == nil || $0.key == string }
-            // Memory may hold more keys than the first threshold (a tier limited by
-            // cost): the next pruning waits until the table has doubled, so pruning
-            // costs amortised O(1) per key noted.
-            table.pruneAt = max(table.pruneAt, table.keys.count * 2)
-        }
+        let (generation, candidates) = keyStrings.withLock { $0.pruneCandidates() }
+        let released = candidates.filter { !memory.contains($0.value) }
+        keyStrings.withLock { $0.drop(released, notedBefore: generation, keeping: string) }
     }
 
     /// The key another instance's invalidation names by its string: rebuilt by the
     /// key type, or found among the keys this cache noted.
     func key(forCacheKeyString string: String) -> Key? {
         if let key = Key(cacheKeyString: string), key.cacheKeyString == string { return key }
-        return keyStrings.withLock { $0.keys.removeValue(forKey: string) }
+        return keyStrings.withLock { $0.take(string) }
     }
 }
 
