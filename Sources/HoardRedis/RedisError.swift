@@ -2,7 +2,10 @@
 import Hoard
 import HoardNIOSupport
 
-/// The error every `HoardRedis` API throws.
+/// The error every `HoardRedis` API throws when the server, the connection or the
+/// configuration fails. (`RedisStore`'s `set` and `write` refuse a write whose dates
+/// no store can keep with `HoardError` code `invalidArgument` instead, as every store
+/// refuses it.)
 ///
 /// A `RedisError` carries a ``Code`` a caller can switch on, a message a person can
 /// read, the command and the cache key involved when there are any, the server's own

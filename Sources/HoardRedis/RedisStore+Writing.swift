@@ -10,11 +10,14 @@ extension RedisStore {
     /// An entry whose `expiresAt` is not after the store's clock is not stored, and
     /// any older value for the key is removed (as ``removeValue(for:in:)`` does).
     ///
-    /// - Throws: ``RedisError`` when the server cannot answer; the value may or may
-    ///   not have been stored.
+    /// - Throws: `HoardError` with code `invalidArgument`, naming `key`, when
+    ///   `storedAt` is not a finite date (NaN or infinite) or `expiresAt` is NaN:
+    ///   then nothing is sent, and any older value for the key stays, as
+    ///   `DiskStore` and `InMemoryRemoteStore` refuse such a write. ``RedisError``
+    ///   when the server cannot answer; the value may or may not have been stored.
     public func set(
         _ data: Data, for key: String, in namespace: String, storedAt: Date, expiresAt: Date?
-    ) async throws(RedisError) {
+    ) async throws {
         try await write([.set(data, for: key, in: namespace, storedAt: storedAt, expiresAt: expiresAt)])
     }
 
@@ -23,7 +26,7 @@ extension RedisStore {
     ///
     /// - Throws: ``RedisError`` when the server cannot answer.
     public func removeValue(for key: String, in namespace: String) async throws(RedisError) {
-        try await write([.removeValue(for: key, in: namespace)])
+        try await apply([.removeValue(for: key, in: namespace)])
     }
 
     /// Applies many changes in order, pipelined: the `SET … PX`/`UNLINK` commands of
@@ -45,11 +48,30 @@ extension RedisStore {
     /// round trip has been attempted they are announced again (as is a namespace
     /// whose `removeAll` failed part of the way).
     ///
+    /// A set whose `storedAt` is not a finite date (NaN or infinite) or whose
+    /// `expiresAt` is NaN ends the batch, as the first error ends a batch applied one
+    /// change at a time (`InMemoryRemoteStore`'s): the changes before it are applied
+    /// as above, and neither it nor any change after it is sent.
+    ///
     /// - Throws: The first ``RedisError`` (a reply that was an error, or a round
     ///   trip that failed), whose ``RedisError/unappliedChanges`` names every change
-    ///   of the batch that was not applied or may not have been; every other change
-    ///   was applied.
-    public func write(_ batch: [CacheStoreWrite]) async throws(RedisError) {
+    ///   of the batch that was not applied or may not have been (after a set with
+    ///   such dates, every change from that set on); every other change was applied.
+    ///   When the changes before such a set were all applied: `HoardError` with code
+    ///   `invalidArgument`, naming the set's key; the key keeps any older value.
+    public func write(_ batch: [CacheStoreWrite]) async throws {
+        guard let refused = HoardError.firstRefusedWrite(in: batch) else { return try await apply(batch) }
+        do {
+            try await apply(Array(batch[..<refused.position]))
+        } catch {
+            throw error.with(unappliedChanges: error.unappliedChanges + batch[refused.position...])
+        }
+        throw refused.error
+    }
+
+    /// Applies `batch`, whose sets all have dates the store can keep, as ``write(_:)``
+    /// says.
+    private func apply(_ batch: [CacheStoreWrite]) async throws(RedisError) {
         var firstError: RedisError?
         var unapplied: [CacheStoreWrite] = []
         /// The keys of round trips that failed, and the namespaces whose removeAll

@@ -50,7 +50,10 @@ import NIOPosix
 ///   sends one `MGET` per slot and ``removeAll(in:)`` scans every primary.
 ///   Invalidations are published with `PUBLISH`, which reaches the subscribers of
 ///   every node.
-/// - **Errors.** Every failure is a ``RedisError``.
+/// - **Errors.** Every failure of the server, the connection or the configuration is
+///   a ``RedisError``. A write whose dates no store can keep (a stored date that is
+///   NaN or infinite, an expiry that is NaN) is refused before anything is sent with
+///   `HoardError` code `invalidArgument`, as every store of the package refuses it.
 ///
 /// A store needs no explicit shutdown; ``shutdown()`` closes its connections at once
 /// and finishes its invalidation streams.
