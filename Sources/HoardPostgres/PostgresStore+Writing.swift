@@ -10,11 +10,16 @@ extension PostgresStore {
     /// An entry whose `expiresAt` is not after the store's clock is not stored, and
     /// any older value for the key is removed (as ``removeValue(for:in:)`` does).
     ///
-    /// - Throws: ``PostgresStoreError`` when the server cannot answer, or when the
+    /// - Throws: `HoardError` with code `invalidArgument`, naming `key`, when
+    ///   `storedAt` is not a finite date (NaN or infinite) or `expiresAt` is NaN:
+    ///   then nothing is sent, and any older value for the key stays, as
+    ///   `DiskStore` and `InMemoryRemoteStore` refuse such a write.
+    ///   ``PostgresStoreError`` when the server cannot answer, or when the
     ///   maintenance this write started fails; the value may or may not have been stored.
     public func set(
         _ data: Data, for key: String, in namespace: String, storedAt: Date, expiresAt: Date?
-    ) async throws(PostgresStoreError) {
+    ) async throws {
+        try HoardError.checkWriteDates(storedAt: storedAt, expiresAt: expiresAt, key: key)
         if let expiresAt, expiresAt <= clockNow() {
             try await removeValue(for: key, in: namespace)
             return
@@ -71,9 +76,25 @@ extension PostgresStore {
     /// entry whose `expiresAt` is not after the store's clock is removed, not stored.
     /// Every change counts toward ``Configuration/maintenanceInterval``.
     ///
+    /// A set whose `storedAt` is not a finite date (NaN or infinite) or whose
+    /// `expiresAt` is NaN ends the batch, as the first error ends a batch applied one
+    /// change at a time (`InMemoryRemoteStore`'s): the changes before it are applied
+    /// as above, and neither it nor any change after it is sent.
+    ///
     /// - Throws: The first ``PostgresStoreError``; the rounds before it were applied,
     ///   the failing round may or may not have been, and later ones were not tried.
-    public func write(_ batch: [CacheStoreWrite]) async throws(PostgresStoreError) {
+    ///   When the changes before a set with such dates were all applied: `HoardError`
+    ///   with code `invalidArgument`, naming the set's key; the key keeps any older
+    ///   value, and the changes from that set on were not sent.
+    public func write(_ batch: [CacheStoreWrite]) async throws {
+        guard let refused = HoardError.firstRefusedWrite(in: batch) else { return try await apply(batch) }
+        try await apply(Array(batch[..<refused.position]))
+        throw refused.error
+    }
+
+    /// Applies `batch`, whose sets all have dates the store can keep, as ``write(_:)``
+    /// says.
+    private func apply(_ batch: [CacheStoreWrite]) async throws(PostgresStoreError) {
         let rounds = CacheStoreWrite.rounds(
             of: batch, maximumChanges: Self.batchLimit, maximumBytes: Self.batchByteLimit)
         for round in rounds {

@@ -52,7 +52,11 @@ import Synchronization
 /// - **Threads.** The pool's connections all run on ``eventLoop``, and so does the
 ///   decoding of every result; tasks that prefer ``taskExecutor`` run there too, and
 ///   their operations cost no thread hop.
-/// - **Errors.** Every failure is a ``PostgresStoreError``.
+/// - **Errors.** Every failure of the server, the connection or the configuration is
+///   a ``PostgresStoreError``. A write whose dates no store can keep (a stored date
+///   that is NaN or infinite, an expiry that is NaN) is refused before anything is
+///   sent with `HoardError` code `invalidArgument`, as every store of the package
+///   refuses it.
 ///
 /// A store needs no explicit shutdown; ``shutdown()`` closes its connections at once
 /// and finishes its invalidation streams.

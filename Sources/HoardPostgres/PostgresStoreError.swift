@@ -1,7 +1,10 @@
 #if Postgres
 import HoardNIOSupport
 
-/// The error every `HoardPostgres` API throws.
+/// The error every `HoardPostgres` API throws when the server, the connection or the
+/// configuration fails. (`PostgresStore`'s `set` and `write` refuse a write whose
+/// dates no store can keep with `HoardError` code `invalidArgument` instead, as every
+/// store refuses it.)
 ///
 /// A `PostgresStoreError` carries a ``Code`` a caller can switch on, a message a person
 /// can read, the operation and the cache key involved when there are any, the
