@@ -51,7 +51,10 @@ public protocol RemoteCacheStore: Sendable {
     ///   - namespace: The namespace.
     ///   - storedAt: When the value was stored, returned by later reads.
     ///   - expiresAt: When the entry expires, or `nil` for never.
-    /// - Throws: The store's error when the server cannot answer; the value may or may
+    /// - Throws: ``HoardError/Code/invalidArgument`` when `storedAt` is not a finite
+    ///   date or `expiresAt` is NaN, dates no store can keep (every store of this
+    ///   package refuses them so, sending nothing and keeping any older value for the
+    ///   key). The store's error when the server cannot answer; the value may or may
     ///   not have been stored.
     func set(_ data: Data, for key: String, in namespace: String, storedAt: Date, expiresAt: Date?) async throws
 
