@@ -101,6 +101,66 @@ struct MemoryCacheObservationTests {
         #expect(lost == 0, "\(lost) of \(iterations) streams never saw the write")
     }
 
+    @Test("The events stream replays to what the cache holds when writes race removeAll")
+    func eventsReplayAcrossRemoveAll() async throws {
+        // A thread writes new keys, without pause, while removeAll() runs over the
+        // shards. Applying the events in order (set adds a key, removedAll empties)
+        // must give the keys the cache holds. (When removeAll cleared one shard at a
+        // time and announced removedAll after the last, a write to a shard already
+        // cleared was reported before removedAll though it stayed in the cache.)
+        let cache = try MemoryCache<Int, Int>(configuration: .init(shards: 4, memoryPressure: nil))
+        var events = cache.events.makeAsyncIterator()
+        var model = Set<Int>()
+        var mismatches: [String] = []
+        for round in 0..<200 {
+            for key in 0..<5_000 { cache[key] = key }
+            let go = Atomic<Bool>(false)
+            let done = Atomic<Bool>(false)
+            let writerEnded = Atomic<Bool>(false)
+            let lastWritten = Atomic<Int>(0)
+            let base = 1_000_000 * (round + 1)
+            let writer = Thread {
+                while !go.load(ordering: .acquiring) {}
+                var key = base
+                repeat {
+                    cache[key] = key
+                    lastWritten.store(key, ordering: .relaxed)
+                    key += 1
+                } while !done.load(ordering: .acquiring)
+                writerEnded.store(true, ordering: .releasing)
+            }
+            writer.start()
+            go.store(true, ordering: .releasing)
+            cache.removeAll()
+            done.store(true, ordering: .releasing)
+            while !writerEnded.load(ordering: .acquiring) {}
+            cache[-1] = round  // marks the end of this round's events
+            while let event = await events.next() {
+                switch event {
+                case .set(-1): break
+                case .set(let key): model.insert(key)
+                case .removed(let key), .evicted(let key, _), .expired(let key): model.remove(key)
+                case .removedAll: model.removeAll()
+                }
+                if event == .set(-1) { break }
+            }
+            let written = Array(0..<5_000) + Array(base...lastWritten.load(ordering: .acquiring))
+            let held = Set(written.filter { cache.contains($0) })
+            let replayed = model
+            if held != replayed {
+                mismatches.append(
+                    "round \(round): \(held.subtracting(replayed).count) keys held but replayed as removed, "
+                        + "\(replayed.subtracting(held).count) replayed but not held")
+            }
+            cache.removeAll()
+            model.removeAll()
+            while let event = await events.next() {
+                if case .removedAll = event { break }
+            }
+        }
+        #expect(mismatches.isEmpty, "\(mismatches)")
+    }
+
     @Test("A stream ends when its cache is deallocated")
     func streamsEndWithTheCache() async throws {
         var cache: MemoryCache<Int, Int>? = try MemoryCache<Int, Int>()

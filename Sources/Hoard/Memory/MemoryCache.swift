@@ -5,7 +5,8 @@ import Synchronization
 /// or W-TinyLFU eviction, and per-entry lifetimes.
 ///
 /// Every method can be called from any thread or task without `await`: state lives
-/// behind a lock (one per shard), held for O(1) work plus O(1) per entry evicted.
+/// behind a lock (one per shard), held for O(1) work plus O(1) per entry evicted
+/// (``removeAll()`` holds every shard's lock while it empties them all).
 /// The cost closure and the key's hashing run before the lock is taken; the key's
 /// `==` runs under it, and so may the `deinit` of a value replaced, removed or
 /// evicted. Neither may call back into the same cache.
@@ -282,13 +283,27 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     /// Removes every entry. Update streams of removed keys receive `nil`; the events
     /// stream receives one ``MemoryCacheEvent/removedAll(count:)``.
     ///
+    /// All at once: it holds every shard's lock until it is done, so a write on
+    /// another thread lands either before it (the entry is removed, and its event
+    /// comes before `removedAll`) or after it (the entry stays, and its event comes
+    /// after). Replaying the events stream in order always gives what the cache holds.
+    ///
     /// - Complexity: O(n).
     public func removeAll() {
-        var removed = 0
-        for i in 0..<shards.count {
-            removed += shards.withLock(i) { $0.removeAll(observers: observers.ifActive) }
+        removeAll(fromShard: 0, removed: 0)
+    }
+
+    /// Empties shard `i` and, still holding its lock, the shards after it; publishes
+    /// `removedAll` (`removed` plus what they held) once every shard is locked and
+    /// empty. Shard locks are taken in ascending order, and nothing else holds two.
+    private func removeAll(fromShard i: Int, removed: Int) {
+        guard i < shards.count else {
+            observers.ifActive?.publish(.removedAll(count: removed))
+            return
         }
-        observers.ifActive?.publish(.removedAll(count: removed))
+        shards.withLock(i) { shard in
+            removeAll(fromShard: i + 1, removed: removed + shard.removeAll(observers: observers.ifActive))
+        }
     }
 
     /// Removes every expired entry.
