@@ -124,7 +124,10 @@ public final class MessageLog<Message: Sendable>: Sendable {
     ///   72 bytes…256 TiB or a URL that is not a file URL; ``HoardError/Code/fileCorrupted`` (offset 0) when
     ///   the file exists and is not a message log, in which case it is not changed;
     ///   ``HoardError/Code/storageFull`` when the storage is full;
-    ///   ``HoardError/Code/ioFailed`` when the file cannot be opened, locked or read.
+    ///   ``HoardError/Code/ioFailed`` when the file cannot be opened, locked or read,
+    ///   or the path names something other than a regular file (a FIFO, a device, a
+    ///   directory; a symbolic link is followed), which is refused without waiting and
+    ///   not changed.
     public init(
         fileURL: URL,
         maximumBytes: Int,
@@ -184,8 +187,9 @@ public final class MessageLog<Message: Sendable>: Sendable {
     ///     caller (for a reader, only a lease it never takes; kept for symmetry with
     ///     the writing initializer). `nil` (the default) logs nothing.
     /// - Throws: ``HoardError/Code/invalidConfiguration`` for a URL that is not a
-    ///   file URL; ``HoardError/Code/ioFailed`` when there is no file or it cannot be
-    ///   read; ``HoardError/Code/fileCorrupted`` (offset 0) when it is not a message
+    ///   file URL; ``HoardError/Code/ioFailed`` when there is no file, it cannot be
+    ///   read, or the path names something other than a regular file (a FIFO is refused
+    ///   without waiting for a writer); ``HoardError/Code/fileCorrupted`` (offset 0) when it is not a message
     ///   log or its header is damaged; ``HoardError/Code/unsupportedFormat`` for a
     ///   format version this version of Hoard does not know.
     public init(forReadingFrom fileURL: URL, codec: ValueCodec<Message>, logger: Logger? = nil) throws(HoardError) {

@@ -1,3 +1,5 @@
+import Foundation
+
 /// An open message log file: positioned reads and writes, durability, and the
 /// whole-file lock, each failure turned into a ``HoardError`` naming the file.
 ///
@@ -15,15 +17,58 @@ struct _LogFile: Sendable {
 
     /// Opens `path` for reading and writing, creating it when `create` is set; falls
     /// back to reading only when the file or its file system may not be written.
+    ///
+    /// Only a regular file (or a symbolic link to one) is a log: anything else at the
+    /// path (a FIFO, a device, a socket, a directory) throws
+    /// ``HoardError/Code/ioFailed`` and is not changed. A FIFO is opened without
+    /// waiting for a writer, so that refusing it never hangs.
     static func open(path: String, writable: Bool, create: Bool) throws(HoardError) -> _LogFile {
+        let file = try openAny(path: path, writable: writable, create: create)
+        do throws(HoardError) {
+            try file.requireRegularFile()
+        } catch {
+            file.close()
+            throw error
+        }
+        return file
+    }
+
+    /// Throws unless the descriptor is a regular file; then clears the `O_NONBLOCK`
+    /// it was opened with (which regular files ignore, but locks and I/O need not see).
+    private func requireRegularFile() throws(HoardError) {
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else {
+            let failure = _POSIX.Failure(call: "fstat", code: errno)
+            throw HoardError(
+                .ioFailed, "could not inspect the log file: \(failure)", path: path, underlying: failure.asError)
+        }
+        let kind: String
+        switch info.st_mode & S_IFMT {
+        case S_IFREG:
+            let flags = fcntl(descriptor, F_GETFL)
+            if flags >= 0 { _ = fcntl(descriptor, F_SETFL, flags & ~O_NONBLOCK) }
+            return
+        case S_IFDIR: kind = "a directory"
+        case S_IFIFO: kind = "a FIFO (named pipe)"
+        case S_IFSOCK: kind = "a socket"
+        case S_IFCHR, S_IFBLK: kind = "a device"
+        default: kind = "a special file"
+        }
+        throw HoardError(
+            .ioFailed, "the path names \(kind), not a regular file, so it holds no message log; it was not changed",
+            path: path)
+    }
+
+    /// Opens `path` whatever it names (without waiting, should it be a FIFO).
+    private static func openAny(path: String, writable: Bool, create: Bool) throws(HoardError) -> _LogFile {
         var refused: _POSIX.Failure?
         if writable {
-            if create, case .success(let fd) = _POSIX.openFile(path, writable: true, create: true, exclusively: true) {
+            if create, case .success(let fd) = openNonBlocking(path, writable: true, create: true, exclusively: true) {
                 var file = _LogFile(descriptor: fd, path: path, isWritable: true)
                 file.created = true
                 return file
             }
-            switch _POSIX.openFile(path, writable: true, create: create) {
+            switch openNonBlocking(path, writable: true, create: create) {
             case .success(let fd):
                 return _LogFile(descriptor: fd, path: path, isWritable: true)
             case .failure(let failure) where failure.isPermissionDenied:
@@ -34,7 +79,7 @@ struct _LogFile: Sendable {
                     path: path, underlying: failure.asError)
             }
         }
-        switch _POSIX.openFile(path, writable: false, create: false) {
+        switch openNonBlocking(path, writable: false, create: false) {
         case .success(let fd):
             return _LogFile(descriptor: fd, path: path, isWritable: false)
         case .failure(let failure) where failure.isNoSuchFile && refused != nil:
@@ -46,6 +91,21 @@ struct _LogFile: Sendable {
             let what =
                 failure.isNoSuchFile ? "there is no log file at this path" : "could not open the log file: \(failure)"
             throw HoardError(.ioFailed, what, path: path, underlying: failure.asError)
+        }
+    }
+
+    /// `open(2)` as ``_POSIX/openFile(_:writable:create:exclusively:)`` does it, with
+    /// `O_NONBLOCK` added: opening a FIFO for reading would otherwise wait for a writer.
+    private static func openNonBlocking(
+        _ path: String, writable: Bool, create: Bool, exclusively: Bool = false
+    ) -> Result<Int32, _POSIX.Failure> {
+        var flags = (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NONBLOCK
+        if create { flags |= O_CREAT }
+        if exclusively { flags |= O_EXCL }
+        while true {
+            let fd = path.withCString { Foundation.open($0, flags, 0o600) }
+            if fd >= 0 { return .success(fd) }
+            if errno != EINTR { return .failure(_POSIX.Failure(call: "open", code: errno)) }
         }
     }
 
