@@ -31,7 +31,8 @@ extension MessageLog {
     /// Damaged records are covered by skip markers in place (nothing intact moves), a
     /// torn last append is zeroed, and the header is rewritten to count what is left.
     /// A damaged header is rebuilt from this instance's `maximumBytes` and
-    /// `overwritesOldMessages` and a scan of the file, which relies on the lap stored
+    /// `overwritesOldMessages` and a scan of the file (refused, changing nothing, when
+    /// the file is larger than this `maximumBytes`: it was created with a larger one), which relies on the lap stored
     /// in the damaged header or implied by the record at offset 64; when both are
     /// lost, no message can be verified and the log is emptied.
     ///
@@ -42,7 +43,8 @@ extension MessageLog {
     /// - Returns: What was found before repairing; ``MessageLogReport/intactMessageCount``
     ///   messages remain.
     /// - Throws: ``HoardError/Code/fileNotWritable`` for a log created with other
-    ///   settings or opened with ``init(forReadingFrom:codec:logger:)`` (never rewritten);
+    ///   settings (or, with a damaged header, a file larger than this instance's
+    ///   `maximumBytes`) or opened with ``init(forReadingFrom:codec:logger:)`` (never rewritten);
     ///   ``HoardError/Code/fileCorrupted`` when the file is not a message log;
     ///   ``HoardError/Code/unsupportedFormat``; ``HoardError/Code/ioFailed``.
     @discardableResult
@@ -71,6 +73,17 @@ extension MessageLog {
             } else if readsOnly || !state.file.isWritable {
                 throw HoardError(
                     .fileNotWritable, "the log's header is damaged, and this instance cannot write to rebuild it",
+                    path: path)
+            } else if case let size = try state.file.size(), size > maximumBytes {
+                // A log never grows past its budget: this one was created with a larger
+                // one, and a header rebuilt with this instance's would drop every message
+                // past it.
+                throw HoardError(
+                    .fileNotWritable,
+                    "the log's header is damaged, and the file (\(size) bytes) is larger than this instance's "
+                        + "maximumBytes \(maximumBytes), so the log was created with a larger budget; rebuilding it "
+                        + "with this one would drop the messages past it. Nothing was changed: recover it with an "
+                        + "instance opened with the budget it was created with",
                     path: path)
             }
             let (header, markers) = inspection.scan.rebuilt(
