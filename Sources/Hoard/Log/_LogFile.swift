@@ -63,12 +63,15 @@ struct _LogFile: Sendable {
     private static func openAny(path: String, writable: Bool, create: Bool) throws(HoardError) -> _LogFile {
         var refused: _POSIX.Failure?
         if writable {
-            if create, case .success(let fd) = openNonBlocking(path, writable: true, create: true, exclusively: true) {
+            if create,
+                case .success(let fd) = _POSIX.openFile(
+                    path, writable: true, create: true, exclusively: true, nonBlocking: true)
+            {
                 var file = _LogFile(descriptor: fd, path: path, isWritable: true)
                 file.created = true
                 return file
             }
-            switch openNonBlocking(path, writable: true, create: create) {
+            switch _POSIX.openFile(path, writable: true, create: create, nonBlocking: true) {
             case .success(let fd):
                 return _LogFile(descriptor: fd, path: path, isWritable: true)
             case .failure(let failure) where failure.isPermissionDenied:
@@ -79,7 +82,7 @@ struct _LogFile: Sendable {
                     path: path, underlying: failure.asError)
             }
         }
-        switch openNonBlocking(path, writable: false, create: false) {
+        switch _POSIX.openFile(path, writable: false, create: false, nonBlocking: true) {
         case .success(let fd):
             return _LogFile(descriptor: fd, path: path, isWritable: false)
         case .failure(let failure) where failure.isNoSuchFile && refused != nil:
@@ -91,21 +94,6 @@ struct _LogFile: Sendable {
             let what =
                 failure.isNoSuchFile ? "there is no log file at this path" : "could not open the log file: \(failure)"
             throw HoardError(.ioFailed, what, path: path, underlying: failure.asError)
-        }
-    }
-
-    /// `open(2)` as ``_POSIX/openFile(_:writable:create:exclusively:)`` does it, with
-    /// `O_NONBLOCK` added: opening a FIFO for reading would otherwise wait for a writer.
-    private static func openNonBlocking(
-        _ path: String, writable: Bool, create: Bool, exclusively: Bool = false
-    ) -> Result<Int32, _POSIX.Failure> {
-        var flags = (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NONBLOCK
-        if create { flags |= O_CREAT }
-        if exclusively { flags |= O_EXCL }
-        while true {
-            let fd = path.withCString { Foundation.open($0, flags, 0o600) }
-            if fd >= 0 { return .success(fd) }
-            if errno != EINTR { return .failure(_POSIX.Failure(call: "open", code: errno)) }
         }
     }
 

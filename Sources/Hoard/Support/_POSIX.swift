@@ -51,14 +51,15 @@ enum _POSIX {
     }
 
     /// Opens a file; `create` adds `O_CREAT` with mode 0600 (owner only, as the
-    /// disk store's files). The descriptor is
-    /// close-on-exec.
+    /// disk store's files), `nonBlocking` adds `O_NONBLOCK` (opening a FIFO then
+    /// never waits for its other end). The descriptor is close-on-exec.
     static func openFile(
-        _ path: String, writable: Bool, create: Bool, exclusively: Bool = false
+        _ path: String, writable: Bool, create: Bool, exclusively: Bool = false, nonBlocking: Bool = false
     ) -> Result<Int32, Failure> {
         var flags = (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC
         if create { flags |= O_CREAT }
         if exclusively { flags |= O_EXCL }
+        if nonBlocking { flags |= O_NONBLOCK }
         while true {
             let fd = path.withCString { open($0, flags, 0o600) }
             if fd >= 0 { return .success(fd) }
