@@ -61,30 +61,6 @@ struct HTTPTypesObsTextTests {
         }
     }
 
-    /// Holds the origin's answers until opened.
-    final class Gate: Sendable {
-        private let state = Mutex<(isOpen: Bool, waiting: [CheckedContinuation<Void, Never>])>((false, []))
-
-        func wait() async {
-            await withCheckedContinuation { continuation in
-                let isOpen = state.withLock { state in
-                    if !state.isOpen { state.waiting.append(continuation) }
-                    return state.isOpen
-                }
-                if isOpen { continuation.resume() }
-            }
-        }
-
-        func open() {
-            let waiting = state.withLock { state in
-                state.isOpen = true
-                defer { state.waiting = [] }
-                return state.waiting
-            }
-            for continuation in waiting { continuation.resume() }
-        }
-    }
-
     @Test("Fields with obs-text convert to HTTPHeaderFields and back with the same bytes; other fields unchanged")
     func fieldsRoundTrip() throws {
         var fields = HTTPFields()
@@ -254,11 +230,11 @@ struct HTTPTypesObsTextTests {
     func concurrentRequestsKeptApart() async throws {
         let clock = ManualClock(start: Self.start)
         let sent = Sent()
-        let gate = Gate()
+        let gate = FetchProbe(open: false)
         let name = try #require(HTTPField.Name("X-Name"))
         let transport = HTTPTypesTransport { request, _ in
             _ = sent.record(request)
-            await gate.wait()
+            await gate.enter()
             let fields: HTTPFields = [.cacheControl: "no-store"]
             return (
                 HTTPResponse(status: .ok, headerFields: fields),
