@@ -9,7 +9,7 @@ extension HTTPHeaderFields {
     /// bytes swift-http-types keeps for it: a value that is not UTF-8 (obs-text,
     /// RFC 9110, section 5.5, such as a Latin-1 `é`, the byte 0xE9) becomes an
     /// ISO-8859-1 field (`Field/ValueEncoding/isoLatin1`), never text with U+FFFD
-    /// in place of its bytes, so that ``HTTPFields/init(_:)`` gives those bytes
+    /// in place of its bytes, so that `HTTPFields.init(_:)` gives those bytes
     /// back. Never fails: every field of an `HTTPFields` is a valid
     /// `HTTPHeaderFields.Field`. O(n) in the fields' bytes.
     public init(_ fields: HTTPFields) {
