@@ -99,8 +99,66 @@ private struct HashGatedKey: CacheKey {
     }
 }
 
+/// A point where one thread stops, once, until released; a task awaits its arrival.
+private final class StopOnce: Sendable {
+    private struct State {
+        var arrived = false
+        var waiter: CheckedContinuation<Void, Never>?
+    }
+    private let state = Mutex(State())
+    private let released = DispatchSemaphore(value: 0)
+
+    /// Stops the calling thread until ``release()`` (at most 20 s).
+    func stop() {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            state.arrived = true
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume()
+        _ = released.wait(timeout: .now() + 20)
+    }
+
+    /// Returns once a thread stopped here.
+    func arrival() async {
+        await withCheckedContinuation { continuation in
+            let now = state.withLock { state -> Bool in
+                if state.arrived { return true }
+                state.waiter = continuation
+                return false
+            }
+            if now { continuation.resume() }
+        }
+    }
+
+    func release() { released.signal() }
+}
+
+/// A key type that does not rebuild its keys from their strings, whose
+/// `init?(cacheKeyString:)` (called by the cache when it notes a key it takes into
+/// memory, and when it looks up an invalidation's string) stops at ``noting``
+/// once, when armed.
+private struct NotingGatedKey: CacheKey {
+    var id: Int
+    var cacheKeyString: String { "noting/\(id)" }
+
+    static let armed = Mutex(false)
+    static let noting = StopOnce()
+
+    init(id: Int) { self.id = id }
+
+    init?(cacheKeyString: String) {
+        let stops = Self.armed.withLock { armed in
+            defer { armed = false }
+            return armed
+        }
+        if stops { Self.noting.stop() }
+        return nil
+    }
+}
+
 /// Another instance's invalidations of keys a cache cannot rebuild from their
-/// strings, arriving at every point of a read; and a read's count. Two of the tests
+/// strings, arriving at every point of a read; and a read's count. Three of the tests
 /// hold a read at a gate in user code, on a thread of its own (a one-thread
 /// executor), and the suite is serialized.
 @Suite("Cache: invalidations of keys known only by their string", .serialized, .timeLimit(.minutes(2)))
@@ -171,6 +229,47 @@ struct CacheInvalidationRaceTests {
 
         #expect(second[key] != 1, "the invalidation came after the read began: 1 must not stay")
         #expect(try await second.value(for: key) == 2, "the first instance's write is the newest value")
+    }
+
+    @Test("An invalidation that looked for the key before a read noted it still drops the read's promoted copy")
+    func invalidationLookingBeforeTheReadNotesTheKey() async throws {
+        let server = InMemoryRemoteStore()
+        let key = NotingGatedKey(id: 1)
+        try await server.set(Data("1".utf8), for: key.cacheKeyString, in: "noting", storedAt: Date(), expiresAt: nil)
+        // The invalidation below stops once it has looked for the key, before the
+        // writer orders its removal.
+        let ordering = StopOnce()
+        var configuration: Cache<NotingGatedKey, Int>.Configuration = CacheTest.configuration("noting")
+        configuration.remoteStores = [server]
+        configuration._invalidationWillBeOrdered = { _ in ordering.stop() }
+        let cache = try Cache<NotingGatedKey, Int>(configuration: configuration)
+
+        // A read finds 1 on the server and stops before it notes the key.
+        NotingGatedKey.armed.withLock { $0 = true }
+        // On threads of their own: the gates block them, and must not block the
+        // few threads of the concurrency pool that every other test shares.
+        let read = Task(executorPreference: _BlockingExecutor(label: "test.noting-read", width: 1)) {
+            try await cache.value(for: key)
+        }
+        await NotingGatedKey.noting.arrival()
+
+        // Another instance stores 2 (written here through this instance's own
+        // connection, which reports nothing to it), and its invalidation arrives:
+        // it finds no key for the string, and stops before the writer orders it.
+        try await server.set(Data("2".utf8), for: key.cacheKeyString, in: "noting", storedAt: Date(), expiresAt: nil)
+        let invalidation = Task(executorPreference: _BlockingExecutor(label: "test.noting-invalidation", width: 1)) {
+            cache.invalidate(.key(key.cacheKeyString))
+        }
+        await ordering.arrival()
+
+        // The read notes the key and takes 1 into memory; then the removal is ordered.
+        NotingGatedKey.noting.release()
+        #expect(try await read.value == 1, "the read began before the change")
+        ordering.release()
+        await invalidation.value
+
+        #expect(cache[key] != 1, "the invalidation came after the read began: 1 must not stay")
+        #expect(try await cache.value(for: key) == 2, "the other instance's write is the newest value")
     }
 
     @Test("A read answered by memory at its second look counts once, as a memory hit")

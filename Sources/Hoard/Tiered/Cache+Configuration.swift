@@ -141,6 +141,12 @@ extension Cache {
         /// nothing.
         public var timings: (@Sendable (CacheTiming) -> Void)?
 
+        /// For tests: called with the string of another instance's invalidation of
+        /// a key this cache cannot rebuild from its string, once the cache has
+        /// looked for the key outside the writer's lock and before the writer orders
+        /// the removal, so that a test can hold the invalidation there.
+        var _invalidationWillBeOrdered: (@Sendable (String) -> Void)?
+
         /// Creates a configuration whose values are stored with `codec`; every other
         /// setting starts at its documented default (memory over the default
         /// ``DiskStore``). For value types that are neither `Codable` nor

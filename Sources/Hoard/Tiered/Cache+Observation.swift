@@ -99,6 +99,14 @@ extension Cache {
     /// Drops a key another instance changed from memory and the local stores,
     /// through the writer: in order with this instance's own writes, and so that
     /// no read that began before it promotes what it found.
+    ///
+    /// A key this cache cannot rebuild from its string is looked for among the
+    /// noted keys twice: first without the writer's lock, then, when that finds
+    /// nothing, again under it as the removal is ordered. Every promotion notes its
+    /// key before it takes the writer's lock (``remembering(_:while:)``), and a
+    /// write notes it under that lock, so a copy memory took in before the removal
+    /// was ordered is found and dropped, and one that comes after it is dropped by
+    /// the removal itself (the read's ticket sees the string changed).
     func invalidate(_ invalidation: RemoteInvalidation) {
         switch invalidation {
         case .all:
@@ -116,7 +124,16 @@ extension Cache {
             }
         case .key(let keyString):
             guard let key = key(forCacheKeyString: keyString) else {
+                configuration._invalidationWillBeOrdered?(keyString)
                 writer.write(.removeLocally(keyString)) {
+                    // Under the writer's lock: a read that noted the key since the
+                    // lookup above has taken it into memory by now, or will be
+                    // dropped.
+                    if let key = keyStrings.withLock({ $0.take(keyString) }) {
+                        memory.removeValue(for: key)
+                        publish(.invalidated(key), key: key, value: nil)
+                        return
+                    }
                     // Memory does not hold the key; a stream may still watch it.
                     guard let observers = observers.ifActive else { return }
                     for key in observers.updatedKeys where key.cacheKeyString == keyString {
