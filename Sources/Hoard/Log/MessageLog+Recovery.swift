@@ -31,10 +31,15 @@ extension MessageLog {
     /// Damaged records are covered by skip markers in place (nothing intact moves), a
     /// torn last append is zeroed, and the header is rewritten to count what is left.
     /// A damaged header is rebuilt from this instance's `maximumBytes` and
-    /// `overwritesOldMessages` and a scan of the file (refused, changing nothing, when
-    /// the file is larger than this `maximumBytes`: it was created with a larger one), which relies on the lap stored
+    /// `overwritesOldMessages` and a scan of the file, which relies on the lap stored
     /// in the damaged header or implied by the record at offset 64; when both are
-    /// lost, no message can be verified and the log is emptied.
+    /// lost, no message can be verified and the log is emptied. Rebuilding never drops
+    /// an intact message because this instance is configured otherwise than the log
+    /// was: it is refused, changing nothing, when the file is larger than this
+    /// `maximumBytes` (the log was created with a larger one), or when this instance
+    /// does not overwrite and the scan finds records of two laps, the newest from
+    /// offset 64 and older ones past them (the log is a ring that wrapped). Recover
+    /// such a log with an instance opened with the settings it was created with.
     ///
     /// Recovery runs under the exclusive file lock. It writes markers only over damaged
     /// bytes and the header last, so a crash during it leaves a log that `recover()` can
@@ -43,8 +48,9 @@ extension MessageLog {
     /// - Returns: What was found before repairing; ``MessageLogReport/intactMessageCount``
     ///   messages remain.
     /// - Throws: ``HoardError/Code/fileNotWritable`` for a log created with other
-    ///   settings (or, with a damaged header, a file larger than this instance's
-    ///   `maximumBytes`) or opened with ``init(forReadingFrom:codec:logger:)`` (never rewritten);
+    ///   settings (with a damaged header: a file larger than this instance's
+    ///   `maximumBytes`, or a ring that wrapped when this instance does not overwrite)
+    ///   or opened with ``init(forReadingFrom:codec:logger:)`` (never rewritten);
     ///   ``HoardError/Code/fileCorrupted`` when the file is not a message log;
     ///   ``HoardError/Code/unsupportedFormat``; ``HoardError/Code/ioFailed``.
     @discardableResult
@@ -84,6 +90,18 @@ extension MessageLog {
                         + "maximumBytes \(maximumBytes), so the log was created with a larger budget; rebuilding it "
                         + "with this one would drop the messages past it. Nothing was changed: recover it with an "
                         + "instance opened with the budget it was created with",
+                    path: path)
+            } else if inspection.scan.lapBeforeLeftOut > 0 {
+                // A log that does not overwrite never wraps: records of the lap before
+                // past the newest lap's records are the oldest messages of a ring, and a
+                // header rebuilt for a log that does not overwrite would drop them.
+                throw HoardError(
+                    .fileNotWritable,
+                    "the log's header is damaged, and its records show a log that overwrites old messages and "
+                        + "has wrapped (\(inspection.scan.lapBeforeLeftOut) messages lie before the wrap point), "
+                        + "but this instance does not overwrite; rebuilding it with this instance's settings "
+                        + "would drop those messages. Nothing was changed: recover it with an instance opened "
+                        + "with overwritesOldMessages true and the budget the log was created with",
                     path: path)
             }
             let (header, markers) = inspection.scan.rebuilt(

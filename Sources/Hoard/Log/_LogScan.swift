@@ -18,6 +18,12 @@ struct _LogScan {
     /// The lap the scan used for the records from offset 64 (for a log without a
     /// wrap, all of them).
     var lap: UInt32 = 0
+    /// For a scan without a header for a log that does not overwrite: how many intact
+    /// records of the lap before lie past those of `lap` from offset 64, where a ring
+    /// that wrapped keeps its oldest messages. They are not in `records` (a log that
+    /// does not overwrite never wraps), so more than zero proves that the log was
+    /// written by an instance that overwrites, and that it wrapped.
+    var lapBeforeLeftOut = 0
 
     /// Scans the live region a valid header describes.
     static func scan(_ header: _LogHeader, image: _LogImage) -> _LogScan {
@@ -92,6 +98,10 @@ struct _LogScan {
     /// it finds at least two records. This finds every intact record when the header's
     /// lap field is intact, or when one of the first records from offset 64 is intact
     /// and so is one more record of its lap.
+    ///
+    /// When `overwrites` is `false` the records of the lap before are kept only when
+    /// there are none of the lap itself; `lapBeforeLeftOut` counts those left out for
+    /// the lap a ring would keep the most records with.
     static func scanWithoutHeader(image: _LogImage, maximumBytes: Int, overwrites: Bool, lapHints: [UInt32]) -> _LogScan
     {
         let start = _LogHeader.recordsStart
@@ -111,6 +121,9 @@ struct _LogScan {
             }
         }
         var best = _LogScan()
+        // The most records a ring would keep, and how many of them `best` leaves out
+        // when this log does not overwrite.
+        var ringBest = (count: 0, leftOut: 0)
         var tried: Set<UInt32> = []
         for (lap, corroborate) in candidates where tried.insert(lap).inserted {
             guard lap != 0 else { continue }  // no log with records has lap 0
@@ -133,13 +146,17 @@ struct _LogScan {
             }
             guard !corroborate || current.count + previous.count >= 2 else { continue }
             let currentEnd = current.last?.end ?? start
-            var records = previous.filter { $0.offset >= currentEnd }
-            if !overwrites && !current.isEmpty { records = [] }
-            records += current
+            let beforeWrap = previous.filter { $0.offset >= currentEnd }
+            let leftOut = !overwrites && !current.isEmpty ? beforeWrap.count : 0
+            if beforeWrap.count + current.count > ringBest.count {
+                ringBest = (beforeWrap.count + current.count, leftOut)
+            }
+            let records = (leftOut > 0 ? [] : beforeWrap) + current
             if records.count > best.records.count {
                 best = _LogScan(records: records, damaged: [], torn: [], lap: lap)
             }
         }
+        best.lapBeforeLeftOut = ringBest.leftOut
         return best
     }
 
