@@ -158,7 +158,7 @@ enum LogFile {
         }
         let file = argument.hasSuffix(".log") ? argument : argument + ".log"
         let url = try LocalStorage().logsDirectory.appendingPathComponent(file)
-        FileHandle.standardError.write(Data("log \(StoreFormat.quoted(argument)): \(url.path)\n".utf8))
+        StandardError.write(Data("log \(StoreFormat.quoted(argument)): \(url.path)\n".utf8))
         return url
     }
 

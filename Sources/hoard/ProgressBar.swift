@@ -19,11 +19,11 @@ final class ProgressBar {
         let width = 30
         let filled = width * percent / 100
         let bar = String(repeating: "█", count: filled) + String(repeating: "░", count: width - filled)
-        FileHandle.standardError.write(Data("\r\(label) \(bar) \(percent)% (\(completed)/\(total))".utf8))
+        StandardError.write(Data("\r\(label) \(bar) \(percent)% (\(completed)/\(total))".utf8))
         drawn = true
     }
 
     func finish() {
-        if drawn { FileHandle.standardError.write(Data("\n".utf8)) }
+        if drawn { StandardError.write(Data("\n".utf8)) }
     }
 }

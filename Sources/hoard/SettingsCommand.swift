@@ -129,13 +129,13 @@ struct SettingsCommand: ParsableCommand {
     /// suite files, and says what was wrong with those found during this run.
     static func noteKeptAside(_ settings: SettingsStore<Data>, _ events: Events) {
         for damage in events.keptAside {
-            FileHandle.standardError.write(Data("\(damage)\n".utf8))
+            StandardError.write(Data("\(damage)\n".utf8))
         }
         let files = settings.keptAsideFiles
         guard !files.isEmpty else { return }
         let namespace = StoreFormat.quoted(settings.namespace)
         var note = "settings namespace \(namespace): damaged suite files kept aside (their values are not read):\n"
         for file in files { note += "  \(file)\n" }
-        FileHandle.standardError.write(Data(note.utf8))
+        StandardError.write(Data(note.utf8))
     }
 }

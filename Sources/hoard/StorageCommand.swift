@@ -300,7 +300,7 @@ enum Confirmation {
     /// Prints `question` and reads one line from standard input: `true` only for
     /// "y" or "yes" (any case). End of input, or anything else, is a no.
     static func ask(_ question: String) -> Bool {
-        FileHandle.standardError.write(Data("\(question) [y/N] ".utf8))
+        StandardError.write(Data("\(question) [y/N] ".utf8))
         guard let answer = readLine(strippingNewline: true) else { return false }
         let word = answer.trimmingCharacters(in: .whitespaces).lowercased()
         return word == "y" || word == "yes"

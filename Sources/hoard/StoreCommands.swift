@@ -47,7 +47,7 @@ struct StoreLocation: ParsableArguments {
             )
         }
         let url = storage.cachesDirectory.appendingPathComponent(name, isDirectory: true)
-        FileHandle.standardError.write(Data("store \(StoreFormat.quoted(name)): \(url.path)\n".utf8))
+        StandardError.write(Data("store \(StoreFormat.quoted(name)): \(url.path)\n".utf8))
         return url
     }
 
@@ -213,7 +213,7 @@ struct StatsCommand: ParsableCommand {
         } catch {
             // The entries and values come from the index; only the size is unknown.
             (onDisk, files) = (nil, nil)
-            FileHandle.standardError.write(
+            StandardError.write(
                 Data("hoard: cannot measure the store's size on disk: \(error.localizedDescription)\n".utf8))
         }
         let sorted = namespaces.sorted(by: { $0.key < $1.key })
@@ -325,7 +325,7 @@ struct ListCommand: ParsableCommand {
         // Out of what was listed: the namespace's entries with --namespace.
         let total = try namespace.map { try store.usage(in: $0).count } ?? store.totalUsage().count
         if entries.count < total {
-            FileHandle.standardError.write(
+            StandardError.write(
                 Data(
                     "(\(entries.count) of \(StoreFormat.count(total, "entry", "entries")); --limit to see more)\n".utf8)
             )
@@ -401,17 +401,17 @@ struct GetCommand: ParsableCommand {
             return
         }
         if raw {
-            FileHandle.standardOutput.write(entry.data)
+            StandardOutput.write(entry.data)
             // On a terminal, the shell's prompt starts on a line of its own; a pipe or
             // file receives the bytes exactly.
             if isatty(STDOUT_FILENO) == 1, entry.data.last != UInt8(ascii: "\n") {
-                FileHandle.standardOutput.write(Data("\n".utf8))
+                StandardOutput.write(Data("\n".utf8))
             }
             return
         }
         let header =
             "\(StoreFormat.bytes(entry.data.count)), stored \(StoreFormat.date(entry.storedAt)), expires \(StoreFormat.date(entry.expiresAt))\n"
-        FileHandle.standardError.write(Data(header.utf8))
+        StandardError.write(Data(header.utf8))
         if let text = String(data: entry.data, encoding: .utf8),
             !text.unicodeScalars.contains(where: {
                 $0.properties.generalCategory == .control && !"\n\t\r".unicodeScalars.contains($0)
@@ -477,7 +477,7 @@ struct RemoveCommand: ParsableCommand {
                 print("removed \(StoreFormat.quoted(key))")
             } else {
                 missing += 1
-                FileHandle.standardError.write(
+                StandardError.write(
                     Data("no entry for \(StoreFormat.quoted(key)) in namespace \(StoreFormat.quoted(namespace))\n".utf8)
                 )
             }

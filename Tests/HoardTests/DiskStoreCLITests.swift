@@ -440,6 +440,45 @@ extension DiskStoreSuites {
             }
         }
 
+        /// Runs `hoard` with its standard output on `/dev/full`, where every write fails
+        /// (ENOSPC), and returns its status and standard error.
+        static func hoardToFullDevice(_ arguments: [String]) throws -> (status: Int32, errors: String) {
+            let process = Process()
+            process.executableURL = try DiskTest.executable(named: "hoard")
+            process.arguments = arguments
+            let full = try #require(FileHandle(forWritingAtPath: "/dev/full"))
+            defer { try? full.close() }
+            let errors = Pipe()
+            process.standardOutput = full
+            process.standardError = errors
+            try process.run()
+            let data = errors.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        }
+
+        @Test(
+            "Output that cannot be written is a clear error and exit status 1: neither a crash nor a silent success",
+            .enabled(if: FileManager.default.fileExists(atPath: "/dev/full")))
+        func unwritableOutput() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                // Given a store with an entry
+                try DiskStore(directory: url).set("hello", for: "greeting")
+
+                for arguments in [["ls", url.path], ["ls", url.path, "--json"], ["stats", url.path, "--json"]] {
+                    // When a command's output goes to a device where every write fails
+                    let result = try Self.hoardToFullDevice(arguments)
+
+                    // Then it says so and exits 1, without a crash
+                    #expect(result.status == 1, "\(arguments): \(result.errors)")
+                    #expect(
+                        result.errors.contains("hoard: cannot write to standard output"),
+                        "\(arguments): \(result.errors)")
+                    #expect(!result.errors.contains("Fatal error"), "\(arguments): \(result.errors)")
+                }
+            }
+        }
+
         @Test("hoard --version prints the version and exits 0")
         func version() throws {
             let result = try Self.hoard("--version")
