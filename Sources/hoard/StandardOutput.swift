@@ -1,35 +1,30 @@
 import Foundation
 
-/// Standard output and standard error, written with `write(2)` so that a failed write is
-/// seen: `FileHandle.write(_:)` traps on one (a closed pipe while `SIGPIPE` is ignored, a
-/// closed descriptor, a full disk), and `Swift.print` drops it and lets the command exit 0.
+/// Standard output and standard error, written with `FileHandle.write(contentsOf:)`,
+/// which throws when a write fails: `FileHandle.write(_:)` traps on one (a closed pipe
+/// while `SIGPIPE` is ignored, a closed descriptor, a full disk), and `Swift.print` drops
+/// it and lets the command exit 0.
 enum StandardOutput {
     /// Writes `data` to standard output. When it cannot be written, says so on standard
     /// error and exits with status 1: what was to be printed is lost, so the command has
     /// not done what it was asked. (With `SIGPIPE` at its default, a closed pipe ends the
     /// process by that signal before the write returns, as it ends any other tool.)
     static func write(_ data: Data) {
-        if let failure = writeAll(data, to: STDOUT_FILENO) {
-            StandardError.write("hoard: cannot write to standard output: \(String(cString: strerror(failure)))\n")
+        do {
+            try FileHandle.standardOutput.write(contentsOf: data)
+        } catch {
+            StandardError.write("hoard: cannot write to standard output: \(Self.reason(error))\n")
             exit(EXIT_FAILURE)
         }
     }
 
-    /// Writes all of `data` to `descriptor`, retrying after a signal; the `errno` of a
-    /// write that failed, or `nil`.
-    static func writeAll(_ data: Data, to descriptor: Int32) -> Int32? {
-        data.withUnsafeBytes { buffer -> Int32? in
-            var offset = 0
-            while offset < buffer.count {
-                let written = Foundation.write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    return errno
-                }
-                offset += written
-            }
-            return nil
-        }
+    /// What went wrong, in the words of the system (`strerror`) when the error carries
+    /// an `errno`.
+    static func reason(_ error: any Error) -> String {
+        let error = error as NSError
+        let posix = (error.userInfo[NSUnderlyingErrorKey] as? NSError) ?? error
+        guard posix.domain == NSPOSIXErrorDomain else { return error.localizedDescription }
+        return String(cString: strerror(Int32(posix.code)))
     }
 }
 
@@ -37,7 +32,7 @@ enum StandardOutput {
 /// nowhere left to say so (instead of the trap of `FileHandle.write(_:)`).
 enum StandardError {
     static func write(_ data: Data) {
-        _ = StandardOutput.writeAll(data, to: STDERR_FILENO)
+        try? FileHandle.standardError.write(contentsOf: data)
     }
 
     static func write(_ text: String) {
