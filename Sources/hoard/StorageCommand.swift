@@ -26,6 +26,8 @@ struct StorageCommand: ParsableCommand {
                 A store's size on disk counts every file of it (the index, SQLite's write-ahead log and \
                 shared-memory files, the value files), measured while it is open: the bytes that hoard \
                 stats reports as on disk; a namespace's bytes are its values' bytes. \
+                A folder in the cache directory that cannot be looked into (no permission to list \
+                it) is listed as one that could not be: a store in it is not among the stores. \
                 With --name, only what starts with that prefix is listed. \
                 With --json, one object: {"cachesDirectory": path, "logsDirectory": path, \
                 "stores": [{"name": String, "program": String or null, "directory": path, \
@@ -33,7 +35,8 @@ struct StorageCommand: ParsableCommand {
                 "problem": String or null, "namespaces": [{"name": String, "entries": Int, \
                 "valueBytes": Int}]}], "logs": [{"name": String, "file": path, "messages": Int, \
                 "bytesOnDisk": Int, "problem": String or null}], "settings": [{"namespace": \
-                String, "items": Int, "bytes": Int}]}.
+                String, "items": Int, "bytes": Int}], "unreadableFolders": [{"name": String, \
+                "directory": path, "problem": String}]}.
                 """)
 
         @Option(
@@ -96,11 +99,17 @@ struct StorageCommand: ParsableCommand {
                 var items: Int
                 var bytes: Int
             }
+            struct UnreadableFolder: Encodable {
+                var name: String
+                var directory: String
+                var problem: String
+            }
             var cachesDirectory: String
             var logsDirectory: String
             var stores: [Store]
             var logs: [Log]
             var settings: [Settings]
+            var unreadableFolders: [UnreadableFolder]
         }
 
         func run() throws {
@@ -110,6 +119,8 @@ struct StorageCommand: ParsableCommand {
                 inventory.stores.removeAll { !$0.name.hasPrefix(name) }
                 inventory.logs.removeAll { !$0.name.hasPrefix(name) }
                 inventory.settings.removeAll { !$0.namespace.hasPrefix(name) }
+                // A folder stays when a store named with the prefix could be in it.
+                inventory.unreadableFolders.removeAll { !$0.mayHoldStore(namedWithPrefix: name) }
             }
             if json {
                 try JSONOutput.print(
@@ -132,6 +143,10 @@ struct StorageCommand: ParsableCommand {
                         },
                         settings: inventory.settings.map {
                             Output.Settings(namespace: $0.namespace, items: $0.itemCount, bytes: $0.bytes)
+                        },
+                        unreadableFolders: inventory.unreadableFolders.map {
+                            Output.UnreadableFolder(
+                                name: $0.name, directory: $0.directory.path, problem: "\($0.problem)")
                         }))
                 return
             }
@@ -164,6 +179,11 @@ struct StorageCommand: ParsableCommand {
                         )
                     }
                 }
+            }
+            for folder in inventory.unreadableFolders {
+                print(
+                    "  could not list \(StoreFormat.quoted(folder.name, limit: 80)): \(folder.problem.code): \(folder.problem.message)"
+                )
             }
             print("logs in \(storage.logsDirectory.path): \(inventory.logs.count)")
             for log in inventory.logs {

@@ -10,7 +10,9 @@ extension LocalStorage {
         /// The settings namespaces deleted, with the values they held.
         public var deletedSettings: [(namespace: String, count: Int)] = []
         /// Paths that were left, each with the reason: a store another instance has
-        /// open, or files in a store directory that Hoard did not write.
+        /// open, files in a store directory that Hoard did not write, or a directory
+        /// in the cache directory that could not be looked into (no permission to
+        /// list it, a read error), so that a store in it was not deleted.
         public var kept: [(path: String, reason: String)] = []
 
         /// Whether everything was deleted.
@@ -54,7 +56,9 @@ extension LocalStorage {
     /// start with a log header, and the settings suites the registry lists. A store
     /// directory that still holds anything else stays, with those files, and is
     /// reported in ``DeletionReport/kept``; so is a store that another instance or
-    /// process has open. Symbolic links are never followed.
+    /// process has open, and a directory in ``cachesDirectory`` that cannot be looked
+    /// into (it may be or hold a store), with the error. Symbolic links are never
+    /// followed.
     ///
     /// A log another process has open is deleted (its messages stay readable to that
     /// process until it closes the file). A process that starts opening a store at
@@ -68,14 +72,21 @@ extension LocalStorage {
     /// - Parameter namePrefix: Delete only what is named with this prefix; `nil` (the
     ///   default) deletes everything.
     /// - Returns: What was deleted and what was kept.
-    /// - Throws: ``HoardError`` when a folder cannot be listed or a file cannot be
-    ///   removed; what was deleted before that stays deleted.
+    /// - Throws: ``HoardError`` when ``cachesDirectory`` or ``logsDirectory`` cannot
+    ///   be listed, or a file cannot be removed; what was deleted before that stays
+    ///   deleted. (A directory in ``cachesDirectory`` that cannot be looked into is
+    ///   not an error: it is reported in ``DeletionReport/kept``.)
     @discardableResult
     public func deleteAll(namePrefix: String? = nil) throws(HoardError) -> DeletionReport {
         var report = DeletionReport()
         let matches = { (name: String) in namePrefix.map { name.hasPrefix($0) } ?? true }
         var programs: Set<String> = []
-        for name in try storeNames() where matches(name) {
+        let listing = try storeListing()
+        for (name, error) in listing.unreadable(matching: namePrefix) {
+            let reason = "could not be looked into, so no store in it was deleted: \(error.code): \(error.message)"
+            report.kept.append((cachesDirectory.path + "/" + name, reason))
+        }
+        for name in listing.names where matches(name) {
             let path = cachesDirectory.path + "/" + name
             if let reason = try _StoreRemoval.delete(path) {
                 report.kept.append((path, reason))

@@ -10,6 +10,36 @@ extension LocalStorage {
         public var logs: [Log]
         /// The settings namespaces, sorted by name.
         public var settings: [Settings]
+        /// The directories in ``LocalStorage/cachesDirectory`` that could not be looked
+        /// into, sorted by name: a store in one (or the directory itself, when it is
+        /// a store) is not in ``stores``.
+        public var unreadableFolders: [UnreadableFolder]
+    }
+
+    /// A directory in ``LocalStorage/cachesDirectory`` that could not be looked into
+    /// (no permission to list it, a read error), so it is not known whether it is or
+    /// holds a ``DiskStore``.
+    public struct UnreadableFolder: Sendable {
+        /// Its name: `<folder>` directly in the cache directory, or
+        /// `<program>/<directory>` in a program's folder.
+        public var name: String
+        /// The directory.
+        public var directory: URL
+        /// Why it could not be looked into.
+        public var problem: HoardError
+
+        /// Whether a store whose name starts with `prefix` could be this directory or
+        /// be in it (what ``LocalStorage/deleteAll(namePrefix:)`` and
+        /// ``LocalStorage/clearDiskStores(namePrefix:)`` with that prefix report).
+        public func mayHoldStore(namedWithPrefix prefix: String) -> Bool {
+            LocalStorage.mayHoldStore(unreadable: name, namedWithPrefix: prefix)
+        }
+    }
+
+    /// Whether a store whose name starts with `prefix` could be the directory `name`
+    /// (`<folder>` or `<program>/<directory>`) or be in it.
+    static func mayHoldStore(unreadable name: String, namedWithPrefix prefix: String) -> Bool {
+        (name + "/").hasPrefix(prefix) || prefix.hasPrefix(name + "/")
     }
 
     /// One ``DiskStore`` directory.
@@ -80,13 +110,15 @@ extension LocalStorage {
     /// store of an older format when no other instance or process has it open.
     ///
     /// A store or log that cannot be read is still listed, with its ``Store/problem``
-    /// or ``Log/problem``.
+    /// or ``Log/problem``; a directory that cannot be looked into is listed in
+    /// ``Inventory/unreadableFolders``, never taken for one that holds no store.
     ///
     /// - Throws: ``HoardError`` when ``cachesDirectory`` or ``logsDirectory`` exists
     ///   but cannot be listed.
     public func inventory() throws(HoardError) -> Inventory {
+        let listing = try storeListing()
         var stores: [Store] = []
-        for name in try storeNames() {
+        for name in listing.names {
             let directory = cachesDirectory.appendingPathComponent(name, isDirectory: true)
             var store = Store(
                 name: name, directory: directory, namespaces: [:], bytesOnDisk: Self.bytes(in: directory.path),
@@ -120,7 +152,11 @@ extension LocalStorage {
         let settings = settings.namespaces().map { namespace, count in
             Settings(namespace: namespace, itemCount: count, bytes: self.settings.bytes(in: namespace))
         }
-        return Inventory(stores: stores, logs: logs, settings: settings)
+        let unreadable = listing.unreadable.map { name, error in
+            UnreadableFolder(
+                name: name, directory: cachesDirectory.appendingPathComponent(name, isDirectory: true), problem: error)
+        }
+        return Inventory(stores: stores, logs: logs, settings: settings, unreadableFolders: unreadable)
     }
 
     /// The bytes of the regular files in a store directory and its `blobs` folder,

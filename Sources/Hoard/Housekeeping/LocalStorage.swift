@@ -133,11 +133,23 @@ public struct LocalStorage: Sendable {
     ///   every store.
     /// - Returns: Each store's name with the number of entries removed, sorted by
     ///   name.
-    /// - Throws: The first error a store throws; the stores before it are cleared.
+    /// - Throws: ``HoardError`` when ``cachesDirectory`` cannot be listed, or when a
+    ///   directory in it that could be or hold a store of that prefix cannot be
+    ///   looked into (no permission to list it, a read error): then nothing is
+    ///   cleared, and the error names the directory. Otherwise the first error a
+    ///   store throws; the stores before it are cleared.
     @discardableResult
     public func clearDiskStores(namePrefix: String? = nil) throws(HoardError) -> [(store: String, removed: Int)] {
+        let listing = try storeListing()
+        if let (name, error) = listing.unreadable(matching: namePrefix).first {
+            throw HoardError(
+                error.code,
+                "a directory in the cache directory cannot be looked into (\(error.message)), so a store in it "
+                    + "could not be cleared; nothing was cleared",
+                path: cachesDirectory.path + "/" + name, underlying: error.underlying)
+        }
         var cleared: [(store: String, removed: Int)] = []
-        for name in try storeNames() where namePrefix.map({ name.hasPrefix($0) }) ?? true {
+        for name in listing.names where namePrefix.map({ name.hasPrefix($0) }) ?? true {
             cleared.append((name, try openStore(named: name).removeAll()))
         }
         return cleared
@@ -171,44 +183,82 @@ public struct LocalStorage: Sendable {
             configuration: .init(createsStore: false, collectsOrphansAtOpen: false))
     }
 
-    /// The names of the stores in ``cachesDirectory``, sorted: `<program>/<store>`
-    /// for a directory holding a Hoard store in a program's folder, `<store>` for
-    /// one directly in ``cachesDirectory``. A store whose index ``DiskStore``
-    /// recognises as its own but damaged is one (it is listed with its problem, and
-    /// deleted). Links and anything else ``DiskStore`` would refuse are left out.
+    /// What ``storeListing()`` found in ``cachesDirectory``.
+    struct StoreListing {
+        /// The names of the stores, sorted: `<program>/<store>` for a directory
+        /// holding a Hoard store in a program's folder, `<store>` for one directly in
+        /// ``cachesDirectory``.
+        var names: [String] = []
+        /// The directories that could not be looked into, by the same kind of name
+        /// (`<folder>`, or `<program>/<directory>`), sorted, each with the error:
+        /// a store in one, or the directory itself when it is a store, is not in
+        /// ``names``.
+        var unreadable: [(name: String, error: HoardError)] = []
+
+        /// The unreadable directories that could be, or hold, a store whose name
+        /// starts with `prefix` (every one for `nil`).
+        func unreadable(matching prefix: String?) -> [(name: String, error: HoardError)] {
+            guard let prefix else { return unreadable }
+            return unreadable.filter { LocalStorage.mayHoldStore(unreadable: $0.name, namedWithPrefix: prefix) }
+        }
+    }
+
+    /// The stores in ``cachesDirectory`` and the directories there that could not be
+    /// looked into. A store whose index ``DiskStore`` recognises as its own but
+    /// damaged is one (it is listed with its problem, and deleted). Links and
+    /// anything else ``DiskStore`` would refuse are left out.
     ///
     /// Every directory that is not a store is looked into, the logs folder and one
     /// that looks like an empty store included: a program may name a store `blobs`,
-    /// or its folder `hoard-logs`.
-    func storeNames() throws(HoardError) -> [String] {
-        guard _FileSystem.kind(at: cachesDirectory.path) == .directory else { return [] }
-        var names: [String] = []
-        for name in try _FileSystem.contents(of: cachesDirectory.path) {
+    /// or its folder `hoard-logs`. One that cannot be (no permission to list it, a
+    /// read error) is in ``StoreListing/unreadable``, never taken for an empty one.
+    ///
+    /// - Throws: ``HoardError`` when ``cachesDirectory`` exists but cannot be listed.
+    func storeListing() throws(HoardError) -> StoreListing {
+        var listing = StoreListing()
+        guard _FileSystem.kind(at: cachesDirectory.path) == .directory else { return listing }
+        for name in try _FileSystem.contents(of: cachesDirectory.path).sorted() {
             let path = cachesDirectory.path + "/" + name
             guard _FileSystem.kind(at: path) == .directory else { continue }
-            if Self.holdsStore(path) {
-                names.append(name)
-                continue
-            }
-            // A program's folder when it holds stores (a folder that cannot be
-            // listed holds none that can be opened).
-            for inner in (try? _FileSystem.contents(of: path)) ?? [] where Self.holdsStore(path + "/" + inner) {
-                names.append(name + "/" + inner)
+            do throws(HoardError) {
+                if try Self.holdsStore(path) {
+                    listing.names.append(name)
+                    continue
+                }
+                // A program's folder when it holds stores.
+                for inner in try _FileSystem.contents(of: path).sorted() {
+                    do throws(HoardError) {
+                        if try Self.holdsStore(path + "/" + inner) { listing.names.append(name + "/" + inner) }
+                    } catch {
+                        listing.unreadable.append((name + "/" + inner, error))
+                    }
+                }
+            } catch {
+                listing.unreadable.append((name, error))
             }
         }
-        return names.sorted()
+        listing.names.sort()
+        return listing
     }
 
     /// Whether `path` is a real directory holding a Hoard store, intact or with an
     /// index ``DiskStore`` recognises as its own but damaged. A directory
-    /// ``DiskStore`` refuses (another program's, or unreadable) is not one: leaving
-    /// it out is the answer, not a lost error.
-    static func holdsStore(_ path: String) -> Bool {
+    /// ``DiskStore`` refuses as another program's is not one: leaving it out is the
+    /// answer, not a lost error.
+    ///
+    /// - Throws: ``HoardError`` when the directory or its index cannot be read
+    ///   (``HoardError/Code/permissionDenied``, ``HoardError/Code/ioFailed``): it
+    ///   may be a store.
+    static func holdsStore(_ path: String) throws(HoardError) -> Bool {
         guard _FileSystem.kind(at: path) == .directory else { return false }
         do {
             return try _StoreDirectory.inspect(path) == .store
         } catch {
-            return error.code == .storeDamaged
+            switch error.code {
+            case .storeDamaged: return true
+            case .notAStore: return false
+            default: throw error
+            }
         }
     }
 
