@@ -92,23 +92,17 @@ struct CacheSharedReadTests {
         }
     }
 
-    @Test("Reads with a NaN maxAge or newerThan share one walk, and leave none registered")
-    func nanFiltersShareAWalk() async throws {
-        let probe = FetchProbe(open: false)
+    @Test("Reads with a NaN maxAge or newerThan are refused before any walk, and leave none registered")
+    func nanFiltersAreRefused() async throws {
+        let probe = FetchProbe()
         let cache = try Cache<String, Int>(configuration: CacheTest.configuration()) { _ in
             await probe.enter()
             return 42
         }
         let nanDate = Date(timeIntervalSinceReferenceDate: .nan)
-        let first = Task { try await cache.value(for: "answer", maxAge: .nan) }
-        #expect(await CacheTest.eventually { probe.calls == 1 })
-        let second = Task { try await cache.value(for: "answer", maxAge: .nan) }
-        #expect(await CacheTest.eventually { cache.statistics.coalescedWaits == 1 })
-        probe.open()
-        #expect(try await first.value == 42)
-        #expect(try await second.value == 42)
-        #expect(probe.calls == 1)
-        _ = try await cache.value(for: "other", newerThan: nanDate)
+        await #expect(throws: HoardError.self) { try await cache.value(for: "answer", maxAge: .nan) }
+        await #expect(throws: HoardError.self) { try await cache.value(for: "other", newerThan: nanDate) }
+        #expect(probe.calls == 0)
         #expect(cache.sharedReads.walks.withLock { $0.isEmpty })
     }
 }

@@ -87,11 +87,15 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     ///
     /// A hit marks the entry as recently used. An expired entry is removed and
     /// counts as a miss; an entry older than `maxAge` or not newer than `newerThan`
-    /// is a miss but stays for other readers.
+    /// is a miss but stays for other readers. No entry satisfies a NaN or negative
+    /// `maxAge` or a NaN `newerThan`: such a read is always a miss (this read cannot
+    /// throw; ``Cache``'s asynchronous reads refuse those filters with
+    /// ``HoardError/Code/invalidArgument``).
     ///
     /// - Parameters:
     ///   - key: The key to look up.
-    ///   - maxAge: The oldest, in seconds since it was stored, an entry may be.
+    ///   - maxAge: The oldest, in seconds since it was stored, an entry may be: 0
+    ///     or more (`.infinity` for any age).
     ///   - newerThan: A date the entry must have been stored after.
     /// - Returns: The value, or `nil`.
     /// - Complexity: O(1). A hit allocates nothing.
@@ -110,7 +114,8 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     }
 
     /// The entry for `key` (value, stored date, expiry), with the same rules as
-    /// ``value(for:maxAge:newerThan:)``.
+    /// ``value(for:maxAge:newerThan:)`` (a NaN or negative `maxAge` or a NaN
+    /// `newerThan` is always a miss).
     ///
     /// - Complexity: O(1).
     public func entry(for key: Key, maxAge: TimeInterval? = nil, newerThan: Date? = nil) -> CacheEntry<Value>? {
@@ -149,14 +154,17 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         }
     }
 
-    /// The value for `key` if it is fresh enough: `cache["feed", maxAge: 60]`.
+    /// The value for `key` if it is fresh enough: `cache["feed", maxAge: 60]`. Reads
+    /// like ``value(for:maxAge:newerThan:)`` (a NaN or negative `maxAge` or a NaN
+    /// `newerThan` is always a miss).
     // @inlinable: forwards to `value(for:)` (MemoryCacheBenchmarks "get-hit 1T").
     @inlinable
     public subscript(key: Key, maxAge maxAge: TimeInterval?, newerThan newerThan: Date? = nil) -> Value? {
         value(for: key, maxAge: maxAge, newerThan: newerThan)
     }
 
-    /// The value for `key` if it was stored after `newerThan`.
+    /// The value for `key` if it was stored after `newerThan` (a NaN date is always a
+    /// miss).
     // @inlinable: forwards to `value(for:)` (MemoryCacheBenchmarks "get-hit 1T").
     @inlinable
     public subscript(key: Key, newerThan newerThan: Date) -> Value? {

@@ -83,7 +83,8 @@ struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable>: ~Copyable {
     /// or a miss, and records the access with the policy.
     ///
     /// An expired entry is removed. An entry that is merely older than `maxAge` /
-    /// `newerThan` allows is a miss but stays.
+    /// `newerThan` allows is a miss but stays; so is every entry for a NaN or
+    /// negative `maxAge` or a NaN `newerThan`.
     ///
     /// Takes the observers themselves, not `ifActive`: only the rare removal of an
     /// expired entry publishes, so a hit skips the atomic load (and the retain and
@@ -106,7 +107,9 @@ struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable>: ~Copyable {
                 misses &+= 1
                 return nil
             }
-            if let maxAge, now - info[n].storedAt > maxAge {
+            // A NaN or negative maxAge admits no entry, not even one stored "after"
+            // now by a clock that went back.
+            if let maxAge, !(maxAge >= 0) || now - info[n].storedAt > maxAge {
                 misses &+= 1
                 return nil
             }

@@ -95,7 +95,9 @@ public struct HoardError: Error, Sendable, CustomStringConvertible {
         public static let invalidName = Code("invalidName")
         /// An argument of a write is outside what any store can keep: a stored date
         /// that is not a finite date (NaN or infinite), or an expiry that is NaN. The
-        /// change was refused alone; nothing was stored for it.
+        /// change was refused alone; nothing was stored for it. Or a freshness filter
+        /// of a read that no entry can satisfy: a NaN or negative `maxAge`, a NaN
+        /// `newerThan`; no tier was read and nothing was fetched.
         public static let invalidArgument = Code("invalidArgument")
     }
 

@@ -12,15 +12,19 @@ extension Cache {
     /// miss for the same key run the fetch once and all receive its result; a
     /// fetched value is written to every tier. An entry older than `maxAge` (or not
     /// newer than `newerThan`) is skipped, so with a fetch closure it is fetched
-    /// again. Local-store work runs on Hoard's own threads, never on the cooperative
+    /// again. `maxAge` is 0 or more seconds (`.infinity` for any age); a NaN or
+    /// negative `maxAge` or a NaN `newerThan`, which no entry satisfies, is refused
+    /// before any tier is read. Local-store work runs on Hoard's own threads, never on the cooperative
     /// pool. For a read that never waits on the network or a fetch, use
     /// ``cachedValue(for:maxAge:newerThan:)`` or the subscript.
     ///
     /// - Returns: The value, or `nil` when no tier holds it and there is no fetch
     ///   closure or it returned `nil`.
-    /// - Throws: The fetch closure's error (every waiter receives the same one; nothing
-    ///   is stored and the next call fetches again), or `CancellationError` when the
-    ///   calling task is cancelled while waiting. Store failures are reported, not thrown.
+    /// - Throws: ``HoardError/Code/invalidArgument`` for a NaN or negative `maxAge`
+    ///   or a NaN `newerThan` (no tier is read, nothing is fetched); the fetch
+    ///   closure's error (every waiter receives the same one; nothing is stored and
+    ///   the next call fetches again); or `CancellationError` when the calling task
+    ///   is cancelled while waiting. Store failures are reported, not thrown.
     @inlinable  // CacheBenchmarks "memory hit: Cache async value(for:)"
     public func value(for key: Key, maxAge: TimeInterval? = nil, newerThan: Date? = nil) async throws -> Value? {
         try await value(for: key, maxAge: maxAge, newerThan: newerThan, fetch: fetch)
@@ -36,6 +40,7 @@ extension Cache {
         for key: Key, maxAge: TimeInterval? = nil, newerThan: Date? = nil,
         fetch: Fetch?
     ) async throws -> Value? {
+        try HoardError.checkReadFilters(maxAge: maxAge, newerThan: newerThan, key: key.cacheKeyString)
         if grace == 0, let slot = memory.value(for: key, maxAge: maxAge, newerThan: newerThan) {
             if case .value(let value) = slot { return value }
             noteNegativeHit()
@@ -62,10 +67,15 @@ extension Cache {
     /// reads like ``value(for:maxAge:newerThan:)``. Its ``CacheEntry/source`` says
     /// which tier answered this read: memory, a write still queued for the stores, a
     /// local or remote store (by position), or the fetch.
+    ///
+    /// - Throws: As ``value(for:maxAge:newerThan:)``: ``HoardError/Code/invalidArgument``
+    ///   for a NaN or negative `maxAge` or a NaN `newerThan`, the fetch closure's
+    ///   error, or `CancellationError`.
     public func entry(for key: Key, maxAge: TimeInterval? = nil, newerThan: Date? = nil) async throws -> CacheEntry<
         Value
     >? {
-        try await entry(for: key, maxAge: maxAge, newerThan: newerThan, fetch: fetch, checksMemory: true)
+        try HoardError.checkReadFilters(maxAge: maxAge, newerThan: newerThan, key: key.cacheKeyString)
+        return try await entry(for: key, maxAge: maxAge, newerThan: newerThan, fetch: fetch, checksMemory: true)
     }
 
     // MARK: Below memory

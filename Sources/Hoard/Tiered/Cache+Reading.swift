@@ -29,9 +29,14 @@ extension Cache {
     /// stores take; from `async` code prefer the `async` reads, which run that
     /// work on Hoard's own threads.
     ///
+    /// No entry satisfies a NaN or negative `maxAge` or a NaN `newerThan`: this read
+    /// cannot throw, so with such a filter it is a miss in every tier (the
+    /// asynchronous reads refuse it with ``HoardError/Code/invalidArgument``).
+    ///
     /// - Parameters:
     ///   - key: The key to look up.
-    ///   - maxAge: The oldest, in seconds since it was stored, an entry may be.
+    ///   - maxAge: The oldest, in seconds since it was stored, an entry may be: 0
+    ///     or more (`.infinity` for any age).
     ///   - newerThan: A date the entry must have been stored after.
     /// - Complexity: O(1) for a memory hit.
     @inlinable @inline(__always)  // CacheBenchmarks "memory hit: Cache"
@@ -250,7 +255,7 @@ extension Cache {
 
     @inlinable  // CacheBenchmarks "disk hit promote 1KiB: Cache async value(for:)"
     static func passes(storedAt: Date, maxAge: TimeInterval?, newerThan: Date?, now: Date) -> Bool {
-        if let maxAge, now.timeIntervalSince(storedAt) > maxAge { return false }
+        if let maxAge, !(maxAge >= 0) || now.timeIntervalSince(storedAt) > maxAge { return false }
         if let newerThan, !(storedAt > newerThan) { return false }
         return true
     }

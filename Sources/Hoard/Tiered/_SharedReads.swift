@@ -21,7 +21,8 @@ final class _SharedReads<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// The filters are kept as canonical bit patterns, so that a name always equals
     /// itself: a NaN `maxAge` or `newerThan` (never equal to itself as a number)
     /// would otherwise register a walk that `finish` could not find again, one
-    /// leaked entry per read, and no two such reads would share a walk.
+    /// leaked entry per read, and no two such reads would share a walk. (The reads
+    /// refuse NaN filters before they get here; the names do not rely on it.)
     @usableFromInline
     struct Name: Hashable, Sendable {
         @usableFromInline var key: Key
