@@ -170,28 +170,15 @@ enum LogFile {
     /// Opens the log at `url` for reading only.
     ///
     /// Anything at the path but a regular file (or a symbolic link to one) is refused
-    /// before it is opened: opening a FIFO for reading would wait for a writer
-    /// forever, and a device or socket holds no log.
+    /// before it is opened, seen with `stat` (``_LogFile/nonRegularKind(atPath:)``,
+    /// the check the library makes on the descriptor it opens): a device or socket
+    /// holds no log, and opening a device may act on it. A missing or unreadable
+    /// path is for the log's own error to report.
     static func open(_ url: URL) throws -> MessageLog<Data> {
-        try requireRegularFile(url.path)
-        return try MessageLog<Data>(forReadingFrom: url, codec: .cacheValue)
-    }
-
-    /// Throws unless `path` is a regular file, a symbolic link to one, or nothing
-    /// (which the log's own error then reports). Looks with `stat`, never `open`.
-    static func requireRegularFile(_ path: String) throws {
-        var info = stat()
-        guard stat(path, &info) == 0 else { return }
-        let kind: String
-        switch info.st_mode & S_IFMT {
-        case S_IFREG: return
-        case S_IFDIR: kind = "a directory"
-        case S_IFIFO: kind = "a FIFO (named pipe)"
-        case S_IFSOCK: kind = "a socket"
-        case S_IFCHR, S_IFBLK: kind = "a device"
-        default: kind = "a special file"
+        if let kind = _LogFile.nonRegularKind(atPath: url.path) {
+            throw StoreCommandError("\(url.path) is \(kind), not a message log file; nothing was opened")
         }
-        throw StoreCommandError("\(path) is \(kind), not a message log file; nothing was opened")
+        return try MessageLog<Data>(forReadingFrom: url, codec: .cacheValue)
     }
 
     /// One message as one line of JSON: the message itself when it is JSON, a JSON string

@@ -5,7 +5,10 @@ import Foundation
 ///
 /// A value type over a descriptor; ``MessageLog`` owns it, uses it only under its
 /// mutex, and closes it on deinit.
-struct _LogFile: Sendable {
+///
+/// Package-visible for ``nonRegularKind(atPath:)``, which the `hoard` tool uses
+/// before it opens a log; everything else is internal.
+package struct _LogFile: Sendable {
     /// The descriptor.
     let descriptor: Int32
     /// The path, for error messages.
@@ -42,21 +45,38 @@ struct _LogFile: Sendable {
             throw HoardError(
                 .ioFailed, "could not inspect the log file: \(failure)", path: path, underlying: failure.asError)
         }
-        let kind: String
-        switch info.st_mode & S_IFMT {
-        case S_IFREG:
+        guard let kind = Self.nonRegularKind(info.st_mode) else {
             let flags = fcntl(descriptor, F_GETFL)
             if flags >= 0 { _ = fcntl(descriptor, F_SETFL, flags & ~O_NONBLOCK) }
             return
-        case S_IFDIR: kind = "a directory"
-        case S_IFIFO: kind = "a FIFO (named pipe)"
-        case S_IFSOCK: kind = "a socket"
-        case S_IFCHR, S_IFBLK: kind = "a device"
-        default: kind = "a special file"
         }
         throw HoardError(
             .ioFailed, "the path names \(kind), not a regular file, so it holds no message log; it was not changed",
             path: path)
+    }
+
+    /// What a file of `mode` (a `stat`'s `st_mode`) is when it is not a regular
+    /// file, for messages: "a directory", "a FIFO (named pipe)", "a socket", "a
+    /// device" or "a special file"; `nil` for a regular file.
+    static func nonRegularKind(_ mode: mode_t) -> String? {
+        switch mode & S_IFMT {
+        case S_IFREG: return nil
+        case S_IFDIR: return "a directory"
+        case S_IFIFO: return "a FIFO (named pipe)"
+        case S_IFSOCK: return "a socket"
+        case S_IFCHR, S_IFBLK: return "a device"
+        default: return "a special file"
+        }
+    }
+
+    /// What is at `path` when it is neither a regular file, nor a symbolic link to
+    /// one, nor nothing: a kind as ``nonRegularKind(_:)`` names it; `nil` otherwise
+    /// (a missing or unreadable path is for opening the log to report). Looks with
+    /// `stat`, never `open`: a FIFO is not waited on and a device is not touched.
+    package static func nonRegularKind(atPath path: String) -> String? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return nonRegularKind(info.st_mode)
     }
 
     /// Opens `path` whatever it names (without waiting, should it be a FIFO).
