@@ -36,6 +36,29 @@ struct MessageLogSettlingBoundTests {
         #expect(search.slotsParsed <= window, "\(search.slotsParsed) slots parsed for \(window) bytes")
     }
 
+    @Test("Records claimed all through half a window, each reaching markers that run on, cost a bounded checksum")
+    func claimsIntoMarkers() {
+        let low = 64
+        let window = 64 << 10
+        let middle = low + window / 2
+        // At each 8th offset before the middle, a record whose length reaches the
+        // middle, with a check that does not match; markers from the middle on.
+        var bytes: [UInt8] = []
+        for position in stride(from: low, to: middle, by: 8) {
+            bytes += withUnsafeBytes(of: UInt32(middle - position - 8).littleEndian) { Array($0) }
+            bytes += [0xEF, 0xBE, 0xAD, 0xDE]
+        }
+        bytes += Array([[UInt8]](repeating: Self.skip, count: window / 16).joined())
+        let image = _LogImage(pieces: [.init(start: low, bytes: bytes)])
+
+        let search = _LogHeader.firstRun(
+            in: image, from: low, before: low + window, segmentEnd: low + window, lap: 1, endsAtWrap: false)
+
+        #expect(search.run == nil)
+        #expect(search.slotsParsed <= 2 * window, "\(search.slotsParsed) slots parsed for \(window) bytes")
+        #expect(search.bytesChecked <= 2 * window, "\(search.bytesChecked) bytes checksummed for \(window) bytes")
+    }
+
     @Test("The first run found is the one the search without memory found: after damage, and merging into markers")
     func runsFound() {
         let low = 64

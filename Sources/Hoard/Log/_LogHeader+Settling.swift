@@ -149,68 +149,82 @@ extension _LogHeader {
         ).run
     }
 
+    /// What ``firstRun(in:from:before:segmentEnd:lap:endsAtWrap:)`` found, and the
+    /// work it took.
+    struct RunSearch {
+        /// The first run's start and how many records it holds, or `nil`.
+        var run: (start: Int, count: Int)?
+        /// How many times an offset was parsed (once for its layout, and again with
+        /// its checksum for a record whose end continues a run).
+        var slotsParsed = 0
+        /// The payload bytes whose checksum was computed.
+        var bytesChecked = 0
+    }
+
+    /// How many payload bytes ``firstRun(in:from:before:segmentEnd:lap:endsAtWrap:)``
+    /// checksums per byte it searches, at most. The records of a real run hold at
+    /// most the bytes searched; the rest of the budget is for offsets inside them
+    /// that happen to read as a record reaching a run. A crafted window can make
+    /// every offset claim a record that reaches one: past the budget such claims
+    /// count as damage, so their records are not found.
+    static let checkedBytesPerSearchedByte = 2
+
     /// The first offset in `low..<end` (the loaded bytes: a header may claim a budget
     /// far larger than the file) where intact records of `lap` (and skip markers) run
     /// without a gap to `segmentEnd` or, with `endsAtWrap`, to a wrap marker or less
     /// than 8 bytes before it; and how many records that run holds (at least one).
     ///
-    /// Where a run goes from an offset does not depend on where it started, so what
-    /// each offset in `low..<end` leads to (the records from it to the run's end, or
-    /// nothing intact) is kept once known, and a run from a later offset that reaches
-    /// it stops there. Each offset is parsed at most once, plus at most one offset past
-    /// `end` per offset before it: O(`end - low`) in all, even when a crafted file
-    /// chains markers from every offset (starting over from each candidate made that
-    /// quadratic, hours of work on a 1 MiB window). `slotsParsed` counts the offsets
-    /// parsed.
+    /// Where a run goes from an offset does not depend on where it started, so the
+    /// offsets are settled from the last to the first, each once: what follows an
+    /// offset is known when it is parsed. A record's checksum is computed only when
+    /// its end continues a run, and within ``checkedBytesPerSearchedByte`` bytes per
+    /// byte searched. So the work is linear in `end - low`, even when a crafted file
+    /// chains markers from every offset or claims a long record at every offset
+    /// (walking again from each offset made that quadratic: hours on a 1 MiB window).
     static func firstRun(
         in image: _LogImage, from low: Int, before end: Int, segmentEnd: Int, lap: UInt32, endsAtWrap: Bool
-    ) -> (run: (start: Int, count: Int)?, slotsParsed: Int) {
-        guard low < end else { return (nil, 0) }
-        // For each offset in low..<end: unknown, a dead end, or the records from it to
-        // the end of its run.
-        let unknown: Int32 = -2
+    ) -> RunSearch {
+        var search = RunSearch()
+        guard low < end else { return search }
         let deadEnd: Int32 = -1
-        var outcomes = [Int32](repeating: unknown, count: end - low)
-        var slotsParsed = 0
-        var path: [(position: Int, isRecord: Bool)] = []
-        for candidate in low..<end where outcomes[candidate - low] == unknown {
-            path.removeAll(keepingCapacity: true)
-            var position = candidate
-            var outcome: Int32
-            walk: while true {
-                if position >= low, position < end, outcomes[position - low] != unknown {
-                    outcome = outcomes[position - low]
-                    break
-                }
-                if position == segmentEnd || (endsAtWrap && segmentEnd - position < _LogRecord.prefixSize) {
-                    outcome = 0
-                    break
-                }
-                slotsParsed += 1
-                switch image.slot(at: position, segmentEnd: segmentEnd, lap: lap) {
-                case .record(let length):
-                    path.append((position, true))
-                    position += _LogRecord.prefixSize + length
-                case .skip(let size):
-                    path.append((position, false))
-                    position += size
-                case .wrap where endsAtWrap:
-                    outcome = 0
-                    break walk
-                default:
-                    outcome = deadEnd
-                    break walk
-                }
-            }
-            for step in path.reversed() {
-                if outcome != deadEnd && step.isRecord { outcome += 1 }
-                if step.position >= low && step.position < end { outcomes[step.position - low] = outcome }
-            }
-            // A wrap marker, the end or a dead end right at the candidate leaves no step.
-            if path.isEmpty { outcomes[candidate - low] = outcome }
-            if outcome > 0 { return ((candidate, Int(outcome)), slotsParsed) }
+        let budget = (end - low) * Self.checkedBytesPerSearchedByte
+        // For each offset in low..<end: the records from it to the end of its run, or
+        // deadEnd when no run goes on from it.
+        var outcomes = [Int32](repeating: deadEnd, count: end - low)
+        // What follows at `position`: a run's end counts no record; an offset past
+        // the loaded bytes holds nothing intact.
+        func outcome(at position: Int) -> Int32 {
+            if position == segmentEnd || (endsAtWrap && segmentEnd - position < _LogRecord.prefixSize) { return 0 }
+            guard position >= low, position < end else { return deadEnd }
+            return outcomes[position - low]
         }
-        return (nil, slotsParsed)
+        for position in stride(from: end - 1, through: low, by: -1) {
+            if endsAtWrap && segmentEnd - position < _LogRecord.prefixSize {
+                outcomes[position - low] = 0
+                continue
+            }
+            search.slotsParsed += 1
+            switch image.slot(at: position, segmentEnd: segmentEnd, lap: nil) {
+            case .skip(let size):
+                outcomes[position - low] = outcome(at: position + size)
+            case .wrap where endsAtWrap:
+                outcomes[position - low] = 0
+            case .record(let length):
+                let next = outcome(at: position + _LogRecord.prefixSize + length)
+                guard next != deadEnd, search.bytesChecked + length <= budget else { continue }
+                search.bytesChecked += length
+                search.slotsParsed += 1
+                if case .record = image.slot(at: position, segmentEnd: segmentEnd, lap: lap) {
+                    outcomes[position - low] = next + 1
+                }
+            default:
+                continue
+            }
+        }
+        if let start = (low..<end).first(where: { outcomes[$0 - low] > 0 }) {
+            search.run = (start, Int(outcomes[start - low]))
+        }
+        return search
     }
 }
 
