@@ -160,8 +160,9 @@ struct MessageLogTests {
         try withTemporaryDirectory { directory in
             // Given a log created with 4096 bytes, no overwrite
             let url = directory.appendingPathComponent("mismatch.log")
-            try rawLog(url, maximumBytes: 4096, overwrites: false).append(contentsOf: [Data("a".utf8), Data("b".utf8)])
-            let before = try bytes(of: url)
+            let writer = try rawLog(url, maximumBytes: 4096, overwrites: false)
+            try writer.append(contentsOf: [Data("a".utf8), Data("b".utf8)])
+            let before = try restingBytes(of: url, after: writer)
 
             // When it is opened with other settings
             let log = try rawLog(url, maximumBytes: maximumBytes, overwrites: overwrites)
@@ -393,8 +394,9 @@ struct MessageLogTests {
     func forReading() throws {
         try withTemporaryDirectory { directory in
             let url = directory.appendingPathComponent("r.log")
-            try rawLog(url, maximumBytes: 777, overwrites: true).append(Data("kept".utf8))
-            let before = try bytes(of: url)
+            let writer = try rawLog(url, maximumBytes: 777, overwrites: true)
+            try writer.append(Data("kept".utf8))
+            let before = try restingBytes(of: url, after: writer)
             let reader = try MessageLog<Data>(forReadingFrom: url, codec: .cacheValue)
             #expect(reader.maximumBytes == 777)
             #expect(reader.overwritesOldMessages)
