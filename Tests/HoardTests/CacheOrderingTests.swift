@@ -1,6 +1,7 @@
 import Foundation
-import Hoard
 import Testing
+
+@testable import Hoard
 
 /// A read that found a value below memory races a newer change of the key: the
 /// newer change must win in every tier, whatever the read returns.
@@ -154,6 +155,157 @@ struct CacheOrderingTests {
             #expect(try disk.entry(for: "k", in: "test")?.data == Data("1".utf8))
             try await cache.clear(memory: true, disk: false, remote: false)
             #expect(try await cache.value(for: "k") == "1", "from the local store")
+        }
+    }
+
+    /// A cache over `local` (and `remote`) serving stale values for an hour, whose
+    /// fetch answers "fetched" once `fetches` is open.
+    private static func staleServing(
+        local: any CacheStore, remote: GatedRemoteStore? = nil, fetches: FetchProbe
+    ) throws -> Cache<String, String> {
+        var configuration: Cache<String, String>.Configuration = CacheTest.configuration()
+        configuration.localStores = .stores([local])
+        configuration.remoteStores = remote.map { [$0] } ?? []
+        configuration.staleWhileRevalidate = 3_600
+        return try Cache<String, String>(configuration: configuration) { _ in
+            await fetches.enter()
+            return "fetched"
+        }
+    }
+
+    /// Stored an hour ago, past its lifetime (which ended half an hour ago) and
+    /// within the hour of grace: served stale, and refreshed.
+    private static let staleDates = (storedAt: Date() - 3_600, expiresAt: Date() + 1_800)
+
+    @Test("A stale local hit in flight does not refresh over a set made meanwhile: the read began before it")
+    func staleLocalHitAgainstSet() async throws {
+        try await DiskTest.withTemporaryDirectory { directory in
+            let disk = try DiskStore(directory: directory)
+            let dates = Self.staleDates
+            try disk.set(Data("1".utf8), for: "k", in: "test", storedAt: dates.storedAt, expiresAt: dates.expiresAt)
+            let gated = ReadGatedStore(disk)
+            let fetches = FetchProbe()
+            let cache = try Self.staleServing(local: gated, fetches: fetches)
+
+            let read = await Self.startGatedRead(cache, gate: gated.gate)
+            cache["k"] = "2"
+            gated.gate.open()
+            #expect(try await read.value == "1", "the read began before the write")
+            // A refresh, had one started, holds a read ticket until it has written.
+            #expect(await CacheTest.eventually { cache.writer.isQuiet })
+            await cache.flush()
+
+            #expect(cache["k"] == "2", "the write is not replaced by a refresh of the value it replaced")
+            #expect(try disk.entry(for: "k", in: "test")?.data == Data("2".utf8))
+            #expect(fetches.calls == 0, "nothing left to refresh")
+            #expect(cache.statistics.staleHits == 1)
+        }
+    }
+
+    @Test("A stale hit of a synchronous read in flight does not refresh over a set made meanwhile")
+    func staleCachedHitAgainstSet() async throws {
+        try await DiskTest.withTemporaryDirectory { directory in
+            let disk = try DiskStore(directory: directory)
+            let dates = Self.staleDates
+            try disk.set(Data("1".utf8), for: "k", in: "test", storedAt: dates.storedAt, expiresAt: dates.expiresAt)
+            let gated = ReadGatedStore(disk)
+            let fetches = FetchProbe()
+            let cache = try Self.staleServing(local: gated, fetches: fetches)
+
+            gated.gate.close()
+            // On a thread of its own: the gate blocks it.
+            let read = Task(executorPreference: _BlockingExecutor(label: "test.gated-cached-read", width: 1)) {
+                cache.cachedValue(for: "k")
+            }
+            await gated.gate.arrival()
+            cache["k"] = "2"
+            gated.gate.open()
+            #expect(await read.value == "1", "the read began before the write")
+            #expect(await CacheTest.eventually { cache.writer.isQuiet })
+            await cache.flush()
+
+            #expect(cache["k"] == "2")
+            #expect(try disk.entry(for: "k", in: "test")?.data == Data("2".utf8))
+            #expect(fetches.calls == 0)
+        }
+    }
+
+    @Test("A stale memory hit does not refresh over a set made between the read and its refresh")
+    func staleMemoryHitAgainstSet() async throws {
+        let clock = HoldingClock()
+        let fetches = FetchProbe()
+        var configuration: Cache<String, String>.Configuration = CacheTest.configuration()
+        configuration.staleWhileRevalidate = 3_600
+        let cache = try Cache<String, String>(configuration: configuration, clock: clock) { _ in
+            await fetches.enter()
+            return "fetched"
+        }
+        // The clock reads the reference date: stored an hour before it, past its
+        // lifetime for half an hour, within the hour of grace.
+        let stale = CacheEntry(
+            value: "1", storedAt: Date(timeIntervalSinceReferenceDate: -3_600),
+            expiresAt: Date(timeIntervalSinceReferenceDate: -1_800))
+        try await cache.set(stale, for: "k")
+
+        let read = Task(executorPreference: _BlockingExecutor(label: "test.held-memory-read", width: 1)) {
+            clock.holdsThisThread()
+            // Memory's own look at the clock passes; the read's next one, once it
+            // has found the stale value, is held.
+            clock.arm(passing: 1)
+            defer { clock.finished() }
+            return cache.cachedValue(for: "k")
+        }
+        await clock.waitUntilHeld()
+        #expect(clock.hasHeld)
+        cache["k"] = "2"
+        clock.release()
+        #expect(await read.value == "1", "the read found the value before the write")
+        #expect(await CacheTest.eventually { cache.writer.isQuiet })
+
+        #expect(cache["k"] == "2", "the write is not replaced by a refresh of the value it replaced")
+        #expect(fetches.calls == 0)
+    }
+
+    @Test("A stale remote hit in flight does not refresh over a removal made meanwhile")
+    func staleRemoteHitAgainstRemoval() async throws {
+        try await DiskTest.withTemporaryDirectory { directory in
+            let disk = try DiskStore(directory: directory)
+            let remote = GatedRemoteStore()
+            let dates = Self.staleDates
+            try await remote.inner.set(
+                Data("1".utf8), for: "k", in: "test", storedAt: dates.storedAt, expiresAt: dates.expiresAt)
+            let fetches = FetchProbe()
+            let cache = try Self.staleServing(local: disk, remote: remote, fetches: fetches)
+
+            let read = await Self.startGatedRead(cache, gate: remote.readGate)
+            try await cache.removeValue(for: "k")
+            remote.readGate.open()
+            #expect(try await read.value == "1", "the read began before the removal")
+            #expect(await CacheTest.eventually { cache.writer.isQuiet })
+            await cache.flush()
+
+            #expect(cache["k"] == nil, "the removed key is not filled again by a refresh")
+            #expect(try disk.entry(for: "k", in: "test") == nil)
+            #expect(try await remote.inner.entry(for: "k", in: "test") == nil)
+            #expect(fetches.calls == 0)
+        }
+    }
+
+    @Test("A stale hit with no change since its read began is still refreshed, in the background")
+    func staleHitRefreshed() async throws {
+        try await DiskTest.withTemporaryDirectory { directory in
+            let disk = try DiskStore(directory: directory)
+            let dates = Self.staleDates
+            try disk.set(Data("1".utf8), for: "k", in: "test", storedAt: dates.storedAt, expiresAt: dates.expiresAt)
+            let fetches = FetchProbe()
+            let cache = try Self.staleServing(local: disk, fetches: fetches)
+
+            #expect(try await cache.value(for: "k") == "1")
+            #expect(await CacheTest.eventually { cache.writer.isQuiet })
+            await cache.flush()
+            #expect(fetches.calls == 1)
+            #expect(cache["k"] == "fetched")
+            #expect(try disk.entry(for: "k", in: "test")?.data == Data("fetched".utf8))
         }
     }
 

@@ -321,19 +321,24 @@ final class HookedStore: ForwardingStore {
 }
 
 /// A clock that, once armed, holds the first `now()` of the thread that called
-/// ``holdsThisThread()`` until released.
+/// ``holdsThisThread()`` (after the calls it was armed to let pass) until released.
 final class HoldingClock: CacheClock {
     private static let marker = "HoldingClock.holds"
-    private let state = Mutex((armed: false, held: false))
+    private let state = Mutex((armed: false, held: false, passing: 0))
     private let held = DispatchSemaphore(value: 0)
     private let resumed = DispatchSemaphore(value: 0)
 
     func now() -> Date {
         if Thread.current.threadDictionary[Self.marker] != nil,
             state.withLock({ state in
-                defer { state.armed = false }
-                if state.armed { state.held = true }
-                return state.armed
+                guard state.armed else { return false }
+                if state.passing > 0 {
+                    state.passing -= 1
+                    return false
+                }
+                state.armed = false
+                state.held = true
+                return true
             })
         {
             held.signal()
@@ -342,7 +347,13 @@ final class HoldingClock: CacheClock {
         return Date(timeIntervalSinceReferenceDate: 0)
     }
 
-    func arm() { state.withLock { $0.armed = true } }
+    /// Holds the marked thread's next `now()` but the first `calls`.
+    func arm(passing calls: Int = 0) {
+        state.withLock { state in
+            state.armed = true
+            state.passing = calls
+        }
+    }
 
     /// Marks the calling thread as the one to hold.
     func holdsThisThread() { Thread.current.threadDictionary[Self.marker] = true }

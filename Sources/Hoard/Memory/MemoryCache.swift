@@ -124,15 +124,9 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         return shards.withLock(shard(for: hash)) { shard -> CacheEntry<Value>? in
             guard
                 let i = shard.lookup(
-                    key, hash: hash, clock: clock, maxAge: maxAge, newerThan: newerThanSeconds, observers: observers),
-                let value = shard.nodes[Int(i)].entry?.value
+                    key, hash: hash, clock: clock, maxAge: maxAge, newerThan: newerThanSeconds, observers: observers)
             else { return nil }
-            let node = Int(i)
-            let expiresAt = shard.nodes[node].expiresAt
-            return CacheEntry(
-                value: value,
-                storedAt: Date(timeIntervalSinceReferenceDate: shard.info[node].storedAt),
-                expiresAt: expiresAt == .infinity ? nil : Date(timeIntervalSinceReferenceDate: expiresAt))
+            return shard.entry(at: i)
         }
     }
 
@@ -179,6 +173,20 @@ public final class MemoryCache<Key: Hashable & Sendable, Value: Sendable>: Senda
         let hash = _HashIndex.hash(of: key)
         let now = clock.now().timeIntervalSinceReferenceDate
         return shards.withLock(shard(for: hash)) { $0.peek(key, hash: hash, now: now) != nil }
+    }
+
+    /// The live entry for `key`, as ``entry(for:maxAge:newerThan:)`` finds it, but
+    /// without counting a read or changing eviction order (a ``Cache``'s second
+    /// look at an entry it has already read).
+    ///
+    /// - Complexity: O(1).
+    func peekEntry(for key: Key) -> CacheEntry<Value>? {
+        let hash = _HashIndex.hash(of: key)
+        let now = clock.now().timeIntervalSinceReferenceDate
+        return shards.withLock(shard(for: hash)) { shard -> CacheEntry<Value>? in
+            guard let i = shard.slot(of: key, hash: hash), now < shard.nodes[Int(i)].expiresAt else { return nil }
+            return shard.entry(at: i)
+        }
     }
 
     /// The number of entries, expired ones not yet removed included.

@@ -150,6 +150,18 @@ struct _MemoryShard<Key: Hashable & Sendable, Value: Sendable>: ~Copyable {
         return nodes[Int(i)].entry?.value
     }
 
+    /// The entry in slot `i`, with its stored date and expiry (`nil` for an empty
+    /// slot).
+    func entry(at i: Int32) -> CacheEntry<Value>? {
+        let node = Int(i)
+        guard let value = nodes[node].entry?.value else { return nil }
+        let expiresAt = nodes[node].expiresAt
+        return CacheEntry(
+            value: value,
+            storedAt: Date(timeIntervalSinceReferenceDate: info[node].storedAt),
+            expiresAt: expiresAt == .infinity ? nil : Date(timeIntervalSinceReferenceDate: expiresAt))
+    }
+
     // MARK: Writes
 
     /// The most an entry's cost counts for: a shard holds at most 2^31 entries (slots

@@ -88,7 +88,10 @@ extension Cache {
         /// while one background fetch refreshes it. `nil` (the default) serves no
         /// stale values. Needs a fetch closure to refresh. Must be finite: to serve
         /// stale values for as long as a refresh takes, give a bound as long as you
-        /// like (`365 * 86_400`).
+        /// like (`365 * 86_400`). The refresh belongs to the read that found the
+        /// stale value: a write, removal or clear of the key made since that read
+        /// began is never replaced by it (nothing is refreshed, or the refreshed
+        /// value is dropped).
         public var staleWhileRevalidate: TimeInterval?
 
         /// Seconds a fetch that returned `nil` is remembered, so the key is not

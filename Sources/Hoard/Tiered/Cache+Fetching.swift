@@ -86,7 +86,7 @@ extension Cache {
         for key: Key, maxAge: TimeInterval?, newerThan: Date?, fetch: Fetch?, checksMemory: Bool
     ) async throws -> CacheEntry<Value>? {
         if checksMemory, let found = lookUpMemory(key, maxAge: maxAge, newerThan: newerThan) {
-            return answer(found, key: key, fetch: fetch)
+            return answer(found, key: key, fetch: fetch, ticket: nil)
         }
         return try await sharedEntryBelowMemory(for: key, maxAge: maxAge, newerThan: newerThan, fetch: fetch)
     }
@@ -150,7 +150,7 @@ extension Cache {
             // read's first look counted a miss: one of the two is taken back.
             counters.repeatedMemoryLookups.add(1, ordering: .relaxed)
             if let found = lookUpMemory(key, maxAge: maxAge, newerThan: newerThan) {
-                return answer(found, key: key, fetch: fetch)
+                return answer(found, key: key, fetch: fetch, ticket: ticket)
             }
         }
         let local: _LocalLookup<Value>
@@ -168,10 +168,10 @@ extension Cache {
         }
         switch local {
         case .hit, .negative:
-            return answer(local, key: key, fetch: fetch)
+            return answer(local, key: key, fetch: fetch, ticket: ticket)
         case .miss(let masked):
             if !masked, let found = await lookUpRemotely(key, maxAge: maxAge, newerThan: newerThan, ticket: ticket) {
-                return answer(found, key: key, fetch: fetch)
+                return answer(found, key: key, fetch: fetch, ticket: ticket)
             }
         }
         guard let fetch else {
@@ -182,11 +182,12 @@ extension Cache {
     }
 
     /// The entry a hit or a negative hit answers with, starting a background
-    /// refresh for a stale one.
+    /// refresh for a stale one (see ``serveStale(_:fetch:readTicket:)`` for
+    /// `ticket`).
     @inlinable  // CacheBenchmarks "disk hit promote 1KiB: Cache async value(for:)"
-    func answer(_ found: _LocalLookup<Value>, key: Key, fetch: Fetch?) -> CacheEntry<Value>? {
+    func answer(_ found: _LocalLookup<Value>, key: Key, fetch: Fetch?, ticket: UInt64?) -> CacheEntry<Value>? {
         guard case .hit(let entry, let stale) = found else { return nil }
-        if stale { serveStale(key, fetch: fetch) }
+        if stale { serveStale(key, fetch: fetch, readTicket: ticket) }
         return entry
     }
 
@@ -288,17 +289,43 @@ extension Cache {
             source: .fetch)
     }
 
-    /// Starts one background refresh of `key` unless a fetch of it is running
-    /// (which the refresh would only repeat); reports the refresh's failure once.
+    /// Starts one background refresh of `key`, the stale value a read found, unless
+    /// a fetch of it is running (which the refresh would only repeat) or the key
+    /// changed since that read began; reports the refresh's failure once.
+    ///
+    /// The refresh belongs to the read: it runs under `readTicket`, the ticket of
+    /// the read that found the stale value below memory (held by the caller during
+    /// this call), so a write, removal or clear made while that read was looking
+    /// leaves nothing to refresh, and one made while the refresh fetches drops its
+    /// value. A stale hit in memory (`readTicket` is `nil`: memory's first look
+    /// takes no ticket) is refreshed under a ticket taken here, and only when
+    /// memory still holds a stale value for `key` under it: a change between the
+    /// read and this call has replaced or removed the value the read found.
     ///
     /// The refresh is a flight of its own, started and registered in one step, so
     /// that of stale reads that race, one refreshes; foreground reads that miss
     /// meanwhile join it.
     @usableFromInline
-    func serveStale(_ key: Key, fetch: Fetch? = nil) {
+    func serveStale(_ key: Key, fetch: Fetch? = nil, readTicket: UInt64?) {
         counters.staleHits.add(1, ordering: .relaxed)
         guard let fetch = fetch ?? self.fetch else { return }
-        let (ticket, _) = writer.beginRead(key)
+        let ticket: UInt64
+        if let readTicket {
+            writer.retainRead(readTicket)
+            ticket = readTicket
+        } else {
+            ticket = writer.beginRead(key).ticket
+            guard let held = memory.peekEntry(for: key), case .value = held.value,
+                isStale(expiresAt: held.expiresAt, now: clock.now())
+            else {
+                writer.endRead(ticket)
+                return
+            }
+        }
+        if writer.hasChanged(key, since: ticket) {
+            writer.endRead(ticket)
+            return
+        }
         let writer = self.writer
         let started = flights.start(key, ticket: ticket, forgotten: { writer.endRead(ticket) }) {
             // A failure is reported where the fetch ran; reads that joined the
