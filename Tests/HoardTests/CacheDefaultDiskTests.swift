@@ -90,6 +90,47 @@ struct CacheWriteQueueBudgetTests {
         }
     }
 
+    /// A value whose type states whatever cost it likes; stored as one byte.
+    struct DeclaredCost: CacheValue {
+        var cost: Int
+        init(cost: Int) { self.cost = cost }
+        init(cacheData: Data) { cost = 0 }
+        func cacheEncoded() -> Data { Data([1]) }
+        var cacheCost: Int { cost }
+    }
+
+    @Test(
+        "A value's cost below zero counts as nothing, and one past 2^32 − 1 as that, as memory counts them: the queue's count neither runs backwards nor traps"
+    )
+    func outOfRangeCosts() async throws {
+        try await DiskTest.withTemporaryDirectory { directory in
+            let disk = try DiskStore(directory: directory)
+            let gated = HookedStore(disk)
+            var configuration = Cache<String, DeclaredCost>.Configuration(name: "test")
+            configuration.localStores = .stores([gated])
+            let cache = try Cache<String, DeclaredCost>(configuration: configuration)
+
+            gated.writeGate.close()
+            cache["first"] = DeclaredCost(cost: 10)
+            // The writer holds the first batch; the writes below queue behind it.
+            await gated.writeGate.arrival()
+            cache["negative"] = DeclaredCost(cost: -1_000)
+            #expect(cache.queuedWriteBytes == 10)
+            // Awaited writes never wait for room: both are queued behind the first.
+            let huge = Task { try await cache.set(DeclaredCost(cost: .max), for: "huge") }
+            let huger = Task { try await cache.set(DeclaredCost(cost: .max), for: "huger") }
+            let largest = Int(UInt32.max)
+            #expect(await CacheTest.eventually { cache.queuedWriteBytes == 10 + 2 * largest })
+
+            gated.writeGate.open()
+            try await huge.value
+            try await huger.value
+            await cache.flush()
+            #expect(cache.queuedWriteBytes == 0)
+            #expect(try disk.keys(in: "test").sorted() == ["first", "huge", "huger", "negative"])
+        }
+    }
+
     @Test("A budget below one byte is refused")
     func invalidBudget() {
         var configuration = Cache<String, Data>.Configuration.memoryOnly(name: "budget")

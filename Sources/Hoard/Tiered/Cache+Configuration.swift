@@ -73,9 +73,10 @@ extension Cache {
         /// applied enough (a producer faster than the stores goes at their pace;
         /// nothing is dropped), and a value found in a slower tier is promoted into
         /// memory only. A value's size is its ``CacheValue/cacheCost`` (the byte
-        /// count of `Data` and `String`); values of other types count as a running
-        /// average of the encoded sizes of recent batches (1 KiB until the first
-        /// batch is encoded). A single value larger than
+        /// count of `Data` and `String`; a cost below zero counts as 0, and one
+        /// past 2^32 − 1 as 2^32 − 1, as in the memory tier); values of other types
+        /// count as a running average of the encoded sizes of recent batches
+        /// (1 KiB until the first batch is encoded). A single value larger than
         /// the budget is queued when the queue is empty. The async writes
         /// (``Cache/set(_:for:expires:)``) return once applied, so they never
         /// wait for room.

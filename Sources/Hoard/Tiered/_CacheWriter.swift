@@ -103,15 +103,22 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
     var queuedBytes: Int { state.withLock { $0.queuedBytes } }
 
     /// What `kind` counts against the queue's budget: `nil` when it is a value of
-    /// unknown size.
+    /// unknown size. A value's stated size counts as a memory tier counts a cost:
+    /// below zero as nothing, past ``largestValueSize`` as that.
     @inlinable  // CacheBenchmarks "assign caller side 1KiB: Cache over DiskStore"
     func queuedSize(of kind: Operation.Kind) -> Int? {
         switch kind {
-        case .set(_, let value, _): size?(value)
+        case .set(_, let value, _): size.map { min(max(0, $0(value)), Self.largestValueSize) }
         case .promote(_, _, let data, _, _, _): data.count
         case .remove, .removeLocally, .removeAll: 0
         }
     }
+
+    /// The most one value's stated size counts against the queue's budget, 2^32 − 1
+    /// (the most a cost counts in a memory tier): a value type that states more (or
+    /// less than zero) neither overflows the queue's count nor runs it backwards.
+    @inlinable  // CacheBenchmarks "assign caller side 1KiB: Cache over DiskStore"
+    static var largestValueSize: Int { Int(UInt32.max) }
 
     /// Whether no read holds a ticket, so a memory-only write needs no sequence
     /// number (no promotion or fetch in flight could be overtaken by it).
