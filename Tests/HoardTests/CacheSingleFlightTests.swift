@@ -54,6 +54,37 @@ struct CacheSingleFlightTests {
         #expect(probe.calls == 2)
     }
 
+    @Test(
+        "A fetch that itself throws CancellationError reaches every waiter once: waiters that are not cancelled do not fetch again in turn"
+    )
+    func fetchThrowingCancellation() async throws {
+        let probe = FetchProbe(open: false)
+        let cache = try Cache<String, Int>(configuration: CacheTest.configuration()) { _ in
+            await probe.enter()
+            // As a fetch's own timeout or an inner task may: no caller was cancelled.
+            throw CancellationError()
+        }
+        let readers = 5
+        let outcomes = await withTaskGroup(of: Bool.self) { group in
+            for _ in 0..<readers {
+                group.addTask {
+                    do {
+                        _ = try await cache.value(for: "k")
+                        return false
+                    } catch {
+                        return error is CancellationError
+                    }
+                }
+            }
+            #expect(await CacheTest.eventually { cache.statistics.coalescedWaits == readers - 1 })
+            probe.open()
+            return await group.reduce(into: [Bool]()) { $0.append($1) }
+        }
+        #expect(outcomes == Array(repeating: true, count: readers), "every waiter receives the fetch's error")
+        #expect(probe.calls == 1, "one fetch for every waiter, as for any other error")
+        #expect(cache.statistics.fetchFailures == 1)
+    }
+
     @Test("Cancelling one waiter does not cancel the fetch for the others")
     func cancellingOneWaiter() async throws {
         let probe = FetchProbe(open: false)

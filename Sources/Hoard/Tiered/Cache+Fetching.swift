@@ -94,7 +94,8 @@ extension Cache {
     /// The read below memory, shared by concurrent reads of `key` with the same
     /// filters (``_SharedReads``): the first leads the walk, the others wait for
     /// its result (counted as ``CacheStatistics/coalescedWaits``). A reader whose
-    /// leader was cancelled walks again itself.
+    /// leader was cancelled walks again itself; any other error of the walk (a
+    /// `CancellationError` the fetch threw itself included) reaches every reader.
     @inlinable  // CacheBenchmarks "disk hit promote 1KiB: Cache async value(for:)"
     func sharedEntryBelowMemory(
         for key: Key, maxAge: TimeInterval?, newerThan: Date?, fetch: Fetch?
@@ -111,7 +112,8 @@ extension Cache {
                 counters.coalescedWaits.add(1, ordering: .relaxed)
                 do {
                     return try await flight.wait()
-                } catch is CancellationError where !Task.isCancelled {
+                } catch is _WalkLeaderCancelled {
+                    try Task.checkCancellation()
                     continue
                 }
             case .leads(let isRegistered):
@@ -125,7 +127,12 @@ extension Cache {
             } catch {
                 result = .failure(error)
             }
-            sharedReads.finish(name, registered: registered, with: result)
+            // A leader stopped by its own cancellation found nothing for the others:
+            // they walk again. Any other error is the walk's, theirs too.
+            let shared = result.mapError { error -> any Error in
+                error is CancellationError && Task.isCancelled ? _WalkLeaderCancelled() : error
+            }
+            sharedReads.finish(name, registered: registered, with: shared)
             writer.endRead(ticket)
             return try result.get()
         }

@@ -99,3 +99,13 @@ final class _SharedReads<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         flight?.finish(result)
     }
 }
+
+/// What the readers that joined a walk below memory receive when its leader
+/// stopped because its own task was cancelled: not an outcome of the walk, so each
+/// of them walks again (``Cache``'s `sharedEntryBelowMemory`), unless it is
+/// cancelled too.
+@usableFromInline
+struct _WalkLeaderCancelled: Error {
+    @inlinable  // CacheBenchmarks "disk hit promote 1KiB: Cache async value(for:)"
+    init() {}
+}
