@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 @testable import Hoard
@@ -101,6 +102,37 @@ struct CacheSingleFlightTests {
         #expect(try await second.value == "K")
         #expect(probe.calls == 1)
         #expect(cache["k"] == "K")
+    }
+
+    @Test(
+        "A read cancelled while a remote store waits ends with CancellationError: no store failure is reported, nothing is fetched for it"
+    )
+    func cancelledDuringRemoteRead() async throws {
+        let probe = FetchProbe()
+        let handled = Mutex<[CacheFailure]>([])
+        let remote = GatedRemoteStore()
+        var configuration: Cache<String, Int>.Configuration = CacheTest.configuration()
+        configuration.remoteStores = [remote]
+        configuration.onError = { failure in handled.withLock { $0.append(failure) } }
+        let cache = try Cache<String, Int>(configuration: configuration) { _ in
+            await probe.enter()
+            return 1
+        }
+
+        remote.readGate.close()
+        let read = Task { try await cache.value(for: "k") }
+        await remote.readGate.arrival()
+        read.cancel()
+        remote.readGate.open()
+        await #expect(throws: CancellationError.self) { try await read.value }
+        // A fetch, had one started, holds a read ticket until it has written.
+        #expect(await CacheTest.eventually { cache.writer.isQuiet })
+        await cache.flush()
+
+        #expect(cache.statistics.readFailures == 0, "the caller left; the store did not fail")
+        #expect(handled.withLock { $0.isEmpty })
+        #expect(probe.calls == 0, "nobody waits for a fetch")
+        #expect(cache.cachedValue(for: "k") == nil)
     }
 
     @Test("Stale reads of a key share one background refresh, whose failure is reported once")

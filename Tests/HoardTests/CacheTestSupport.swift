@@ -252,7 +252,9 @@ final class ReadGatedStore: ForwardingStore {
 /// A remote store over an ``InMemoryRemoteStore`` whose reads can stop at a gate
 /// after fetching the entry, before returning it (`readGate`), and whose batch
 /// writes can stop at another before writing (`writeGate`). Both gates are open
-/// until the test closes them. Sends no invalidations.
+/// until the test closes them. A read whose task is cancelled by the time it
+/// leaves the gate throws `CancellationError`, as a store waiting for a
+/// connection does (RedisStore, PostgresStore). Sends no invalidations.
 final class GatedRemoteStore: ForwardingRemoteStore {
     let inner = InMemoryRemoteStore()
     let readGate = StoreGate()
@@ -261,6 +263,7 @@ final class GatedRemoteStore: ForwardingRemoteStore {
     func entry(for key: String, in namespace: String) async throws -> StoredEntry? {
         let found = try await inner.entry(for: key, in: namespace)
         await readGate.pass()
+        try Task.checkCancellation()
         return found
     }
     func write(_ batch: [CacheStoreWrite]) async throws {

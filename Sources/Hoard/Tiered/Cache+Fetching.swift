@@ -24,7 +24,9 @@ extension Cache {
     ///   or a NaN `newerThan` (no tier is read, nothing is fetched); the fetch
     ///   closure's error (every waiter receives the same one; nothing is stored and
     ///   the next call fetches again); or `CancellationError` when the calling task
-    ///   is cancelled while waiting. Store failures are reported, not thrown.
+    ///   is cancelled while waiting (a remote store's read that fails once it is
+    ///   cancelled ends the read so, and is not reported: the store answered the
+    ///   cancellation). Store failures are reported, not thrown.
     @inlinable  // CacheBenchmarks "memory hit: Cache async value(for:)"
     public func value(for key: Key, maxAge: TimeInterval? = nil, newerThan: Date? = nil) async throws -> Value? {
         try await value(for: key, maxAge: maxAge, newerThan: newerThan, fetch: fetch)
@@ -177,7 +179,8 @@ extension Cache {
         case .hit, .negative:
             return answer(local, key: key, fetch: fetch, ticket: ticket)
         case .miss(let masked):
-            if !masked, let found = await lookUpRemotely(key, maxAge: maxAge, newerThan: newerThan, ticket: ticket) {
+            if !masked, let found = try await lookUpRemotely(key, maxAge: maxAge, newerThan: newerThan, ticket: ticket)
+            {
                 return answer(found, key: key, fetch: fetch, ticket: ticket)
             }
         }
@@ -203,11 +206,16 @@ extension Cache {
     /// The remote stores in order; a hit is decoded and promoted into memory and
     /// every local store unless the key changed since `ticket`.
     ///
-    /// - Returns: The hit (stale or not, for ``answer(_:key:fetch:)``), or `nil`.
+    /// - Returns: The hit (stale or not, for ``answer(_:key:fetch:ticket:)``), or `nil`.
+    /// - Throws: `CancellationError` when a store's read fails once the calling
+    ///   task is cancelled (a remote store waiting for a connection throws when
+    ///   its caller is cancelled): the caller left, the store did not fail, so
+    ///   nothing is reported and the read ends without trying the next tier or
+    ///   the fetch.
     @usableFromInline
     func lookUpRemotely(
         _ key: Key, maxAge: TimeInterval?, newerThan: Date?, ticket: UInt64
-    ) async -> _LocalLookup<Value>? {
+    ) async throws -> _LocalLookup<Value>? {
         guard !remoteStores.isEmpty else { return nil }
         let keyString = key._storeKeyString
         for (index, store) in remoteStores.enumerated() {
@@ -217,6 +225,7 @@ extension Cache {
                     try await store.entry(for: keyString, in: namespace)
                 }
             } catch {
+                if Task.isCancelled { throw CancellationError() }
                 report(CacheFailure(key: key.cacheKeyString, tier: .remote(index), operation: .read, error: error))
                 continue
             }
