@@ -217,6 +217,53 @@ extension DiskStoreSuites {
             }
         }
 
+        @Test(
+            "verify does not report an entry rewritten or removed between reading its row and its value file",
+            arguments: [false, true])
+        func verifyDuringRewrites(repairing: Bool) throws {
+            try DiskTest.withTemporaryDirectory { url in
+                // Given entries in value files, one of them damaged (its file deleted)
+                let writer = try DiskStore(directory: url, configuration: .init(spillThreshold: 10))
+                for key in ["rewritten", "removed", "kept", "damaged"] {
+                    try writer.set(DiskTest.bytes(100), for: key, in: "ns", storedAt: Date(), expiresAt: nil)
+                }
+                let damagedFile = try #require(try DiskStoreDamageTests.fileNames(url)["damaged"])
+                try FileManager.default.removeItem(at: url.appendingPathComponent("blobs/\(damagedFile)"))
+
+                // When another instance (as another process would) rewrites one entry and
+                // removes another after verify read their rows, before it reads their files
+                let gateCalls = Atomic<Int>(0)
+                let failures = Mutex<[String]>([])
+                var configuration = DiskStore.Configuration(spillThreshold: 10)
+                configuration.verifyGate = {
+                    guard gateCalls.add(1, ordering: .relaxed).oldValue == 0 else { return }
+                    do {
+                        try writer.set(
+                            DiskTest.bytes(50, seed: 1), for: "rewritten", in: "ns", storedAt: Date(), expiresAt: nil)
+                        try writer.removeValue(for: "removed", in: "ns")
+                    } catch {
+                        failures.withLock { $0.append("\(error)") }
+                    }
+                }
+                let store = try DiskStore(directory: url, configuration: configuration)
+                let report = try store.verify(repairing: repairing)
+                #expect(gateCalls.load(ordering: .relaxed) == 1)
+                #expect(failures.withLock { $0 }.isEmpty)
+
+                // Then only the entry whose file is gone is reported (the other two
+                // files went with the changes that released them)
+                #expect(report.damage.map(\.key) == ["damaged"], "\(report.damage)")
+                #expect(report.damage.map(\.reason) == [.missingFile])
+                #expect(report.damage.map(\.isRepaired) == [repairing])
+                #expect(report.entriesChecked == 4)
+                // And the rewritten entry keeps its new value, the kept one its own
+                #expect(try store.entry(for: "rewritten", in: "ns")?.data == DiskTest.bytes(50, seed: 1))
+                #expect(try store.entry(for: "kept", in: "ns")?.data == DiskTest.bytes(100))
+                let left = repairing ? ["kept", "rewritten"] : ["damaged", "kept", "rewritten"]
+                #expect(try store.keys(in: "ns") == left)
+            }
+        }
+
         @Test("A writer waiting for another connection's lock gets busy after the timeout, then succeeds")
         func busyTimeout() throws {
             try DiskTest.withTemporaryDirectory { url in

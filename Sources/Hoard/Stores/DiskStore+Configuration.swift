@@ -179,6 +179,11 @@ extension DiskStore {
         /// the connection is released. `nil` (the default) for none.
         var readerGate: (@Sendable (Int) -> Void)?
 
+        /// For tests: called by ``DiskStore/verify(repairing:progress:)`` after it
+        /// has read a chunk of rows and before it reads their value files, outside
+        /// every lock. `nil` (the default) for none.
+        var verifyGate: (@Sendable () -> Void)?
+
         /// Creates a configuration; every parameter defaults as its property says.
         public init(
             byteLimit: Int? = nil,

@@ -138,6 +138,11 @@ extension DiskStore {
     /// A value file that exists but cannot be read (permissions, an I/O error) is
     /// reported as ``StoreDamage/Reason/unreadableFile`` and never removed.
     ///
+    /// The store stays in use while it is checked. A value file found missing or
+    /// not holding its entry's value is reported only if the entry still names it
+    /// afterwards: an entry rewritten or removed meanwhile, by this or another
+    /// instance or process, released its file, which is no damage.
+    ///
     /// With `repairing`, damaged entries are removed (after checking again under
     /// the write lock that they are still damaged; a value file goes with the last
     /// row that names it, so a file a damaged row shares stays with the entry it
@@ -202,9 +207,13 @@ extension DiskStore {
             }
             guard let last = rows.last else { break }
             lastID = last.id
+            configuration.verifyGate?()
             for row in rows {
                 report.entriesChecked += 1
                 guard var damage = try check(row, sharing: shared) else { continue }
+                // Damage found in a value file read after its row: only while the row
+                // still names the file (an overwrite or a removal since deleted it).
+                if row.problem == nil, row.blob != nil, try !namesFile(row) { continue }
                 // A file that cannot be read is not known to be damaged: never removed.
                 if repairing, damage.reason != .unreadableFile {
                     damage.isRepaired = try repair(row, damage: damage)
@@ -311,6 +320,18 @@ extension DiskStore {
             "the index names blobs/\(name) as the value file of \(rows) entries (it is damaged), and the file does "
             + "not hold this one's: \(damage.detail)"
         return damage
+    }
+
+    /// Whether, under the write lock, the entry of a scanned row still names the
+    /// value file the row named. A file is deleted once the change that released
+    /// it has committed, and never written again under its name: when the entry
+    /// was rewritten or removed since the row was read, what a read of the file
+    /// found says nothing about the entry.
+    private func namesFile(_ row: _DiskIndex.ScannedRow) throws(HoardError) -> Bool {
+        try state.withLock { (state) throws(HoardError) -> Bool in
+            guard let again = try state.open().scan(after: row.id - 1, limit: 1).first else { return false }
+            return again.id == row.id && again.blob == row.blob
+        }
     }
 
     /// Removes a damaged row if, under the write lock, it is still the same and
