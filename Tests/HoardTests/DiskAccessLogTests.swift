@@ -67,6 +67,37 @@ struct DiskAccessLogTests {
         #expect(log.take().map(\.id) == [0])
     }
 
+    @Test("Accesses given back are taken again with later reads of their rows, and count once per row")
+    func giveBack() {
+        let log = _DiskAccessLog(resolution: 10, flushCount: 4, flushInterval: 3_600)
+        _ = log.record(id: 1, now: 0, storedAt: 0, epoch: 0)
+        _ = log.record(id: 2, now: 0, storedAt: 0, epoch: 0)
+        let taken = log.take()
+        // Row 2 read again a resolution later, before the write of the take fails
+        _ = log.record(id: 2, now: 20, storedAt: 0, epoch: 1)
+        log.giveBack(taken)
+        // Row 1 is remembered as recorded, within the resolution
+        #expect(log.record(id: 1, now: 5, storedAt: 0, epoch: 0) == .none)
+        // Two rows pending: the fourth row, not the third, reaches the flush count
+        #expect(log.record(id: 3, now: 20, storedAt: 0, epoch: 1) == .none)
+        #expect(log.record(id: 4, now: 20, storedAt: 0, epoch: 1) == .now)
+        #expect(log.take().map { [$0.id, Int64($0.time)] } == [[1, 0], [2, 20], [3, 20], [4, 20]])
+        #expect(log.isEmpty)
+    }
+
+    @Test("Accesses given back after a take pruned their rows are pending again")
+    func giveBackAfterPruning() {
+        let log = log(resolution: 60)
+        for id in 0..<5_000 as Range<Int64> { _ = log.record(id: id, now: 0, storedAt: 0, epoch: 0) }
+        let first = log.take()
+        for id in 10_000..<16_000 as Range<Int64> { _ = log.record(id: id, now: 100, storedAt: 0, epoch: 0) }
+        _ = log.take()
+        #expect(log.recordedCount == 6_000, "the rows recorded at 0 are dropped")
+        log.giveBack(first)
+        #expect(log.recordedCount == 11_000)
+        #expect(log.take() == first)
+    }
+
     @Test("With a resolution of zero every read is recorded")
     func zeroResolutionRecordsEveryRead() {
         let log = log(resolution: 0)

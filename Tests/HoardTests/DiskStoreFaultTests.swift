@@ -218,6 +218,58 @@ extension DiskStoreSuites {
         }
 
         @Test(
+            "On a full disk, a trim tried again after making room still spares the entry read last: its access time is kept",
+            asRoot)
+        func trimOnFullDiskKeepsAccessTimes() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                try Self.withTmpfs(size: "2m", beside: url) { mountPoint in
+                    // Given a store that filled the disk with entries stored a second apart,
+                    // the first of them read after the last write (its access not written yet),
+                    // and the last free bytes taken by another file
+                    let storeURL = mountPoint.appendingPathComponent("store")
+                    let clock = ManualClock(start: Date(timeIntervalSince1970: 1_000))
+                    let events = EventRecorder()
+                    let store = try DiskStore(
+                        directory: storeURL,
+                        configuration: .init(
+                            accessTimeResolution: 1, accessFlushInterval: 3_600, onEvent: events.handler),
+                        clock: clock)
+                    var count = 0
+                    while count < 50_000 {
+                        do {
+                            try store.set(
+                                DiskTest.bytes(200, seed: count), for: "k\(count)", in: "ns", storedAt: clock.now(),
+                                expiresAt: nil)
+                            count += 1
+                            clock.advance(by: 1)
+                        } catch {
+                            #expect((error as? HoardError)?.code == .storageFull, "\(error)")
+                            break
+                        }
+                    }
+                    try #require(count > 20 && count < 50_000, "the disk should have filled: \(count)")
+                    #expect(try store.entry(for: "k0", in: "ns") != nil)
+                    try Self.fillDisk(mountPoint.appendingPathComponent("ballast"))
+                    let reserve = storeURL.appendingPathComponent("index.sqlite-reserve").path
+                    func reserveFile() -> Int? {
+                        (try? FileManager.default.attributesOfItem(atPath: reserve)[.systemFileNumber]) as? Int
+                    }
+                    let reserveBefore = try #require(reserveFile())
+
+                    // When a trim evicts one entry, its first try failing for want of room
+                    // (the store then deletes its reserve file, and makes it anew after)
+                    #expect(try store.trim(toBytes: nil, count: count - 1) == 1)
+                    #expect(reserveFile() != reserveBefore, "the trim's first try failed on the full disk")
+
+                    // Then the entry evicted is the least recently accessed, k1: k0 was read last
+                    #expect(try store.entry(for: "k1", in: "ns") == nil)
+                    #expect(try store.entry(for: "k0", in: "ns")?.data == DiskTest.bytes(200, seed: 0))
+                    #expect(events.failures.isEmpty, "\(events.failures)")
+                }
+            }
+        }
+
+        @Test(
             "On a full disk, a removal that deletes value files first to make room keeps one another row still names (a damaged index)",
             asRoot, arguments: [Removal.removeValue, .batchRemoveValue, .batchRemoveAll, .removeAllInNamespace])
         func removalOnFullDiskKeepsSharedFile(_ removal: Removal) throws {

@@ -165,6 +165,39 @@ final class _DiskAccessLog: Sendable {
         }
     }
 
+    /// Makes accesses a ``take()`` returned pending again, when the transaction
+    /// that was to write them failed: the next take returns them (with any later
+    /// access to the same rows, the newest kept), so that a trim tried again after
+    /// making room on a full disk still orders by them. They are written by the
+    /// next flush, trim or eviction, or when the store closes; this queues no flush.
+    func giveBack(_ taken: [Access]) {
+        guard !taken.isEmpty else { return }
+        state.withLock { state in
+            let generation = state.generation
+            for access in taken {
+                let slot = state.recorded.slot(for: access.id)
+                var last = state.recorded[slot]
+                if last.isOccupied {
+                    // A row recorded again since the take is pending already.
+                    if last.generation != generation {
+                        state.pendingRows += 1
+                        last.generation = generation
+                        state.recorded[slot] = last
+                    }
+                } else {
+                    // Pruned by the take.
+                    state.pendingRows += 1
+                    let recorded = _AccessTimeTable.Slot(
+                        id: access.id, time: access.time, generation: generation, isOccupied: true)
+                    if state.recorded.insert(recorded, at: slot) { publish(state.recorded) }
+                }
+                state.pending.append(access)
+                state.pendingSince = min(state.pendingSince, access.time)
+                state.pendingNewest = max(state.pendingNewest, access.time)
+            }
+        }
+    }
+
     /// Notes that a queued flush started (so that later reads queue the next one).
     func flushStarted(immediate: Bool) {
         state.withLock { state in

@@ -182,12 +182,15 @@ struct _DiskState {
 
     // MARK: Access times
 
-    /// Writes the pending access times inside the caller's transaction, in row id
-    /// order. An access whose read began at `unchangedEpoch` read a row that is
-    /// still as it found it, which is not read again; `nil` (inside a transaction
-    /// that may have changed `entries`) reads every entry without an access row.
-    private func writePendingAccesses(_ index: _DiskIndex, unchangedEpoch: Int? = nil) throws(HoardError) {
-        for access in accesses.take() {
+    /// Writes access times taken from the log (``_DiskAccessLog/take()``, in row
+    /// id order) inside the caller's transaction. An access whose read began at
+    /// `unchangedEpoch` read a row that is still as it found it, which is not read
+    /// again; `nil` (inside a transaction that may have changed `entries`) reads
+    /// every entry without an access row.
+    private func write(
+        _ taken: [_DiskAccessLog.Access], to index: _DiskIndex, unchangedEpoch: Int? = nil
+    ) throws(HoardError) {
+        for access in taken {
             try index.touch(
                 id: access.id, at: access.time, storedAt: access.epoch == unchangedEpoch ? access.storedAt : nil)
         }
@@ -206,7 +209,7 @@ struct _DiskState {
             let version = try index.transaction(changesEntries: false) { () throws(HoardError) -> Int64 in
                 let version = try index.dataVersion()
                 if version != seenDataVersion { accesses.entriesMayHaveChanged() }
-                try writePendingAccesses(index, unchangedEpoch: accesses.epoch)
+                try write(accesses.take(), to: index, unchangedEpoch: accesses.epoch)
                 return version
             }
             seenDataVersion = version
@@ -305,6 +308,11 @@ struct _DiskState {
     /// (after giving every entry never read an access row at its stored date),
     /// and later steps take the next candidates from it (see `_TrimQueue`).
     ///
+    /// The step first writes the access times pending in memory, so that the
+    /// order reflects every read. A step whose transaction fails gives them back
+    /// to the log (``_DiskAccessLog/giveBack(_:)``): a step tried again after
+    /// making room on a full disk writes them then.
+    ///
     /// - Returns: What was evicted, the usage after, and whether the store is now
     ///   within the targets (or holds nothing more that may be evicted).
     mutating func trimStep(
@@ -313,38 +321,47 @@ struct _DiskState {
     ) throws(HoardError) -> (evicted: Int, bytes: Int, usage: StoreUsage, done: Bool) {
         let index = try open()
         var stepQueue = queue
-        let result = try index.transaction { () throws(HoardError) -> (Int, Int, StoreUsage, Bool, [String]) in
-            try writePendingAccesses(index)
-            var usage = try index.totalUsage()
-            var evicted = 0
-            var bytes = 0
-            var files: [String] = []
-            func within() -> Bool { usage.bytes <= maxBytes && usage.count <= maxCount }
-            while !within() && evicted < chunk {
-                if stepQueue.isEmpty {
-                    guard stepQueue.mayRefill else { break }
-                    // Entries never read since written are in the order by their stored dates.
-                    try index.giveAccessRowsToUnreadEntries()
-                    let limit = _TrimQueue.fillLimit(
-                        usage: usage, maxBytes: maxBytes, maxCount: maxCount, protected: protected.count, chunk: chunk)
-                    stepQueue.fill(with: try index.leastRecentlyAccessed(limit: limit), limit: limit)
-                    if stepQueue.isEmpty { break }
+        var taken: [_DiskAccessLog.Access] = []
+        let result: (Int, Int, StoreUsage, Bool, [String])
+        do {
+            result = try index.transaction { () throws(HoardError) -> (Int, Int, StoreUsage, Bool, [String]) in
+                taken = accesses.take()
+                try write(taken, to: index)
+                var usage = try index.totalUsage()
+                var evicted = 0
+                var bytes = 0
+                var files: [String] = []
+                func within() -> Bool { usage.bytes <= maxBytes && usage.count <= maxCount }
+                while !within() && evicted < chunk {
+                    if stepQueue.isEmpty {
+                        guard stepQueue.mayRefill else { break }
+                        // Entries never read since written are in the order by their stored dates.
+                        try index.giveAccessRowsToUnreadEntries()
+                        let limit = _TrimQueue.fillLimit(
+                            usage: usage, maxBytes: maxBytes, maxCount: maxCount, protected: protected.count,
+                            chunk: chunk)
+                        stepQueue.fill(with: try index.leastRecentlyAccessed(limit: limit), limit: limit)
+                        if stepQueue.isEmpty { break }
+                    }
+                    guard let candidate = stepQueue.next(),
+                        let (size, name) = try index.trimCandidate(id: candidate.id, accessedAt: candidate.accessedAt),
+                        !protected.contains(name)
+                    else { continue }
+                    let (found, file) = try index.delete(id: candidate.id)
+                    guard found else { continue }
+                    stepQueue.countEviction()
+                    usage.count -= 1
+                    usage.bytes -= size
+                    evicted += 1
+                    bytes += size
+                    if let file { files.append(file) }
                 }
-                guard let candidate = stepQueue.next(),
-                    let (size, name) = try index.trimCandidate(id: candidate.id, accessedAt: candidate.accessedAt),
-                    !protected.contains(name)
-                else { continue }
-                let (found, file) = try index.delete(id: candidate.id)
-                guard found else { continue }
-                stepQueue.countEviction()
-                usage.count -= 1
-                usage.bytes -= size
-                evicted += 1
-                bytes += size
-                if let file { files.append(file) }
+                let done = within() || (stepQueue.isEmpty && !stepQueue.mayRefill)
+                return (evicted, bytes, usage, done, files)
             }
-            let done = within() || (stepQueue.isEmpty && !stepQueue.mayRefill)
-            return (evicted, bytes, usage, done, files)
+        } catch {
+            accesses.giveBack(taken)
+            throw error
         }
         // A step whose transaction failed leaves the queue as it was.
         queue = stepQueue
