@@ -351,6 +351,49 @@ extension DiskStoreSuites {
             }
         }
 
+        @Test(
+            "verify finds a totals watermark table without its one row; repairing makes it anew and new entries count",
+            arguments: ["DELETE FROM totals_watermark;", "INSERT INTO totals_watermark (id) VALUES (0);"])
+        func watermarkRowMissingOrDoubled(damage: String) throws {
+            try DiskTest.withTemporaryDirectory { url in
+                // Given a store whose totals count every entry, and whose watermark row is
+                // gone, or has a second row beside it
+                let store = try DiskStore(directory: url)
+                try store.set(DiskTest.bytes(10), for: "a", in: "ns", storedAt: Date(), expiresAt: nil)
+                try store.set(DiskTest.bytes(20), for: "b", in: "ns", storedAt: Date(), expiresAt: nil)
+                try Self.tamper(url, "\(Self.foldTotals)\(damage)")
+
+                // When it is verified, then the watermark is reported, and not repaired
+                let report = try store.verify()
+                let wrong = report.damage.filter { $0.reason == .wrongTotals }
+                #expect(wrong.count == 1, "\(report.damage)")
+                #expect(wrong.first?.namespace == nil)
+                #expect(wrong.first?.isRepaired == false)
+
+                // And a repairing verify makes one row anew, at the last row
+                #expect(try store.verify(repairing: true).damage.map(\.isRepaired) == [true])
+                let tables = try Self.watermarkRows(url)
+                #expect(tables == [2])
+                #expect(try store.verify().isHealthy)
+                // So that the next entry is counted, and the removal of a counted one
+                try store.set(DiskTest.bytes(5), for: "c", in: "ns", storedAt: Date(), expiresAt: nil)
+                #expect(try store.removeValue(for: "a", in: "ns"))
+                #expect(try store.usage(in: "ns") == StoreUsage(count: 2, bytes: 25))
+                #expect(try store.verify().isHealthy)
+            }
+        }
+
+        /// Every row of `totals_watermark`, read through a connection of its own.
+        static func watermarkRows(_ url: URL) throws -> [Int64] {
+            let connection = try _SQLiteConnection(path: url.appendingPathComponent("index.sqlite").path)
+            defer { connection.close() }
+            let statement = try connection.prepare("SELECT id FROM totals_watermark")
+            defer { statement.reset() }
+            var rows: [Int64] = []
+            while try statement.step() { rows.append(statement.int64(at: 0)) }
+            return rows
+        }
+
         /// Folds the entries above the watermark into the `namespaces` table, as the
         /// store does every ``_DiskIndex/foldInterval`` writes, so that a test can
         /// then change the table's rows.

@@ -228,16 +228,17 @@ extension DiskStore {
 
         let wrongTotals: [(String, StoreUsage, StoreUsage)]
         let misplacedWatermark: (watermark: Int64, lastRow: Int64)?
+        let watermarkRows: Int
         do {
-            (wrongTotals, misplacedWatermark) = try state.withLock { (state) throws(HoardError) in
+            (wrongTotals, misplacedWatermark, watermarkRows) = try state.withLock { (state) throws(HoardError) in
                 let index = try state.open()
-                return (try index.wrongTotals(), try index.misplacedWatermark())
+                return (try index.wrongTotals(), try index.misplacedWatermark(), try index.watermarkRows())
             }
         } catch  where error.code == .storeDamaged {
             indexDamage("the namespace totals cannot be read", error)
             return report
         }
-        if repairing, !wrongTotals.isEmpty || misplacedWatermark != nil {
+        if repairing, !wrongTotals.isEmpty || misplacedWatermark != nil || watermarkRows != 1 {
             try state.withLock { (state) throws(HoardError) in
                 let index = try state.open()
                 try index.transaction { () throws(HoardError) in try index.recomputeTotals() }
@@ -256,6 +257,14 @@ extension DiskStore {
                     namespace: nil, key: nil, reason: .wrongTotals,
                     detail:
                         "the totals count rows up to id \(misplacedWatermark.watermark), above the last row (\(misplacedWatermark.lastRow)): entries written next would not be counted",
+                    isRepaired: repairing))
+        }
+        if watermarkRows != 1 {
+            report.damage.append(
+                StoreDamage(
+                    namespace: nil, key: nil, reason: .wrongTotals,
+                    detail:
+                        "the row up to which the totals count is in \(watermarkRows) copies, not one: the totals do not follow the entries written and removed next",
                     isRepaired: repairing))
         }
 

@@ -54,8 +54,8 @@ public struct StoreDamage: Sendable, Hashable, CustomStringConvertible {
         public static let damagedIndex = Reason("damagedIndex")
         /// The per-namespace totals the store keeps disagree with its entries, or
         /// (with no namespace) the row up to which they count is above the last
-        /// entry, so that entries written next would not be counted. Repairing
-        /// counts the entries again.
+        /// entry, or is missing or in several copies, so that entries written next
+        /// would not be counted. Repairing counts the entries again.
         public static let wrongTotals = Reason("wrongTotals")
         /// The access order the store evicts by disagrees with its entries: an
         /// access time without an entry, or one that is not a number. Values are

@@ -174,6 +174,16 @@ extension _DiskIndex {
         return (statement.int64(at: 0), statement.int64(at: 1))
     }
 
+    /// How many rows `totals_watermark` holds: one in a sound store. Without one,
+    /// the totals count no new entry and no removal of a counted one; with more,
+    /// the triggers may move them apart.
+    func watermarkRows() throws(HoardError) -> Int {
+        let statement = try self.statement(.watermarkRows)
+        defer { statement.reset() }
+        guard try statement.step() else { return 0 }
+        return Int(statement.int64(at: 0))
+    }
+
     /// How the access order disagrees with the entries: access times without an
     /// entry, and times that are not numbers. Both zero in a sound store (an entry
     /// without an access time is sound: it was last accessed when stored).
@@ -206,15 +216,17 @@ extension _DiskIndex {
         try run(.accessRowsForUnread)
     }
 
-    /// Rebuilds the `namespaces` totals from the entries, all of them: the
-    /// watermark moves to the last row (0 in an empty table), up or down.
+    /// Rebuilds the `namespaces` totals from the entries, all of them, and the
+    /// watermark as one row at the last row id (0 in an empty table), whatever
+    /// `totals_watermark` held.
     func recomputeTotals() throws(HoardError) {
         try connection.execute(
             """
             DELETE FROM namespaces;
             INSERT INTO namespaces (namespace, count, bytes)
                 SELECT namespace, count(*), sum(size) FROM entries GROUP BY namespace;
-            UPDATE totals_watermark SET id = \(Self.lastRowIDSQL);
+            DELETE FROM totals_watermark;
+            INSERT INTO totals_watermark (id) SELECT \(Self.lastRowIDSQL);
             """)
     }
 }

@@ -8,7 +8,7 @@ enum _Query: Int, CaseIterable {
     case fileOfIDToDelete, filesOfExpiredToDelete
     case keys, usage, totalUsage, namespaces, foldTotals, moveWatermark
     case leastRecentlyAccessed, trimCandidate, referencedFiles, filesOfNamespace, rowsNamingFile, sharedFiles
-    case scan, list, quickCheck, wrongTotals, misplacedWatermark, wrongAccessTimes, accessRowsForUnread
+    case scan, list, quickCheck, wrongTotals, misplacedWatermark, watermarkRows, wrongAccessTimes, accessRowsForUnread
 
     private static let scannedColumns = """
         id, namespace, key, stored_at, expires_at, \(accessTime), size, typeof(value), length(value), blob,
@@ -196,6 +196,7 @@ enum _Query: Int, CaseIterable {
             return """
                 SELECT id, \(_DiskIndex.lastRowIDSQL) FROM totals_watermark WHERE id > \(_DiskIndex.lastRowIDSQL)
                 """
+        case .watermarkRows: return "SELECT count(*) FROM totals_watermark"
         case .wrongAccessTimes:
             return """
                 SELECT (SELECT count(*) FROM access WHERE NOT EXISTS (SELECT 1 FROM entries WHERE entries.id = access.id)),
