@@ -309,6 +309,66 @@ struct CacheOrderingTests {
         }
     }
 
+    @Test(
+        "A refresh whose fetch returns nil removes the stale value from every tier; with negative caching, memory remembers the miss",
+        arguments: [false, true])
+    func staleRefreshFindingNothing(remembersMisses: Bool) async throws {
+        try await DiskTest.withTemporaryDirectory { directory in
+            let disk = try DiskStore(directory: directory)
+            let remote = InMemoryRemoteStore()
+            let dates = Self.staleDates
+            try disk.set(Data("1".utf8), for: "k", in: "test", storedAt: dates.storedAt, expiresAt: dates.expiresAt)
+            try await remote.set(
+                Data("1".utf8), for: "k", in: "test", storedAt: dates.storedAt, expiresAt: dates.expiresAt)
+            let fetches = FetchProbe()
+            var configuration: Cache<String, String>.Configuration = CacheTest.configuration()
+            configuration.localStores = .stores([disk])
+            configuration.remoteStores = [remote]
+            configuration.staleWhileRevalidate = 3_600
+            configuration.negativeCaching = remembersMisses ? 600 : nil
+            let cache = try Cache<String, String>(configuration: configuration) { _ -> String? in
+                await fetches.enter()
+                return nil
+            }
+
+            #expect(try await cache.value(for: "k") == "1", "served stale while the refresh runs")
+            #expect(await CacheTest.eventually { cache.writer.isQuiet })
+            await cache.flush()
+            #expect(fetches.calls == 1)
+            #expect(cache["k"] == nil, "the source has no value: the stale one is gone from memory and disk")
+            #expect(try disk.entry(for: "k", in: "test") == nil)
+            #expect(try await remote.entry(for: "k", in: "test") == nil)
+            #expect(try await cache.value(for: "k") == nil)
+            #expect(fetches.calls == (remembersMisses ? 1 : 2), "a remembered miss is not fetched again")
+        }
+    }
+
+    @Test("A refresh that finds nothing does not remove a value written while it fetched")
+    func staleRefreshFindingNothingAgainstSet() async throws {
+        try await DiskTest.withTemporaryDirectory { directory in
+            let disk = try DiskStore(directory: directory)
+            let dates = Self.staleDates
+            try disk.set(Data("1".utf8), for: "k", in: "test", storedAt: dates.storedAt, expiresAt: dates.expiresAt)
+            let fetches = FetchProbe(open: false)
+            var configuration: Cache<String, String>.Configuration = CacheTest.configuration()
+            configuration.localStores = .stores([disk])
+            configuration.staleWhileRevalidate = 3_600
+            let cache = try Cache<String, String>(configuration: configuration) { _ -> String? in
+                await fetches.enter()
+                return nil
+            }
+
+            #expect(try await cache.value(for: "k") == "1")
+            #expect(await CacheTest.eventually { fetches.calls == 1 }, "the refresh is fetching")
+            cache["k"] = "2"
+            fetches.open()
+            #expect(await CacheTest.eventually { cache.writer.isQuiet })
+            await cache.flush()
+            #expect(cache["k"] == "2", "the write made during the refresh stays")
+            #expect(try disk.entry(for: "k", in: "test")?.data == Data("2".utf8))
+        }
+    }
+
     @Test("Without a race, a remote hit is promoted into memory and every local store, in the writer's order")
     func promotionWithoutRace() async throws {
         try await DiskTest.withTemporaryDirectory { directory in

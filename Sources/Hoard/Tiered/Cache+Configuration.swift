@@ -92,7 +92,10 @@ extension Cache {
         /// like (`365 * 86_400`). The refresh belongs to the read that found the
         /// stale value: a write, removal or clear of the key made since that read
         /// began is never replaced by it (nothing is refreshed, or the refreshed
-        /// value is dropped).
+        /// value is dropped). A refresh whose fetch returns `nil` removes the stale
+        /// value from every tier (again unless the key changed since that read), so
+        /// a value the source no longer has is not served for the rest of the grace
+        /// period; with ``negativeCaching``, memory then remembers the miss.
         public var staleWhileRevalidate: TimeInterval?
 
         /// Seconds a fetch that returned `nil` is remembered, so the key is not

@@ -270,7 +270,15 @@ extension Cache {
 
     /// The body of a flight for `key`: runs `fetch` and stores what it returns in
     /// every tier, unless the key changed since `ticket`.
-    func fetchOnce(_ key: Key, using fetch: @escaping Fetch, ticket: UInt64) async throws -> CacheEntry<Value>? {
+    ///
+    /// With `replacingStale` (a background refresh of a stale value), a fetch that
+    /// returns `nil` also removes the stale value from every tier, unless the key
+    /// changed since `ticket`: the source no longer has one, so the value must not
+    /// be served for the rest of its grace period (nor come back from a store once a
+    /// remembered miss in memory expires).
+    func fetchOnce(
+        _ key: Key, using fetch: @escaping Fetch, ticket: UInt64, replacingStale: Bool = false
+    ) async throws -> CacheEntry<Value>? {
         counters.misses.add(1, ordering: .relaxed)
         counters.fetches.add(1, ordering: .relaxed)
         let value: Value?
@@ -284,7 +292,9 @@ extension Cache {
         }
         publish(.fetched(key, found: value != nil))
         guard let value else {
-            if let seconds = configuration.negativeCaching {
+            if replacingStale {
+                removeStale(key, ifUnchangedSince: ticket)
+            } else if let seconds = configuration.negativeCaching {
                 let expiresAt = clock.now().addingTimeInterval(seconds)
                 let entry = CacheEntry(value: _CacheSlot<Value>.missing, storedAt: clock.now(), expiresAt: expiresAt)
                 let cost = memory.cost(of: entry.value)
@@ -303,6 +313,25 @@ extension Cache {
         return CacheEntry(
             value: value, storedAt: dates.storedAt, expiresAt: dates.memoryExpiry.map { $0.addingTimeInterval(-grace) },
             source: .fetch)
+    }
+
+    /// Removes `key`'s stale value from every tier, unless the key changed since
+    /// `ticket`, after a refresh found that the source has no value for it; with
+    /// negative caching, memory then remembers the miss. One write in the writer's
+    /// order, so a write or removal made after the refresh began is never undone.
+    func removeStale(_ key: Key, ifUnchangedSince ticket: UInt64) {
+        let now = clock.now()
+        let missing = configuration.negativeCaching.map { seconds in
+            CacheEntry(value: _CacheSlot<Value>.missing, storedAt: now, expiresAt: now.addingTimeInterval(seconds))
+        }
+        let cost = missing.map { memory.cost(of: $0.value) } ?? 0
+        writer.write(.remove(key, remote: true), ifUnchangedSince: ticket) {
+            removeFromMemory(key)
+            if let missing {
+                memory.set(missing, for: key, cost: cost)
+                remember(key)
+            }
+        }
     }
 
     /// Starts one background refresh of `key`, the stale value a read found, unless
@@ -346,7 +375,7 @@ extension Cache {
         let started = flights.start(key, ticket: ticket, forgotten: { writer.endRead(ticket) }) {
             // A failure is reported where the fetch ran; reads that joined the
             // refresh receive it as well.
-            return try await self.fetchOnce(key, using: fetch, ticket: ticket)
+            return try await self.fetchOnce(key, using: fetch, ticket: ticket, replacingStale: true)
         }
         if !started { writer.endRead(ticket) }
     }
