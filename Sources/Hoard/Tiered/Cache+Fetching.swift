@@ -204,7 +204,8 @@ extension Cache {
     // MARK: Remote tier and fetch
 
     /// The remote stores in order; a hit is decoded and promoted into memory and
-    /// every local store unless the key changed since `ticket`.
+    /// every local store unless the key changed since `ticket`. A store where the
+    /// key is suspect (``_CacheWriter/isSuspect(_:in:)``) is skipped, as a miss.
     ///
     /// - Returns: The hit (stale or not, for ``answer(_:key:fetch:ticket:)``), or `nil`.
     /// - Throws: `CancellationError` when a store's read fails once the calling
@@ -219,6 +220,8 @@ extension Cache {
         guard !remoteStores.isEmpty else { return nil }
         let keyString = key._storeKeyString
         for (index, store) in remoteStores.enumerated() {
+            // A store that may hold an older value of the key is not asked.
+            if writer.isSuspect(keyString, in: .remote(index)) { continue }
             let stored: StoredEntry?
             do {
                 stored = try await _timed(configuration.timings, .read, .remote(index)) {

@@ -64,7 +64,10 @@ extension Cache {
     /// Reads like ``cachedValue(for:maxAge:newerThan:)``; assigning writes memory at
     /// once and the stores behind (or, in write-through mode, every store before
     /// it returns), with the default lifetime. Assigning `nil` removes the entry
-    /// from every tier.
+    /// from every tier. A store that fails to apply the change is reported and is
+    /// not read for the key until it applies a later change of it (the removal of
+    /// the key that the writer sends it with its next batch, or a newer write), so
+    /// no read returns the value the assignment replaced or removed.
     @inlinable  // CacheBenchmarks "memory hit: Cache", "memory set: Cache (no stores)"
     public subscript(key: Key) -> Value? {
         get { cachedValue(for: key) }
@@ -201,7 +204,9 @@ extension Cache {
 
     /// The local stores in order, for both lookups above: the first entry that
     /// passes the filters and decodes is a hit, counted and promoted; the local
-    /// tier's miss is counted (a miss is `masked` as the caller says).
+    /// tier's miss is counted (a miss is `masked` as the caller says). A store
+    /// where the key is suspect (``_CacheWriter/isSuspect(_:in:)``: it may hold a
+    /// value the cache replaced or removed) is skipped, as a miss.
     ///
     /// `withoutWaiting` reads each store with ``_NonWaitingLookup`` and gives up
     /// (`nil`) as soon as one would wait or an entry does not decode, reporting
@@ -214,6 +219,8 @@ extension Cache {
     ) -> _LocalLookup<Value>? {
         let keyString = key._storeKeyString
         for (index, store) in localStores.enumerated() {
+            // A store that may hold an older value of the key is not asked.
+            if writer.isSuspect(keyString, in: .local(index)) { continue }
             let stored: StoredEntry?
             if withoutWaiting, let nonWaiting = nonWaitingLocalStores {
                 guard let found = nonWaiting[index]._entryWithoutWaiting(for: keyString, in: namespace) else {

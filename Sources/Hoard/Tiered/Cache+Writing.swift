@@ -16,7 +16,10 @@ extension Cache {
     ///     ``Configuration/defaultExpiry``.
     /// - Throws: ``HoardError/Code/invalidArgument`` at once, changing no tier,
     ///   when `expires` gives a NaN date (`.after(.nan)`). Otherwise the first
-    ///   error a store threw; memory keeps the value then.
+    ///   error a store threw; memory keeps the value then. A store that did not
+    ///   apply the write is not read for `key` until it applies a later change of
+    ///   it: the removal of `key` that the writer sends it with its next batch, or
+    ///   a newer write.
     public func set(_ value: Value, for key: Key, expires: Expiry? = nil) async throws {
         let dates = dates(for: expires)
         try HoardError.checkWriteDates(
@@ -35,7 +38,10 @@ extension Cache {
     ///
     /// - Throws: ``HoardError/Code/invalidArgument`` at once, changing no tier,
     ///   when the entry's stored date is not a finite date or its expiry is NaN.
-    ///   Otherwise the first error a store threw; memory keeps the value then.
+    ///   Otherwise the first error a store threw; memory keeps the value then. A
+    ///   store that did not apply the write is not read for `key` until it
+    ///   applies a later change of it: the removal of `key` that the writer sends
+    ///   it with its next batch, or a newer write.
     public func set(_ entry: CacheEntry<Value>, for key: Key) async throws {
         try HoardError.checkWriteDates(storedAt: entry.storedAt, expiresAt: entry.expiresAt, key: key.cacheKeyString)
         let physical = entry.expiresAt.map { $0.addingTimeInterval(grace) }
@@ -52,7 +58,9 @@ extension Cache {
 
     /// Removes `key` from every tier and returns when every store has removed it.
     ///
-    /// - Throws: The first error a store threw.
+    /// - Throws: The first error a store threw. A store that did not remove `key`
+    ///   is not read for it until it applies a later change of it: the removal
+    ///   that the writer sends it again with its next batch, or a newer write.
     public func removeValue(for key: Key) async throws {
         try await writer.apply(.remove(key, remote: true)) {
             removeFromMemory(key)
@@ -75,7 +83,10 @@ extension Cache {
     ///   - disk: Empty this cache's namespace in the local stores
     ///     (``Configuration/localStores``: by default the cache's ``DiskStore``).
     ///   - remote: Empty this cache's namespace in the remote stores.
-    /// - Throws: The first error a store threw; memory is cleared either way.
+    /// - Throws: The first error a store threw; memory is cleared either way. A
+    ///   store that did not apply the clear is not read at all until it applies
+    ///   the clear of this cache's namespace that the writer sends it again with
+    ///   its next batch.
     public func clear(memory clearsMemory: Bool = true, disk: Bool = true, remote: Bool = true) async throws {
         try await writer.apply(.removeAll(local: disk, remote: remote)) {
             if clearsMemory { memory.removeAll() }

@@ -16,6 +16,12 @@ import Synchronization
 ///   Queued clears are kept per tier the same way: until one is applied, reads
 ///   treat the stores it clears as empty, while a queued write of a key that the
 ///   stores left alone will hold stays readable.
+/// - A change a store did not apply (the store failed as a whole, or refused the
+///   change and then the removal of its key) leaves the key *suspect* in that
+///   store (``_SuspectKeys``): reads skip the key there, and the store's next
+///   share of a batch starts with its removal, until the store applies a change
+///   of the key: a read never takes from a store a value this cache replaced
+///   or removed.
 /// - Store work runs on the writer's own serial queue (a ``_BlockingExecutor``),
 ///   never on the cooperative pool, and nothing blocks a thread waiting for a
 ///   task: remote writes are awaited by a task on that same queue, and the next
@@ -39,6 +45,12 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
     /// How many reads hold a ticket: lets memory-only writes skip the lock when
     /// nobody reads below memory.
     @usableFromInline let readsInFlight = Atomic<Int>(0)
+    /// The keys each store may hold an older value of; changed only on ``queue``.
+    let suspects = Mutex(_SuspectKeys())
+    /// How many stores have suspect keys: a read of a store asks ``suspects`` only
+    /// when some do. Stored under that lock, before the batch that changed it
+    /// completes (so a read that begins after sees it).
+    @usableFromInline let suspectStores = Atomic<Int>(0)
     let namespace: String
     let localStores: [any CacheStore]
     let remoteStores: [any RemoteCacheStore]
@@ -312,6 +324,20 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
         }
     }
 
+    /// Whether the store of `tier` may hold an older value of the key whose store
+    /// string is `keyString`, so that a read must not take its answer
+    /// (``_SuspectKeys``). One atomic load while no store has a suspect key.
+    @inlinable  // CacheBenchmarks "disk hit promote 1KiB: Cache"
+    func isSuspect(_ keyString: String, in tier: CacheTier) -> Bool {
+        suspectStores.load(ordering: .acquiring) != 0 && isSuspectInStore(keyString, in: tier)
+    }
+
+    /// ``isSuspect(_:in:)`` once some store has suspect keys: asks under the lock.
+    @usableFromInline
+    func isSuspectInStore(_ keyString: String, in tier: CacheTier) -> Bool {
+        suspects.withLock { $0.isSuspect(keyString, in: tier) }
+    }
+
     // MARK: Applying
 
     /// Starts applying the queue on ``queue`` (the state said the writer was idle).
@@ -401,7 +427,7 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
             }
         }
         for (index, store) in localStores.enumerated() {
-            let (writes, positions) = storeWrites(batch, encoded: encoded, tier: .local(index))
+            let (writes, positions) = shareWithRepairs(of: batch, encoded: encoded, tier: .local(index))
             var share = _StoreBatch(count: writes.count)
             while let range = share.next {
                 do {
@@ -415,13 +441,16 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
                 of: share, batch: batch, writes: writes, positions: positions, tier: .local(index),
                 into: &failures)
             let stale = share.staleKeys(of: writes)
+            var staleRemoved = true
             if !stale.isEmpty {
                 do {
                     try _timed(timings, .write, .local(index)) { try store.write(Self.removals(of: stale, in: writes)) }
                 } catch {
+                    staleRemoved = false
                     noteStaleKeysLeft(stale, batch: batch, positions: positions, tier: .local(index), error: error)
                 }
             }
+            settleSuspects(writes, share: share, stale: staleRemoved ? stale : [], tier: .local(index))
         }
         return (failures, encoded)
     }
@@ -434,7 +463,7 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
     ) async -> [(any Error)?] {
         var failures = failures
         for (index, store) in remoteStores.enumerated() {
-            let (writes, positions) = storeWrites(batch, encoded: encoded, tier: .remote(index))
+            let (writes, positions) = shareWithRepairs(of: batch, encoded: encoded, tier: .remote(index))
             var share = _StoreBatch(count: writes.count)
             while let range = share.next {
                 do {
@@ -450,15 +479,18 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
                 of: share, batch: batch, writes: writes, positions: positions, tier: .remote(index),
                 into: &failures)
             let stale = share.staleKeys(of: writes)
+            var staleRemoved = true
             if !stale.isEmpty {
                 do {
                     try await _timed(timings, .write, .remote(index)) {
                         try await store.write(Self.removals(of: stale, in: writes))
                     }
                 } catch {
+                    staleRemoved = false
                     noteStaleKeysLeft(stale, batch: batch, positions: positions, tier: .remote(index), error: error)
                 }
             }
+            settleSuspects(writes, share: share, stale: staleRemoved ? stale : [], tier: .remote(index))
         }
         return failures
     }
@@ -470,12 +502,15 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
     }
 
     /// Reports each change of a store's share that failed, with its key, and keeps
-    /// the first error of each operation for its completion.
+    /// the first error of each operation for its completion. A repair of a suspect
+    /// key (batch position -1) that failed is not reported: the change it repairs
+    /// was, when it failed, and the key stays suspect until a later share repairs
+    /// it.
     func noteFailures(
         of share: _StoreBatch, batch: ArraySlice<Operation>, writes: [CacheStoreWrite], positions: [Int],
         tier: CacheTier, into failures: inout [(any Error)?]
     ) {
-        for (position, error) in share.failures {
+        for (position, error) in share.failures where positions[position] >= 0 {
             let operation = positions[position]
             if failures[operation] == nil { failures[operation] = error }
             report(
@@ -494,12 +529,13 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
     }
 
     /// Reports each key a store could neither change nor remove after a failed
-    /// change (so it may serve an older value until that expires or is replaced),
-    /// as a failed removal.
+    /// change (the key is then suspect in that store: ``settleSuspects(_:share:stale:tier:)``),
+    /// as a failed removal. A repair of a suspect key (batch position -1) is not
+    /// reported again.
     func noteStaleKeysLeft(
         _ stale: [Int], batch: ArraySlice<Operation>, positions: [Int], tier: CacheTier, error: any Error
     ) {
-        for position in stale {
+        for position in stale where positions[position] >= 0 {
             report(
                 CacheFailure(
                     key: Self.keyString(of: batch[batch.startIndex + positions[position]].kind), tier: tier,
@@ -514,6 +550,38 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
         case .set(let key, _, _), .promote(let key, _, _, _, _, _), .remove(let key, _): key.cacheKeyString
         case .removeLocally(let keyString): keyString
         case .removeAll: nil
+        }
+    }
+
+    /// The writes one store applies for a batch, and the batch position each came
+    /// from: first the repairs of the store's suspect keys (``_SuspectKeys/repairs(for:namespace:)``,
+    /// position -1; a key the batch changes too is removed, then changed), then
+    /// ``storeWrites(_:encoded:tier:)``.
+    func shareWithRepairs(
+        of batch: ArraySlice<Operation>, encoded: [Data?], tier: CacheTier
+    ) -> (writes: [CacheStoreWrite], positions: [Int]) {
+        let (writes, positions) = storeWrites(batch, encoded: encoded, tier: tier)
+        guard suspectStores.load(ordering: .relaxed) != 0 else { return (writes, positions) }
+        let repairs = suspects.withLock { $0.repairs(for: tier, namespace: namespace) }
+        guard !repairs.isEmpty else { return (writes, positions) }
+        return (repairs + writes, [Int](repeating: -1, count: repairs.count) + positions)
+    }
+
+    /// Notes which changes of a store's share the store did not apply, so that
+    /// their keys are suspect there (``_SuspectKeys``), and which it applied, so
+    /// that theirs are not: a change failed unless the store refused its key
+    /// (`invalidName`: it holds nothing for it) or it is in `stale`, the changes
+    /// refused for a reason of their own whose keys were then removed.
+    func settleSuspects(_ writes: [CacheStoreWrite], share: _StoreBatch, stale: [Int], tier: CacheTier) {
+        guard !share.failures.isEmpty || suspectStores.load(ordering: .relaxed) != 0 else { return }
+        var applied = [Bool](repeating: true, count: writes.count)
+        for (position, error) in share.failures where (error as? HoardError)?.code != .invalidName {
+            applied[position] = false
+        }
+        for position in stale { applied[position] = true }
+        suspects.withLock { suspects in
+            suspects.settle(writes, applied: applied, in: tier)
+            suspectStores.store(suspects.stores.count, ordering: .releasing)
         }
     }
 

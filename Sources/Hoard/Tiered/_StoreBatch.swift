@@ -16,12 +16,12 @@
 /// that the store does not serve that older value once memory lets go of the key,
 /// ``staleKeys(of:)`` names the keys whose last change in the share the store
 /// refused for a reason of the change's own, and the writer then removes them from
-/// that store (one more write; if the store refuses that too, the older value may be
-/// served until it expires or is replaced, and the failure of the removal is
-/// reported with the key). After a failure of the store itself (unreachable, busy,
-/// damaged), a removal would fail the same way: the changes' failures are reported,
-/// and the store may serve older values of those keys until they expire or are
-/// replaced.
+/// that store (one more write; if the store refuses that too, the failure of the
+/// removal is reported with the key, and the key is suspect in that store). After a
+/// failure of the store itself (unreachable, busy, damaged), a removal would fail
+/// the same way: the changes' failures are reported, and their keys are suspect in
+/// that store. Reads do not take a suspect key's value from the store, and the
+/// writer removes the key with the store's next share (``_SuspectKeys``).
 ///
 /// The type only plans: the writer runs ``next``, reports the outcome with
 /// ``finish(_:error:)``, and reads ``failures`` and ``staleKeys(of:)`` at the end. Retrying a change
