@@ -297,9 +297,12 @@ public final class RedisStore: RemoteCacheStore {
     /// dedicated pub/sub connection, which is opened on first use and reopened, with
     /// backoff, whenever it is lost. After a resubscription every stream of the
     /// namespace receives `RemoteInvalidation.missed`: changes made while the
-    /// connection was down may have been missed. Changes made before the server confirmed
-    /// the first subscription are not reported. The stream buffers without limit
-    /// and ends when the consumer stops iterating or the store shuts down.
+    /// connection was down may have been missed. So it does when the first
+    /// subscription comes only after failed attempts to connect (the server was
+    /// down when the stream started). Changes made while the first attempt is under
+    /// way, before the server confirmed the subscription, are not reported. The
+    /// stream buffers without limit and ends when the consumer stops iterating or the
+    /// store shuts down.
     ///
     /// - Parameter namespace: The namespace to watch.
     /// - Returns: A stream of `RemoteInvalidation`s.

@@ -13,11 +13,12 @@ import NIOCore
 /// The connection opens when the first stream starts. When it closes, the subscriber
 /// reconnects at once, then after `initialReconnectDelay`, doubling up to
 /// `maximumReconnectDelay`, for as long as some stream is watching. Once the server
-/// confirms a subscription made on a reconnected connection, every stream of that
-/// namespace receives `RemoteInvalidation.all`, since changes made while it was
-/// away were missed. (The mark is set by the subscriber, not inferred from counting
-/// confirmations: a late confirmation of an earlier subscription must not look like
-/// a resubscription.)
+/// confirms a subscription made on a reconnected connection, or on a first
+/// connection that came only after failed attempts, every stream of that namespace
+/// receives `RemoteInvalidation.missed`, since changes made while it was away (or
+/// while it waited) were not heard. (The mark is set by the subscriber, not
+/// inferred from counting confirmations: a late confirmation of an earlier
+/// subscription must not look like a resubscription.)
 actor _RedisSubscriber {
     private let endpoints: [_RedisConnection.Settings]
     /// The key prefix to ask the server to track (`CLIENT TRACKING … BCAST PREFIX`),
@@ -139,7 +140,9 @@ actor _RedisSubscriber {
                 self.connection = connection
                 subscribed = []
                 connectionsOpened += 1
-                resubscribing = connectionsOpened > 1
+                // A reconnection, or a first connection that came only after failed
+                // attempts: changes made meanwhile went unheard either way.
+                resubscribing = connectionsOpened > 1 || failures > 0
                 connection.closeFuture.whenComplete { _ in
                     Task { await self.connectionClosed(connection) }
                 }

@@ -91,6 +91,43 @@ struct RedisServerRestartTests {
         #expect(log.records.allSatisfy { $0.level >= .notice }, "no routine messages")
     }
 
+    @Test("A first subscription that had to wait for the server reports .missed: changes made meanwhile went unheard")
+    func firstSubscriptionAfterFailedAttempts() async throws {
+        try await RedisChildServer.with { server in try await firstSubscriptionAfterFailedAttempts(server) }
+    }
+
+    private func firstSubscriptionAfterFailedAttempts(_ server: RedisChildServer) async throws {
+        var configuration = server.configuration()
+        configuration.initialReconnectDelay = .milliseconds(50)
+        configuration.maximumReconnectDelay = .milliseconds(200)
+        let log = RecordingLogHandler()
+        configuration.logger = log.logger()
+        let store = try RedisStore(configuration: configuration)
+        configuration.logger = nil
+        let other = try RedisStore(configuration: configuration)
+        defer {
+            Task {
+                await store.shutdown()
+                await other.shutdown()
+            }
+        }
+
+        // The stream starts while the server is down: its subscription waits, and
+        // whatever the store reads meanwhile may change unheard.
+        try await server.stop()
+        let seen = InvalidationRecorder(store.invalidations(in: "ns"))
+        defer { seen.cancel() }
+        _ = await log.record { $0.message.hasPrefix("could not connect to Redis for invalidations") }
+        try await server.start()
+
+        #expect(
+            await eventually {
+                try? await other.set(Data([1]), for: "after", in: "ns", storedAt: .now, expiresAt: nil)
+                return seen.all.contains(.key("after"))
+            })
+        #expect(seen.all.first == .missed, "\(seen.all)")
+    }
+
     @Test("AUTH with a password, with a username and password, SELECT; wrong ones are authenticationFailed")
     func authentication() async throws {
         let arguments = ["--requirepass", "s3cret", "--user", "alice", "on", ">wonderland", "~*", "&*", "+@all"]

@@ -93,10 +93,10 @@ public protocol RemoteCacheStore: Sendable {
     /// instance set or removed, ``RemoteInvalidation/all`` when another instance
     /// cleared the namespace or the server's data was flushed, and
     /// ``RemoteInvalidation/missed`` when the store may have missed changes (it lost
-    /// its subscription and got it back). It keeps going across reconnects and ends
-    /// when the consumer stops iterating or the store shuts down. Delivery is best
-    /// effort: a change made while the subscription is not yet established is not
-    /// reported.
+    /// its subscription and got it back, or got its first one only after failed
+    /// attempts). It keeps going across reconnects and ends when the consumer stops
+    /// iterating or the store shuts down. Delivery is best effort: a change made
+    /// while the first attempt to subscribe is under way is not reported.
     ///
     /// - Parameter namespace: The namespace to watch.
     /// - Returns: A stream of invalidations, as they arrive.

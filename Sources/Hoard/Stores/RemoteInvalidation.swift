@@ -11,8 +11,9 @@ public enum RemoteInvalidation: Sendable, Hashable {
     /// Everything in the namespace changed: another instance cleared it, or the
     /// server's data was flushed.
     case all
-    /// The store lost its subscription for a while (a reconnect) and may have missed
-    /// changes of any key of the namespace. Unlike ``all``, nothing is known to have
+    /// The store lost its subscription for a while (a reconnect), or could not
+    /// subscribe at once when the stream started (the server was unreachable), and
+    /// may have missed changes of any key of the namespace. Unlike ``all``, nothing is known to have
     /// changed: a cache drops what is cheap to read again (its memory) and keeps
     /// the local copies that ``Cache/Configuration/localExpiry`` bounds, so that a
     /// network blip does not send every instance back to the origin at once.
