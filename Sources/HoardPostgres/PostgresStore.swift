@@ -156,9 +156,8 @@ public final class PostgresStore: RemoteCacheStore {
                 logger: configuration.logger ?? Self.silentLogger))
         hub = _PostgresNotifications(instanceID: instanceID.uuidString)
         listener = _PostgresListener(
-            client: PostgresClient(
-                configuration: configuration.clientConfiguration(connections: 1, keepsConnectionsOpen: false),
-                eventLoopGroup: eventLoopGroup, backgroundLogger: configuration.logger ?? Self.silentLogger),
+            configuration: configuration.clientConfiguration(connections: 1, keepsConnectionsOpen: false),
+            eventLoopGroup: eventLoopGroup, logger: configuration.logger ?? Self.silentLogger,
             hub: hub, channel: channel, initialDelay: configuration.initialReconnectDelay,
             maximumDelay: configuration.maximumReconnectDelay)
     }
@@ -245,8 +244,10 @@ public final class PostgresStore: RemoteCacheStore {
     /// its own, opened on first use and reopened, with backoff, whenever it is lost;
     /// the last stream to end stops it. After a lost connection is reopened every
     /// stream receives `RemoteInvalidation.missed`, since changes made meanwhile
-    /// may have been missed. Changes made before the server confirmed the first `LISTEN` are not
-    /// reported. The stream buffers without limit and ends when the consumer stops
+    /// may have been missed; so it does when the first `LISTEN` comes only after
+    /// failed attempts to connect (the server was down when the stream started).
+    /// Changes made while the first attempt is under way, before the server
+    /// confirmed the first `LISTEN`, are not reported. The stream buffers without limit and ends when the consumer stops
     /// iterating or the store shuts down.
     ///
     /// - Parameter namespace: The namespace to watch.
@@ -268,7 +269,8 @@ public final class PostgresStore: RemoteCacheStore {
     public var isListening: Bool { hub.isListening }
 
     /// Why the invalidation listener last failed to listen, while it waits to try
-    /// again; `nil` while it listens or before it first tried.
+    /// again (a failed attempt to connect included); `nil` while it listens or
+    /// before it first tried.
     public var invalidationError: PostgresStoreError? { listener.lastError }
 
     // MARK: Running statements

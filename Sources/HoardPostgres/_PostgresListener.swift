@@ -7,6 +7,12 @@ import Synchronization
 /// The store's `LISTEN` connection: one connection of its own (a one-connection
 /// postgres-nio client), listening on the store's channel while some invalidation
 /// stream is wanted, reopened with backoff whenever it is lost.
+///
+/// postgres-nio's client retries a failed connection attempt by itself, keeping
+/// the listener waiting for its connection; the client's background logger
+/// (``_ConnectFailureLog``) tells the listener that an attempt failed, so that the
+/// first `LISTEN` after such a wait reports `RemoteInvalidation.missed`, as a
+/// resumed one does, and ``lastError`` says why meanwhile.
 final class _PostgresListener: Sendable {
     private struct State {
         var loop: Task<Void, Never>?
@@ -14,6 +20,8 @@ final class _PostgresListener: Sendable {
     }
 
     private let client: PostgresClient
+    /// The client's failed connection attempts since the listener last listened.
+    private let connectFailures: _ConnectFailureLog
     private let runner: Task<Void, Never>
     private let hub: _PostgresNotifications
     private let channel: String
@@ -21,10 +29,19 @@ final class _PostgresListener: Sendable {
     private let maximumDelay: Duration
     private let state = Mutex(State())
 
+    /// - Parameters:
+    ///   - configuration: The client's configuration: one connection, not kept open.
+    ///   - eventLoopGroup: Where the connection runs.
+    ///   - logger: Receives postgres-nio's background messages.
     init(
-        client: PostgresClient, hub: _PostgresNotifications, channel: String, initialDelay: Duration,
-        maximumDelay: Duration
+        configuration: PostgresClient.Configuration, eventLoopGroup: any EventLoopGroup, logger: Logger,
+        hub: _PostgresNotifications, channel: String, initialDelay: Duration, maximumDelay: Duration
     ) {
+        let connectFailures = _ConnectFailureLog()
+        self.connectFailures = connectFailures
+        let client = PostgresClient(
+            configuration: configuration, eventLoopGroup: eventLoopGroup,
+            backgroundLogger: connectFailures.logger(forwardingTo: logger))
         self.client = client
         self.hub = hub
         self.channel = channel
@@ -33,8 +50,16 @@ final class _PostgresListener: Sendable {
         runner = Task { await client.run() }
     }
 
-    /// Why listening last failed; `nil` once it listens again.
-    var lastError: PostgresStoreError? { state.withLock { $0.lastError } }
+    /// Why listening last failed (also while postgres-nio is still retrying the
+    /// connection); `nil` once it listens again.
+    var lastError: PostgresStoreError? {
+        if let error = state.withLock({ $0.lastError }) { return error }
+        guard let reason = connectFailures.reason else { return nil }
+        return PostgresStoreError(
+            _ConnectFailureLog.isRefusedLogin(reason) ? .authenticationFailed : .connectionFailed,
+            "Could not connect to listen for invalidations; the latest attempt failed: \(reason.prefix(1_000))",
+            operation: "listen")
+    }
 
     /// Starts listening when a stream is wanted and nobody listens; stops when none is.
     func sync() {
@@ -70,7 +95,11 @@ final class _PostgresListener: Sendable {
             do {
                 try await client.withConnection { connection in
                     try await connection.listen(on: channel) { notifications in
-                        hub.listening(resumed: resumed)
+                        // Attempts that failed before this connection was had leave a
+                        // gap as a lost connection does.
+                        let waited = self.connectFailures.reason != nil
+                        self.connectFailures.clear()
+                        hub.listening(resumed: resumed || waited)
                         self.state.withLock { $0.lastError = nil }
                         resumed = true
                         backoff.succeed()

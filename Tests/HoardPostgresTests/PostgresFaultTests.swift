@@ -276,6 +276,32 @@ struct PostgresFaultTests {
         await PostgresTestServer.drop(configuration)
     }
 
+    @Test("A first LISTEN that had to wait for the server reports .missed: changes made meanwhile went unheard")
+    func firstListenAfterFailedAttempts() async throws {
+        // A role that may not log in yet: the listener's first attempts fail.
+        let role = "hoard_late_\(UUID().uuidString.prefix(8).lowercased())"
+        _ = try await PostgresTestServer.sql("CREATE ROLE \(role) SUPERUSER NOLOGIN")
+        var configuration = try PostgresTestServer.configuration()
+        let other = try PostgresStore(configuration: configuration)
+        configuration.username = role
+        configuration.initialReconnectDelay = .milliseconds(20)
+        configuration.maximumReconnectDelay = .milliseconds(200)
+        let store = try PostgresStore(configuration: configuration)
+        let seen = InvalidationRecorder(store.invalidations(in: "ns"))
+        #expect(await eventually { store.invalidationError != nil }, "the first attempt to listen failed")
+        _ = try await PostgresTestServer.sql("ALTER ROLE \(role) LOGIN")
+        #expect(await waitUntilListening(store))
+
+        try await other.set(Data([1]), for: "after", in: "ns", storedAt: .now, expiresAt: nil)
+        #expect(await eventually { seen.all.contains(.key("after")) })
+        #expect(seen.all.first == .missed, "\(seen.all)")
+        seen.cancel()
+        await store.shutdown()
+        await other.shutdown()
+        await PostgresTestServer.drop(configuration)
+        _ = try? await PostgresTestServer.sql("DROP ROLE \(role)")
+    }
+
     @Test(
         "The first operation opens maximumConnections sessions; they stay open, and a terminated one is reopened at once"
     )
