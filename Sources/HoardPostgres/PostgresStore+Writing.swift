@@ -13,7 +13,10 @@ extension PostgresStore {
     /// - Throws: `HoardError` with code `invalidArgument`, naming `key`, when
     ///   `storedAt` is not a finite date (NaN or infinite) or `expiresAt` is NaN:
     ///   then nothing is sent, and any older value for the key stays, as
-    ///   `DiskStore` and `InMemoryRemoteStore` refuse such a write.
+    ///   `DiskStore` and `InMemoryRemoteStore` refuse such a write. `HoardError`
+    ///   with code `valueTooLarge`, naming `key`, when the table's primary-key index
+    ///   cannot hold the row's namespace and key (an index row is at most 2,704
+    ///   bytes, after compression): nothing was stored, and any older value stays.
     ///   ``PostgresStoreError`` when the server cannot answer, or when the
     ///   maintenance this write started fails; the value may or may not have been stored.
     public func set(
@@ -32,7 +35,7 @@ extension PostgresStore {
         binds.append(expiresAt.map(_PostgresTimestamp.init))
         binds.append(channel)
         binds.append(hub.payload(key: key, in: namespace))
-        try await execute("set", key: key, statements.set, binds)
+        try await upsert("set", key: key, statements.set, binds)
         try await countWrites(1)
     }
 
@@ -85,7 +88,12 @@ extension PostgresStore {
     ///   the failing round may or may not have been, and later ones were not tried.
     ///   When the changes before a set with such dates were all applied: `HoardError`
     ///   with code `invalidArgument`, naming the set's key; the key keeps any older
-    ///   value, and the changes from that set on were not sent.
+    ///   value, and the changes from that set on were not sent. When a round of one
+    ///   set fails because the primary-key index cannot hold its row (see
+    ///   ``set(_:for:in:storedAt:expiresAt:)``): `HoardError` with code
+    ///   `valueTooLarge`, naming the key, as for the failing round otherwise (a round
+    ///   of several changes fails with the ``PostgresStoreError``, whose
+    ///   ``PostgresStoreError/sqlState`` is `54000`).
     public func write(_ batch: [CacheStoreWrite]) async throws {
         guard let refused = HoardError.firstRefusedWrite(in: batch) else { return try await apply(batch) }
         try await apply(Array(batch[..<refused.position]))
@@ -94,7 +102,7 @@ extension PostgresStore {
 
     /// Applies `batch`, whose sets all have dates the store can keep, as ``write(_:)``
     /// says.
-    private func apply(_ batch: [CacheStoreWrite]) async throws(PostgresStoreError) {
+    private func apply(_ batch: [CacheStoreWrite]) async throws {
         let rounds = CacheStoreWrite.rounds(
             of: batch, maximumChanges: Self.batchLimit, maximumBytes: Self.batchByteLimit)
         for round in rounds {
@@ -105,11 +113,32 @@ extension PostgresStore {
                 var round = _PostgresWriteRound()
                 let now = clockNow()
                 for change in changes { round.add(change, now: now) }
-                try await execute(
+                try await upsert(
                     "write", key: round.onlyKey, statements.writeMany,
                     round.bindings(channel: channel, payload: hub.payload(key:in:)))
                 try await countWrites(changes.count)
             }
+        }
+    }
+
+    /// Runs a statement that stores rows: the set of `key`, or a round of
+    /// ``write(_:)`` (`key` names its one change, if it has only one).
+    ///
+    /// - Throws: `HoardError` with code `valueTooLarge`, naming `key`, when PostgreSQL
+    ///   refuses the row as larger than its primary-key index can hold (SQLSTATE
+    ///   `54000`, program_limit_exceeded): the key's own failure, so that a batch of
+    ///   a `Cache` goes on with its other changes. ``PostgresStoreError`` otherwise.
+    private func upsert(
+        _ operation: String, key: String?, _ statement: _PostgresPreparedStatement.Text, _ binds: PostgresBindings
+    ) async throws {
+        do {
+            try await execute(operation, key: key, statement, binds)
+        } catch {
+            guard let key, error.sqlState == "54000" else { throw error }
+            throw HoardError(
+                .valueTooLarge,
+                "PostgreSQL cannot hold this key's row: \(error.serverMessage ?? error.message)", key: key,
+                underlying: error)
         }
     }
 

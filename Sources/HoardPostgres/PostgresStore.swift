@@ -20,7 +20,10 @@ import Synchronization
 /// What it guarantees:
 /// - **Table.** Entries are rows `(namespace, key, value, stored_at, expires_at)` of
 ///   ``Configuration/table`` in ``Configuration/schema``, keyed by namespace and key
-///   (both `bytea` holding UTF-8, so any string, NUL included, is a key). On first use
+///   (both `bytea` holding UTF-8, so any string, NUL included, is a key, as long as
+///   the primary-key index can hold the pair: at most 2,704 bytes an index row,
+///   after compression; a longer one is refused with `HoardError` code
+///   `valueTooLarge`). On first use
 ///   the store creates schema, table (`UNLOGGED` if configured) and indexes when
 ///   they are missing, under an advisory lock so concurrent first uses do not race.
 ///   Names are always quoted: a crafted name is a name, never SQL.
@@ -56,7 +59,8 @@ import Synchronization
 ///   a ``PostgresStoreError``. A write whose dates no store can keep (a stored date
 ///   that is NaN or infinite, an expiry that is NaN) is refused before anything is
 ///   sent with `HoardError` code `invalidArgument`, as every store of the package
-///   refuses it.
+///   refuses it; a key too long for the index fails with `HoardError` code
+///   `valueTooLarge`, so that a `Cache` batch goes on with its other changes.
 ///
 /// A store needs no explicit shutdown; ``shutdown()`` closes its connections at once
 /// and finishes its invalidation streams.

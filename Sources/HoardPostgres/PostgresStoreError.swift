@@ -4,7 +4,8 @@ import HoardNIOSupport
 /// The error every `HoardPostgres` API throws when the server, the connection or the
 /// configuration fails. (`PostgresStore`'s `set` and `write` refuse a write whose
 /// dates no store can keep with `HoardError` code `invalidArgument` instead, as every
-/// store refuses it.)
+/// store refuses it, and a key too long for the table's index with `HoardError`
+/// code `valueTooLarge`.)
 ///
 /// A `PostgresStoreError` carries a ``Code`` a caller can switch on, a message a person
 /// can read, the operation and the cache key involved when there are any, the
