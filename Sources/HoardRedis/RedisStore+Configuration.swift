@@ -136,8 +136,9 @@ extension RedisStore {
         /// a reply. Defaults to 32.
         public var maximumReplyDepth: Int
 
-        /// Where connection failures, lost connections and resubscriptions (after
-        /// which every watcher hears `RemoteInvalidation.missed`) are logged,
+        /// Where connection failures, lost connections, subscriptions the server
+        /// refused and resubscriptions (after which every watcher hears
+        /// `RemoteInvalidation.missed`) are logged,
         /// once each, with `hoard.store` (the server's address), `hoard.tier`
         /// (`remote`), `hoard.operation` and `hoard.error` metadata; commands
         /// themselves are never logged. `nil` (the default) logs nothing.

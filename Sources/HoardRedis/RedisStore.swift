@@ -300,9 +300,13 @@ public final class RedisStore: RemoteCacheStore {
     /// connection was down may have been missed. So it does when the first
     /// subscription comes only after failed attempts to connect (the server was
     /// down when the stream started). Changes made while the first attempt is under
-    /// way, before the server confirmed the subscription, are not reported. The
-    /// stream buffers without limit and ends when the consumer stops iterating or the
-    /// store shuts down.
+    /// way, before the server confirmed the subscription, are not reported. A
+    /// subscription the server refuses (an ACL user without the channel's
+    /// permission, a proxy without pub/sub) is logged at `warning` with the server's
+    /// message and asked for again on a new connection, with backoff, until the
+    /// server accepts it (then `RemoteInvalidation.missed`). The stream buffers
+    /// without limit and ends when the consumer stops iterating or the store shuts
+    /// down.
     ///
     /// - Parameter namespace: The namespace to watch.
     /// - Returns: A stream of `RemoteInvalidation`s.

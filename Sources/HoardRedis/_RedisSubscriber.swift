@@ -19,6 +19,12 @@ import NIOCore
 /// while it waited) were not heard. (The mark is set by the subscriber, not
 /// inferred from counting confirmations: a late confirmation of an earlier
 /// subscription must not look like a resubscription.)
+///
+/// An error reply on the connection (the server refused a `SUBSCRIBE`: an ACL user
+/// without the channel's permission, a proxy without pub/sub) leaves the
+/// subscriptions unknown: it is logged, and the connection is closed and opened
+/// again after the backoff for the refusals in a row, until the server confirms a
+/// subscription.
 actor _RedisSubscriber {
     private let endpoints: [_RedisConnection.Settings]
     /// The key prefix to ask the server to track (`CLIENT TRACKING … BCAST PREFIX`),
@@ -49,6 +55,11 @@ actor _RedisSubscriber {
     private var connectionsOpened = 0
     /// Whether the next subscriptions are resubscriptions on a new connection.
     private var resubscribing = false
+    /// The attempt that opened `connection`, to tell its replies from an older one's.
+    private var connectionAttempt = 0
+    /// Connections in a row on which the server answered with an error (refused a
+    /// subscription); the next connection waits out the backoff for them first.
+    private var refusals = 0
 
     init(
         endpoints: [_RedisConnection.Settings], trackedPrefix: String? = nil, tracksOnly: Bool = false,
@@ -125,19 +136,38 @@ actor _RedisSubscriber {
 
     private func connectLoop() async {
         var failures = 0
+        if refusals > 0 {
+            // The server refused the last connection's subscriptions: not at once again.
+            try? await Task.sleep(
+                for: ReconnectBackoff.delay(
+                    afterFailures: refusals, initial: initialReconnectDelay, maximum: maximumReconnectDelay))
+        }
         while !isShutdown, !Task.isCancelled, !hub.wantedChannels.isEmpty {
             do {
                 let hub = self.hub
                 let settings = endpoints[attempts % endpoints.count]
                 attempts += 1
+                let attempt = attempts
                 let connection = try await _RedisConnection.connect(
-                    settings: settings, group: group, onPush: { hub.handle($0) })
+                    settings: settings, group: group,
+                    onPush: { [weak self] value in
+                        if let message = value.errorMessage {
+                            guard let self else { return }
+                            Task { await self.refused(message, attempt: attempt) }
+                            return
+                        }
+                        if let self, value.elements?.first?.string?.lowercased() == "subscribe" {
+                            Task { await self.accepted(attempt: attempt) }
+                        }
+                        hub.handle(value)
+                    })
                 guard !isShutdown else {
                     connection.close()
                     break
                 }
                 if let trackedPrefix { try await startTracking(on: connection, prefix: trackedPrefix) }
                 self.connection = connection
+                connectionAttempt = attempt
                 subscribed = []
                 connectionsOpened += 1
                 // A reconnection, or a first connection that came only after failed
@@ -187,6 +217,27 @@ actor _RedisSubscriber {
                 "The server refused CLIENT TRACKING, which server-assisted invalidation needs: \(message)",
                 command: "CLIENT", serverMessage: message)
         }
+    }
+
+    /// The server answered the connection of `attempt` with an error: the reply to
+    /// a `SUBSCRIBE` (or `UNSUBSCRIBE`) it refused, so which channels are subscribed
+    /// is unknown. Logged, and the connection closed: its close handler opens a new
+    /// one after the backoff.
+    private func refused(_ message: String, attempt: Int) {
+        guard !isShutdown, attempt == connectionAttempt, let connection else { return }
+        refusals += 1
+        log.log(
+            .warning, "the server refused to subscribe to invalidations; trying again after the reconnect delay",
+            operation: "subscribe",
+            error: RedisError(
+                .serverError, "The server answered the invalidation connection with an error: \(message)",
+                command: "SUBSCRIBE", serverMessage: message))
+        connection.close()
+    }
+
+    /// The server confirmed a subscription on the connection of `attempt`.
+    private func accepted(attempt: Int) {
+        if attempt == connectionAttempt { refusals = 0 }
     }
 
     private func connectionClosed(_ closed: _RedisConnection) {

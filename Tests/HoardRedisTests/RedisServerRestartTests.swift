@@ -128,6 +128,48 @@ struct RedisServerRestartTests {
         #expect(seen.all.first == .missed, "\(seen.all)")
     }
 
+    @Test("A subscription the server refuses is logged and tried again; once accepted, it reports .missed")
+    func refusedSubscription() async throws {
+        // bob may use every key but no channel (Redis 7's default for a new ACL user).
+        let arguments = ["--user", "bob", "on", ">pw", "~*", "resetchannels", "+@all"]
+        try await RedisChildServer.with(arguments: arguments) { server in try await refusedSubscription(server) }
+    }
+
+    private func refusedSubscription(_ server: RedisChildServer) async throws {
+        var configuration = server.configuration()
+        configuration.username = "bob"
+        configuration.password = "pw"
+        configuration.initialReconnectDelay = .milliseconds(20)
+        configuration.maximumReconnectDelay = .milliseconds(100)
+        let log = RecordingLogHandler()
+        configuration.logger = log.logger()
+        let store = try RedisStore(configuration: configuration)
+        let writer = try RedisStore(configuration: server.configuration())  // the default user: every channel
+        let seen = InvalidationRecorder(store.invalidations(in: "ns"))
+        defer {
+            seen.cancel()
+            Task {
+                await store.shutdown()
+                await writer.shutdown()
+            }
+        }
+
+        let refusal = { (record: RecordingLogHandler.Record) in
+            record.metadata["hoard.operation"] == "subscribe"
+                && record.metadata["hoard.error"]?.contains("NOPERM") == true
+        }
+        #expect(await eventually { log.records.contains(where: refusal) }, "the refusal was not reported")
+        #expect(log.records.first(where: refusal)?.level == .warning)
+
+        _ = try await writer.command("ACL", "SETUSER", "bob", "allchannels")
+        #expect(
+            await eventually {
+                try? await writer.set(Data([1]), for: "after", in: "ns", storedAt: .now, expiresAt: nil)
+                return seen.all.contains(.key("after"))
+            }, "the subscription was not tried again")
+        #expect(seen.all.first == .missed, "\(seen.all)")
+    }
+
     @Test("AUTH with a password, with a username and password, SELECT; wrong ones are authenticationFailed")
     func authentication() async throws {
         let arguments = ["--requirepass", "s3cret", "--user", "alice", "on", ">wonderland", "~*", "&*", "+@all"]
