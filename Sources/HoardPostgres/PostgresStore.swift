@@ -110,7 +110,7 @@ public final class PostgresStore: RemoteCacheStore {
     let pool: _PostgresPool
     let channel: String
     let hub: _PostgresNotifications
-    private let listener: _PostgresListener
+    let listener: _PostgresListener
     private let clock: any CacheClock
     private let tableIsReady = Atomic<Bool>(false)
     /// Writes made so far, for ``Configuration/maintenanceInterval``.

@@ -17,6 +17,8 @@ final class _PostgresListener: Sendable {
     private struct State {
         var loop: Task<Void, Never>?
         var lastError: PostgresStoreError?
+        /// For tests: called by ``sync()`` before it decides, with no lock held.
+        var syncWillDecide: (@Sendable () -> Void)?
     }
 
     private let client: PostgresClient
@@ -62,9 +64,16 @@ final class _PostgresListener: Sendable {
     }
 
     /// Starts listening when a stream is wanted and nobody listens; stops when none is.
+    ///
+    /// Whether a stream is wanted is read under the listener's lock, so that the
+    /// decisions are taken in the order of the changes they see: a stream that
+    /// starts as the last other one ends is never left with no listener by the
+    /// ending stream's older decision.
     func sync() {
-        let wanted = hub.isWanted
+        state.withLock { $0.syncWillDecide }?()
+        let hub = self.hub
         let cancelled = state.withLock { state -> Task<Void, Never>? in
+            let wanted = hub.isWanted
             if wanted, state.loop == nil {
                 state.loop = Task { await self.listen() }
             } else if !wanted, let loop = state.loop {
@@ -74,6 +83,11 @@ final class _PostgresListener: Sendable {
             return nil
         }
         cancelled?.cancel()
+    }
+
+    /// For tests: `hook` runs in every later ``sync()``, before it decides.
+    func setSyncWillDecide(_ hook: (@Sendable () -> Void)?) {
+        state.withLock { $0.syncWillDecide = hook }
     }
 
     /// Stops listening and closes the connection.

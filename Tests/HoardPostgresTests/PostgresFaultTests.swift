@@ -302,6 +302,43 @@ struct PostgresFaultTests {
         _ = try? await PostgresTestServer.sql("DROP ROLE \(role)")
     }
 
+    @Test("A stream that starts while the only other one ends is listened for: the listener is not stopped under it")
+    func streamStartingAsTheLastOneEnds() async throws {
+        let configuration = try PostgresTestServer.configuration()
+        let store = try PostgresStore(configuration: configuration)
+        let other = try PostgresStore(configuration: configuration)
+        let first = InvalidationRecorder(store.invalidations(in: "ns"))
+        #expect(await waitUntilListening(store))
+
+        // When the first stream ends, the second starts just before the listener
+        // decides whether any stream is left.
+        let second = Locked<InvalidationRecorder?>(nil)
+        let armed = Locked(true)
+        store.listener.setSyncWillDecide {
+            let fires = armed.withLock { armed in
+                defer { armed = false }
+                return armed
+            }
+            guard fires else { return }
+            let recorder = InvalidationRecorder(store.invalidations(in: "ns"))
+            second.withLock { $0 = recorder }
+        }
+        first.cancel()
+        #expect(await eventually { second.withLock { $0 != nil } })
+        store.listener.setSyncWillDecide(nil)
+        let recorder = try #require(second.withLock { $0 })
+
+        #expect(
+            await eventually {
+                try? await other.set(Data([1]), for: "after", in: "ns", storedAt: .now, expiresAt: nil)
+                return recorder.all.contains(.key("after"))
+            }, "the second stream heard nothing: the listener stopped")
+        recorder.cancel()
+        await store.shutdown()
+        await other.shutdown()
+        await PostgresTestServer.drop(configuration)
+    }
+
     @Test(
         "The first operation opens maximumConnections sessions; they stay open, and a terminated one is reopened at once"
     )
