@@ -32,6 +32,11 @@ import Synchronization
 ///   ``Configuration/servesStaleWhenDisconnected``). `must-revalidate` (and, for a
 ///   shared cache, `proxy-revalidate` and `s-maxage`, which implies it) forbids
 ///   serving the response stale: neither applies, nor does a request's `max-stale`.
+/// - Responses are stored under the request's target URI: its URL without the
+///   fragment, with scheme and host in lowercase, no default port and an empty
+///   path as `/` (RFC 9110, sections 4.2.3 and 7.1), so a `GET` and an unsafe
+///   method's invalidation agree on which URLs are one resource; URLs that differ
+///   in their path or query (its order and percent-encoding included) are not.
 /// - The stored response is chosen by the request header fields its `Vary` names;
 ///   up to ``Configuration/maximumVariants`` are kept per URL. A request with
 ///   obs-text in such a field (an ISO-8859-1 value, see
@@ -304,7 +309,8 @@ public final class HTTPResponseCache: Sendable {
     private func isReusableForGet(_ response: HTTPCachedResponse, to request: _HTTPRequest) -> Bool {
         let control = effectiveControl(response)
         guard let location = response.headers.values(for: "content-location").first,
-            URL(string: location, relativeTo: request.url)?.absoluteURL.absoluteString == request.url.absoluteString,
+            let target = URL(string: location, relativeTo: request.url)?.absoluteURL,
+            _HTTPRequest.key(for: target) == request.key,
             control.maxAge != nil || (configuration.isShared && control.sharedMaxAge != nil)
                 || response.headers.contains("expires")
         else { return false }
@@ -369,14 +375,12 @@ public final class HTTPResponseCache: Sendable {
         var urls = [request.url]
         for name in ["location", "content-location"] {
             guard let value = response.headers.values(for: name).first,
-                let target = URL(string: value, relativeTo: request.url)?.absoluteURL,
-                target.scheme?.lowercased() == request.url.scheme?.lowercased(),
-                target.host?.lowercased() == request.url.host?.lowercased(), target.port == request.url.port
+                let target = URL(string: value, relativeTo: request.url)?.absoluteURL, request.isSameOrigin(target)
             else { continue }
             urls.append(target)
         }
         for url in urls {
-            let key = url.absoluteString
+            let key = _HTTPRequest.key(for: url)
             await variantUpdates.withLock(key) {
                 do {
                     try await storage.removeValue(for: key)

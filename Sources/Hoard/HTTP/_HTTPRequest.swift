@@ -34,8 +34,53 @@ struct _HTTPRequest: Sendable {
         return _HTTPRequest(method: method, url: url, headers: fields, body: body)
     }
 
-    /// The storage key: the URL.
-    var key: String { url.absoluteString }
+    /// The storage key: the URL as the target URI it names (see ``key(for:)``).
+    var key: String { Self.key(for: url) }
+
+    /// The storage key of `url`: its target URI (RFC 9110, section 7.1: without the
+    /// fragment, which is never sent), with the equivalences of RFC 9110, section
+    /// 4.2.3: scheme and host in lowercase, no default port (80 for `http`, 443 for
+    /// `https`), an empty path as `/`. The path and query are kept as they are, so
+    /// URLs that differ in them (the order of a query's parameters included) are
+    /// different keys, and a `GET`, an unsafe method's invalidation and a
+    /// `Location` name one key for one resource.
+    static func key(for url: URL) -> String {
+        guard var parts = URLComponents(url: url, resolvingAgainstBaseURL: true) else { return url.absoluteString }
+        parts.percentEncodedFragment = nil
+        // ASCII letters only: case does not change which characters are valid.
+        parts.scheme = parts.scheme.map(asciiLowercased)
+        parts.percentEncodedHost = parts.percentEncodedHost.map(asciiLowercased)
+        if let port = parts.port, port == defaultPort(scheme: parts.scheme) { parts.port = nil }
+        if parts.percentEncodedHost != nil, parts.percentEncodedPath.isEmpty { parts.percentEncodedPath = "/" }
+        return parts.string ?? url.absoluteString
+    }
+
+    /// Whether `other` is on the same origin as this request's URL (RFC 9110,
+    /// section 4.3.1): scheme and host in any case, a port left out as its
+    /// scheme's default.
+    func isSameOrigin(_ other: URL) -> Bool {
+        guard let scheme = url.scheme.map(Self.asciiLowercased), let host = url.host.map(Self.asciiLowercased),
+            other.scheme.map(Self.asciiLowercased) == scheme, other.host.map(Self.asciiLowercased) == host
+        else { return false }
+        return (url.port ?? Self.defaultPort(scheme: scheme)) == (other.port ?? Self.defaultPort(scheme: scheme))
+    }
+
+    /// The port a URL of `scheme` (lowercased) leaves out: 80 for `http`, 443 for
+    /// `https`.
+    private static func defaultPort(scheme: String?) -> Int? {
+        switch scheme {
+        case "http": 80
+        case "https": 443
+        default: nil
+        }
+    }
+
+    /// `text` with its ASCII letters in lowercase, and every other byte kept.
+    private static func asciiLowercased(_ text: String) -> String {
+        String(
+            decoding: text.utf8.map { (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) ? $0 | 0x20 : $0 },
+            as: UTF8.self)
+    }
 
     /// What concurrent requests must share to share one request to the origin: the
     /// method, the URL and every header field, in order, with its value's bytes (a
