@@ -215,5 +215,46 @@ struct HTTPResponseCacheHostileFieldTests {
         #expect(stored.isSelected(by: ["Last-Modified": "Tue, 14 Nov 2023 22:13:20 GMT"]))
         #expect(!stored.isSelected(by: ["Last-Modified": "Wed, 15 Nov 2023 22:13:20 GMT"]))
         #expect(stored.isSelected(by: [:]))
+        var weak = stored
+        weak.headers["ETag"] = "W/\"a\""
+        #expect(weak.isSelected(by: ["ETag": "W/\"a\""]))
+        #expect(!weak.isSelected(by: ["ETag": "\"a\""]), "a strong validator selects only a response with it strong")
+    }
+
+    @Test("A 304 with a strong ETag does not update a response stored with that tag weak: it is asked for whole")
+    func strongNotModifiedKeepsWeakResponseApart() async throws {
+        let clock = ManualClock(start: Self.start)
+        let origin = ScriptedTransport { request, index in
+            let date = _HTTPDate.format(clock.now())
+            if index == 0 {
+                return HTTPTransportResponse(
+                    statusCode: 200,
+                    headers: [
+                        "Cache-Control": "max-age=10", "Date": date, "ETag": "W/\"a\"", "Content-Encoding": "gzip",
+                    ],
+                    body: Data("compressed".utf8))
+            }
+            if request.headers["if-none-match"] != nil {
+                return HTTPTransportResponse(
+                    statusCode: 304, headers: ["Cache-Control": "max-age=3600", "Date": date, "ETag": "\"a\""],
+                    body: Data())
+            }
+            return HTTPTransportResponse(
+                statusCode: 200, headers: ["Cache-Control": "max-age=3600", "Date": date, "ETag": "\"a\""],
+                body: Data("identity".utf8))
+        }
+        let http = try Self.cache(clock, origin)
+        _ = try await http.response(for: Self.url)
+        clock.advance(by: 20)
+        let second = try await http.response(for: Self.url)
+        #expect(second.body == Data("identity".utf8))
+        #expect(second[header: "content-encoding"] == nil)
+        #expect(origin.requests.map { $0.headers["if-none-match"] } == [nil, "W/\"a\"", nil])
+        // A range of the strong "a" is cut from that representation's bytes, never from the weak one's.
+        let range = try await http.response(
+            to: HTTPCacheRequest(url: Self.url, headers: ["Range": "bytes=0-1", "If-Range": "\"a\""]))
+        #expect(range.isFromCache)
+        #expect(range.statusCode == 206)
+        #expect(range.body == Data("id".utf8))
     }
 }

@@ -108,7 +108,8 @@ public struct HTTPCachedResponse: Sendable, Hashable {
 
     /// Whether a `304` with the header fields `fields` may update this stored
     /// response (RFC 9111, section 4.3.4): its `ETag`, when it has one, matches this
-    /// response's (strongly when both are strong, weakly when either is weak); else
+    /// response's: a strong one only the same strong tag (a weakly tagged response
+    /// is not the representation a strong tag names), a weak one weakly; else
     /// its `Last-Modified`, when it has one, is this response's. A `304` with
     /// neither validator updates the response the request was made conditional on.
     /// Validators are compared by their bytes (obs-text included).
@@ -117,7 +118,7 @@ public struct HTTPCachedResponse: Sendable, Hashable {
             guard let stored = headers.byteTexts(for: "etag").first else { return false }
             let tag = HTTPHeaderFields.trimmingWhitespace(received)
             let own = HTTPHeaderFields.trimmingWhitespace(stored)
-            if !tag.hasPrefix("W/") && !own.hasPrefix("W/") { return tag == own }
+            if !tag.hasPrefix("W/") { return tag == own }
             return Self.opaqueTag(tag) == Self.opaqueTag(own)
         }
         if let modified = fields.byteTexts(for: "last-modified").first {
