@@ -221,6 +221,38 @@ struct HTTPResponseCacheHostileFieldTests {
         #expect(!weak.isSelected(by: ["ETag": "\"a\""]), "a strong validator selects only a response with it strong")
     }
 
+    @Test(
+        "A 304 (or a 200 to a HEAD) without Date or Age dates the stored response when it came: the earlier exchange's Date and Age no longer age it",
+        arguments: ["GET", "HEAD"])
+    func updateWithoutDateOrAge(_ method: String) async throws {
+        let clock = ManualClock(start: Self.start)
+        let origin = ScriptedTransport { request, index in
+            if index == 0 {
+                return HTTPTransportResponse(
+                    statusCode: 200,
+                    headers: [
+                        "Cache-Control": "max-age=10", "Date": _HTTPDate.format(clock.now()), "Age": "8",
+                        "ETag": "\"v1\"",
+                    ],
+                    body: Data("one".utf8))
+            }
+            return HTTPTransportResponse(
+                statusCode: request.method == "HEAD" ? 200 : 304, headers: ["ETag": "\"v1\""], body: Data())
+        }
+        let http = try Self.cache(clock, origin)
+        _ = try await http.response(for: Self.url)
+        clock.advance(by: 20)
+        let revalidated = try await http.response(to: HTTPCacheRequest(method: method, url: Self.url))
+        #expect(revalidated.statusCode == 200)
+        #expect(revalidated[header: "age"] == "0")
+        #expect(revalidated[header: "date"] == _HTTPDate.format(clock.now()))
+        clock.advance(by: 5)
+        let fresh = try await http.response(for: Self.url)
+        #expect(fresh.isFromCache && fresh.body == Data("one".utf8))
+        #expect(fresh[header: "age"] == "5")
+        #expect(origin.requests.map(\.method) == ["GET", method], "fresh for ten seconds from the update")
+    }
+
     @Test("A 304 with a strong ETag does not update a response stored with that tag weak: it is asked for whole")
     func strongNotModifiedKeepsWeakResponseApart() async throws {
         let clock = ManualClock(start: Self.start)

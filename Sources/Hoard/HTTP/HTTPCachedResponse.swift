@@ -75,7 +75,10 @@ public struct HTTPCachedResponse: Sendable, Hashable {
     /// `200` to a `HEAD`) in place of its own of the same names, but for the
     /// hop-by-hop fields, `Content-Length` and `Content-Encoding` (RFC 9111, section
     /// 3.2: the stored body keeps its length and encoding), and the dates of that
-    /// exchange. The request fields its `Vary` names are those of `requestHeaders`,
+    /// exchange. An `update` without `Date` dates it `responseTime` (RFC 9110,
+    /// section 6.6.1), and one without `Age` leaves it none (RFC 9111, section 5.1:
+    /// validated then): the earlier exchange's `Date` and `Age` no longer age it.
+    /// The request fields its `Vary` names are those of `requestHeaders`,
     /// the request that exchange answered: a `Vary` the update brings (or changes)
     /// then selects by what that request sent, not by nothing.
     func updated(
@@ -89,6 +92,8 @@ public struct HTTPCachedResponse: Sendable, Hashable {
             if replaced.insert(name).inserted { refreshed.headers.removeAll(named: name) }
             refreshed.headers.fields.append(field)
         }
+        if !replaced.contains("date") { refreshed.headers["Date"] = _HTTPDate.format(responseTime) }
+        if !replaced.contains("age") { refreshed.headers.removeAll(named: "age") }
         refreshed.recordVaryingFields(of: requestHeaders)
         refreshed.requestTime = requestTime
         refreshed.responseTime = responseTime
