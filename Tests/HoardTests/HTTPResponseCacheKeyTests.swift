@@ -59,6 +59,20 @@ struct HTTPResponseCacheKeyTests {
         #expect(after.body == Data("v2".utf8))
     }
 
+    @Test(
+        "The key of a URL: its target URI with RFC 9110's equivalences; path, query, user and other schemes as they are",
+        arguments: [
+            ("HTTPS://H.TEST:443?A=B#f", "https://h.test/?A=B"),
+            ("http://h.test:0080/x?#", "http://h.test/x?"),
+            ("HTTP://[FE80::AB]:80/Path", "http://[fe80::ab]/Path"),
+            ("http://h.test:8080/a%7Eb?b=2&a=1", "http://h.test:8080/a%7Eb?b=2&a=1"),
+            ("http://User@H.test/x", "http://User@h.test/x"),
+            ("urn:ISBN:123", "urn:ISBN:123"),
+        ])
+    func keyOfURL(_ url: String, key: String) throws {
+        #expect(_HTTPRequest.key(for: try #require(URL(string: url))) == key)
+    }
+
     @Test("URLs naming the same target URI share one stored response; another query order is another URL")
     func equivalentURLsShareOneResponse() async throws {
         let clock = ManualClock(start: Self.start)
