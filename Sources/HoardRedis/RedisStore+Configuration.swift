@@ -127,6 +127,29 @@ extension RedisStore {
         /// The longest delay between two connection attempts. Defaults to 10 seconds.
         public var maximumReconnectDelay: Duration
 
+        /// How long the pub/sub connection of ``RedisStore/invalidations(in:)``
+        /// waits, once it is open and after each check, before it sends `PING` to
+        /// check that the server still answers. Defaults to 5 seconds.
+        ///
+        /// A server that stops answering without closing the connection (frozen, or
+        /// cut off by a firewall or NAT that dropped the connection's state) would
+        /// otherwise leave the streams waiting, hearing no change, until the
+        /// operating system gives up on the connection, hours later. With the check,
+        /// a connection on which nothing at all arrives within
+        /// ``invalidationPingTimeout`` of a `PING` is closed and opened again (after
+        /// the reconnect delays, doubling while new connections stay unanswered),
+        /// and once the server confirms the subscription every stream receives
+        /// `RemoteInvalidation.missed`. A connection that stops answering is closed
+        /// at most about ``invalidationPingInterval`` plus ``invalidationPingTimeout``
+        /// after the last thing it received. An ACL user needs permission for `PING`.
+        public var invalidationPingInterval: Duration
+
+        /// How long the pub/sub connection waits after a `PING` for anything to arrive
+        /// (the answer, or any message) before it takes the connection for dead,
+        /// closes it and opens a new one. Defaults to 5 seconds. See
+        /// ``invalidationPingInterval``.
+        public var invalidationPingTimeout: Duration
+
         /// The longest string reply the store accepts; a longer one is a
         /// ``RedisError/Code/protocolError`` and closes the connection. Defaults to
         /// 512 MiB, the server's own limit.
@@ -137,7 +160,8 @@ extension RedisStore {
         public var maximumReplyDepth: Int
 
         /// Where connection failures, lost connections, subscriptions the server
-        /// refused and resubscriptions (after which every watcher hears
+        /// refused, invalidation connections that left a `PING` unanswered, and
+        /// resubscriptions (after which every watcher hears
         /// `RemoteInvalidation.missed`) are logged,
         /// once each, with `hoard.store` (the server's address), `hoard.tier`
         /// (`remote`), `hoard.operation` and `hoard.error` metadata; commands
@@ -162,6 +186,8 @@ extension RedisStore {
             connectionWaitTimeout: Duration = .seconds(5),
             initialReconnectDelay: Duration = .milliseconds(100),
             maximumReconnectDelay: Duration = .seconds(10),
+            invalidationPingInterval: Duration = .seconds(5),
+            invalidationPingTimeout: Duration = .seconds(5),
             maximumReplyBulkLength: Int = 512 << 20,
             maximumReplyDepth: Int = 32,
             logger: Logger? = nil
@@ -182,6 +208,8 @@ extension RedisStore {
             self.connectionWaitTimeout = connectionWaitTimeout
             self.initialReconnectDelay = initialReconnectDelay
             self.maximumReconnectDelay = maximumReconnectDelay
+            self.invalidationPingInterval = invalidationPingInterval
+            self.invalidationPingTimeout = invalidationPingTimeout
             self.maximumReplyBulkLength = maximumReplyBulkLength
             self.maximumReplyDepth = maximumReplyDepth
             self.logger = logger
@@ -297,6 +325,8 @@ extension RedisStore {
             try check(
                 maximumReconnectDelay >= initialReconnectDelay,
                 "maximumReconnectDelay must be at least initialReconnectDelay")
+            try check(invalidationPingInterval > .zero, "invalidationPingInterval must be positive")
+            try check(invalidationPingTimeout > .zero, "invalidationPingTimeout must be positive")
             try check(maximumReplyBulkLength >= 1, "maximumReplyBulkLength must be at least 1")
             try check(maximumReplyDepth >= 1, "maximumReplyDepth must be at least 1")
         }

@@ -170,6 +170,8 @@ public final class RedisStore: RemoteCacheStore {
                 let prefix = configuration.keyPrefix
                 let initialDelay = configuration.initialReconnectDelay
                 let maximumDelay = configuration.maximumReconnectDelay
+                let pingInterval = configuration.invalidationPingInterval
+                let pingTimeout = configuration.invalidationPingTimeout
                 tracker = _RedisClusterTracker { address, reportsGap, onTrouble in
                     var settings = connectionSettings
                     settings.host = address.host
@@ -179,6 +181,7 @@ public final class RedisStore: RemoteCacheStore {
                         reportsGapOnFirstConnection: reportsGap, onConnectionTrouble: onTrouble,
                         group: eventLoopGroup, hub: hub,
                         initialReconnectDelay: initialDelay, maximumReconnectDelay: maximumDelay,
+                        pingInterval: pingInterval, pingTimeout: pingTimeout,
                         log: _RedisLog(logger: configuration.logger, endpoint: address.description))
                 }
             }
@@ -204,7 +207,9 @@ public final class RedisStore: RemoteCacheStore {
                 ? configuration.keyPrefix : nil,
             group: eventLoopGroup, hub: hub,
             initialReconnectDelay: configuration.initialReconnectDelay,
-            maximumReconnectDelay: configuration.maximumReconnectDelay, log: log)
+            maximumReconnectDelay: configuration.maximumReconnectDelay,
+            pingInterval: configuration.invalidationPingInterval, pingTimeout: configuration.invalidationPingTimeout,
+            log: log)
     }
 
     deinit {

@@ -1,6 +1,7 @@
 #if Redis
 import HoardNIOSupport
 import NIOCore
+import Synchronization
 
 /// The dedicated pub/sub connection of a ``RedisStore``: keeps one `SUBSCRIBE` per
 /// namespace that some ``RedisStore/invalidations(in:)`` stream watches, and
@@ -23,8 +24,19 @@ import NIOCore
 /// An error reply on the connection (the server refused a `SUBSCRIBE`: an ACL user
 /// without the channel's permission, a proxy without pub/sub) leaves the
 /// subscriptions unknown: it is logged, and the connection is closed and opened
-/// again after the backoff for the refusals in a row, until the server confirms a
-/// subscription.
+/// again after the backoff for the unusable connections in a row, until the server
+/// confirms a subscription.
+///
+/// A server that stops answering without closing the connection (frozen, or cut off
+/// by a firewall or NAT that dropped the connection's state) is found by a health
+/// check: `pingInterval` after the connection opens, and after each check, the
+/// subscriber sends `PING` (allowed in subscribed mode; this RESP2 connection gets
+/// `["pong", ""]` back there, `+PONG` outside it), and when nothing at all (the
+/// answer, a message, a confirmation) arrives within `pingTimeout` of it, the
+/// connection is logged as unanswered, counted as unusable and closed: its close
+/// handler reconnects, and the resubscription reports `RemoteInvalidation.missed`.
+/// A connection that stops answering is closed at most about `pingInterval` plus
+/// `pingTimeout` after the last thing it received.
 actor _RedisSubscriber {
     private let endpoints: [_RedisConnection.Settings]
     /// The key prefix to ask the server to track (`CLIENT TRACKING … BCAST PREFIX`),
@@ -46,10 +58,16 @@ actor _RedisSubscriber {
     private let hub: _InvalidationHub
     private let initialReconnectDelay: Duration
     private let maximumReconnectDelay: Duration
+    /// How long the health check waits between the checks of a connection.
+    private let pingInterval: Duration
+    /// How long the health check waits after a `PING` for anything to arrive.
+    private let pingTimeout: Duration
     private let log: _RedisLog
     private var connection: _RedisConnection?
     private var subscribed: Set<ByteBuffer> = []
     private var connectTask: Task<Void, Never>?
+    /// The health check of `connection`.
+    private var healthTask: Task<Void, Never>?
     private var isShutdown = false
     /// Connections opened so far; every one after the first is a reconnection.
     private var connectionsOpened = 0
@@ -57,15 +75,17 @@ actor _RedisSubscriber {
     private var resubscribing = false
     /// The attempt that opened `connection`, to tell its replies from an older one's.
     private var connectionAttempt = 0
-    /// Connections in a row on which the server answered with an error (refused a
-    /// subscription); the next connection waits out the backoff for them first.
-    private var refusals = 0
+    /// Connections in a row that were unusable: the server answered with an error
+    /// (refused a subscription) or left a `PING` unanswered, and confirmed no
+    /// subscription since; the next connection waits out the backoff for them first.
+    private var unusableConnections = 0
 
     init(
         endpoints: [_RedisConnection.Settings], trackedPrefix: String? = nil, tracksOnly: Bool = false,
         reportsGapOnFirstConnection: Bool = false, onConnectionTrouble: (@Sendable () -> Void)? = nil,
         group: any EventLoopGroup, hub: _InvalidationHub,
-        initialReconnectDelay: Duration, maximumReconnectDelay: Duration, log: _RedisLog
+        initialReconnectDelay: Duration, maximumReconnectDelay: Duration,
+        pingInterval: Duration, pingTimeout: Duration, log: _RedisLog
     ) {
         self.log = log
         precondition(!endpoints.isEmpty, "a subscriber needs an endpoint")
@@ -78,6 +98,8 @@ actor _RedisSubscriber {
         self.hub = hub
         self.initialReconnectDelay = initialReconnectDelay
         self.maximumReconnectDelay = maximumReconnectDelay
+        self.pingInterval = pingInterval
+        self.pingTimeout = pingTimeout
     }
 
     /// Subscribes to the channels the hub wants and unsubscribes from the others,
@@ -129,6 +151,8 @@ actor _RedisSubscriber {
         isShutdown = true
         connectTask?.cancel()
         connectTask = nil
+        healthTask?.cancel()
+        healthTask = nil
         connection?.close()
         connection = nil
         if finishingStreams { hub.finishAll() }
@@ -136,11 +160,13 @@ actor _RedisSubscriber {
 
     private func connectLoop() async {
         var failures = 0
-        if refusals > 0 {
-            // The server refused the last connection's subscriptions: not at once again.
+        if unusableConnections > 0 {
+            // The server refused the last connection's subscriptions or left it
+            // unanswered: not at once again.
             try? await Task.sleep(
                 for: ReconnectBackoff.delay(
-                    afterFailures: refusals, initial: initialReconnectDelay, maximum: maximumReconnectDelay))
+                    afterFailures: unusableConnections, initial: initialReconnectDelay,
+                    maximum: maximumReconnectDelay))
         }
         while !isShutdown, !Task.isCancelled, !hub.wantedChannels.isEmpty {
             do {
@@ -148,9 +174,11 @@ actor _RedisSubscriber {
                 let settings = endpoints[attempts % endpoints.count]
                 attempts += 1
                 let attempt = attempts
+                let traffic = _SubscriberTraffic()
                 let connection = try await _RedisConnection.connect(
                     settings: settings, group: group,
                     onPush: { [weak self] value in
+                        traffic.received.add(1, ordering: .relaxed)
                         if let message = value.errorMessage {
                             guard let self else { return }
                             Task { await self.refused(message, attempt: attempt) }
@@ -176,6 +204,8 @@ actor _RedisSubscriber {
                 connection.closeFuture.whenComplete { _ in
                     Task { await self.connectionClosed(connection) }
                 }
+                healthTask?.cancel()
+                healthTask = Task { await self.checkHealth(of: connection, attempt: attempt, traffic: traffic) }
                 connectTask = nil
                 await sync()
                 return
@@ -225,7 +255,7 @@ actor _RedisSubscriber {
     /// one after the backoff.
     private func refused(_ message: String, attempt: Int) {
         guard !isShutdown, attempt == connectionAttempt, let connection else { return }
-        refusals += 1
+        unusableConnections += 1
         log.log(
             .warning, "the server refused to subscribe to invalidations; trying again after the reconnect delay",
             operation: "subscribe",
@@ -237,11 +267,63 @@ actor _RedisSubscriber {
 
     /// The server confirmed a subscription on the connection of `attempt`.
     private func accepted(attempt: Int) {
-        if attempt == connectionAttempt { refusals = 0 }
+        if attempt == connectionAttempt { unusableConnections = 0 }
+    }
+
+    /// Sends `PING` on `connection` (of `attempt`) `pingInterval` after it opened and
+    /// after each check, and closes it when nothing arrives on it within
+    /// `pingTimeout` of one. Ends when the
+    /// connection is replaced or closes, or the subscriber shuts down.
+    private func checkHealth(of connection: _RedisConnection, attempt: Int, traffic: _SubscriberTraffic) async {
+        while true {
+            do {
+                try await Task.sleep(for: pingInterval)
+            } catch {
+                return  // Cancelled: the connection closed, or the subscriber shut down.
+            }
+            guard !isShutdown, attempt == connectionAttempt, connection.isActive else { return }
+            let before = traffic.received.load(ordering: .relaxed)
+            do {
+                try await connection.sendWithoutReply([_RedisCommand("PING")])
+            } catch {
+                return  // The connection is closing; its close handler logs it and reconnects.
+            }
+            do {
+                try await Task.sleep(for: pingTimeout)
+            } catch {
+                return  // Cancelled: the connection closed, or the subscriber shut down.
+            }
+            guard !isShutdown, attempt == connectionAttempt, connection.isActive else { return }
+            if traffic.received.load(ordering: .relaxed) == before {
+                unanswered(connection)
+                return
+            }
+        }
+    }
+
+    /// Nothing arrived on `connection` within `pingTimeout` of a `PING`: the server
+    /// or the path to it is gone while the connection looks open. Logged, and the
+    /// connection closed: its close handler opens a new one after the backoff for
+    /// the unusable connections in a row (a server that keeps accepting connections
+    /// but never answers is tried less and less often).
+    private func unanswered(_ connection: _RedisConnection) {
+        unusableConnections += 1
+        log.log(
+            .warning,
+            "the invalidation connection to Redis did not answer PING within \(pingTimeout); reconnecting",
+            operation: "subscribe",
+            error: RedisError(
+                .timeout,
+                "The server at \(connection.settings.endpoint) sent nothing on the invalidation connection "
+                    + "within \(pingTimeout) of a PING; the connection was closed.",
+                command: "PING"))
+        connection.close()
     }
 
     private func connectionClosed(_ closed: _RedisConnection) {
         guard connection === closed else { return }
+        healthTask?.cancel()
+        healthTask = nil
         if !isShutdown {
             log.log(.warning, "the invalidation connection to Redis closed; reconnecting", operation: "subscribe")
             onConnectionTrouble?()
@@ -252,5 +334,11 @@ actor _RedisSubscriber {
             connectTask = Task { await self.connectLoop() }
         }
     }
+}
+
+/// What a subscriber connection has received so far: counted on its event loop for
+/// every message, confirmation and answer, read by the health check.
+private final class _SubscriberTraffic: Sendable {
+    let received = Atomic<Int>(0)
 }
 #endif

@@ -35,6 +35,7 @@ struct RedisConfigurationTests {
             .init(host: ""), .init(port: 0), .init(port: 70_000), .init(database: -1), .init(username: "alice"),
             .init(maximumConnections: 0), .init(pipeliningLimit: 0), .init(commandTimeout: .zero),
             .init(initialReconnectDelay: .seconds(2), maximumReconnectDelay: .seconds(1)), .init(maximumReplyDepth: 0),
+            .init(invalidationPingInterval: .zero), .init(invalidationPingTimeout: .milliseconds(-1)),
         ]
         for configuration in invalid {
             #expect(throws: RedisError.self) { _ = try RedisStore(configuration: configuration) }

@@ -170,6 +170,105 @@ struct RedisServerRestartTests {
         #expect(seen.all.first == .missed, "\(seen.all)")
     }
 
+    @Test(
+        "A frozen server that keeps the connection open: the invalidation connection's PING goes unanswered, it is closed, and once the server answers again the stream reports .missed and hears changes"
+    )
+    func frozenServer() async throws {
+        try await RedisChildServer.with { server in try await frozenServer(server) }
+    }
+
+    private func frozenServer(_ server: RedisChildServer) async throws {
+        var configuration = server.configuration()
+        configuration.initialReconnectDelay = .milliseconds(50)
+        configuration.maximumReconnectDelay = .milliseconds(400)
+        configuration.invalidationPingInterval = .milliseconds(200)
+        configuration.invalidationPingTimeout = .milliseconds(500)
+        let log = RecordingLogHandler()
+        configuration.logger = log.logger()
+        let store = try RedisStore(configuration: configuration)
+        configuration.logger = nil
+        let other = try RedisStore(configuration: configuration)
+        let seen = InvalidationRecorder(store.invalidations(in: "ns"))
+        defer {
+            seen.cancel()
+            Task {
+                await store.shutdown()
+                await other.shutdown()
+            }
+        }
+        #expect(
+            await eventually {
+                try? await other.set(Data([1]), for: "before", in: "ns", storedAt: .now, expiresAt: nil)
+                return seen.all.contains(.key("before"))
+            })
+
+        // Frozen, the server answers nothing, but its connections stay open: only a
+        // health check tells the subscriber that its connection is dead.
+        let logged = log.records.count
+        try server.freeze()
+        let noticed = await eventually(timeout: .seconds(30)) {
+            log.records.dropFirst(logged).contains { $0.message.contains("invalidation connection to Redis closed") }
+        }
+        try server.thaw()
+        #expect(noticed, "the subscriber did not notice in 30 s that the server stopped answering")
+        let unanswered = log.records.dropFirst(logged).first { $0.message.contains("did not answer PING") }
+        #expect(unanswered?.level == .warning)
+        #expect(unanswered?.metadata["hoard.operation"] == "subscribe")
+        #expect(unanswered?.metadata["hoard.error"]?.contains("PING") == true)
+
+        // Answering again, the server confirms a new subscription: changes made while
+        // it was frozen may have been missed, and later ones are heard.
+        let missedBefore = seen.all.count
+        #expect(await eventually { seen.all.dropFirst(missedBefore).contains(.missed) }, "\(seen.all)")
+        #expect(
+            await eventually {
+                try? await other.set(Data([2]), for: "after", in: "ns", storedAt: .now, expiresAt: nil)
+                return seen.all.contains(.key("after"))
+            }, "\(seen.all)")
+    }
+
+    @Test("A server that answers keeps the invalidation connection: PING's answer counts, and no .missed is reported")
+    func answeredPingsKeepTheConnection() async throws {
+        try await RedisChildServer.with { server in try await answeredPingsKeepTheConnection(server) }
+    }
+
+    private func answeredPingsKeepTheConnection(_ server: RedisChildServer) async throws {
+        var configuration = server.configuration()
+        configuration.invalidationPingInterval = .milliseconds(100)
+        // Generous, so that a loaded machine cannot make a healthy connection look
+        // dead; each PING after the first waits for the check of the one before.
+        configuration.invalidationPingTimeout = .seconds(2)
+        let log = RecordingLogHandler()
+        configuration.logger = log.logger()
+        let store = try RedisStore(configuration: configuration)
+        configuration.logger = nil
+        let other = try RedisStore(configuration: configuration)
+        let monitor = try await CommandMonitor(configuration: configuration, marker: "PING")
+        let seen = InvalidationRecorder(store.invalidations(in: "ns"))
+        defer {
+            seen.cancel()
+            monitor.close()
+            Task {
+                await store.shutdown()
+                await other.shutdown()
+            }
+        }
+        #expect(
+            await eventually {
+                try? await other.set(Data([1]), for: "before", in: "ns", storedAt: .now, expiresAt: nil)
+                return seen.all.contains(.key("before"))
+            })
+        // The subscriber pings while subscribed (the server answers ["pong", ""]); a
+        // third PING comes only after two checks, each of which would have closed a
+        // connection whose answers did not count (and logged it before reconnecting).
+        #expect(await eventually { monitor.seen.count >= 3 }, "the subscriber sent \(monitor.seen.count) PINGs")
+        #expect(!log.records.contains { $0.message.contains("did not answer PING") })
+        #expect(!log.records.contains { $0.message.contains("invalidation connection to Redis closed") })
+        try await other.set(Data([2]), for: "after", in: "ns", storedAt: .now, expiresAt: nil)
+        #expect(await eventually { seen.all.contains(.key("after")) })
+        #expect(!seen.all.contains(.missed), "\(seen.all)")
+    }
+
     @Test("AUTH with a password, with a username and password, SELECT; wrong ones are authenticationFailed")
     func authentication() async throws {
         let arguments = ["--requirepass", "s3cret", "--user", "alice", "on", ">wonderland", "~*", "&*", "+@all"]

@@ -130,6 +130,27 @@ final class RedisChildServer: Sendable {
         _ = await eventually(timeout: .seconds(60), every: .milliseconds(10)) { !process.isRunning }
     }
 
+    /// Freezes the server (SIGSTOP): it answers nothing, while the kernel keeps its
+    /// connections open and still accepts new ones, as with a server that hangs or a
+    /// network path that drops packets without resetting connections.
+    func freeze() throws {
+        try signal(SIGSTOP, "SIGSTOP")
+    }
+
+    /// Lets a server frozen by ``freeze()`` run again (SIGCONT).
+    func thaw() throws {
+        try signal(SIGCONT, "SIGCONT")
+    }
+
+    private func signal(_ signal: Int32, _ name: String) throws {
+        guard let process = self.process.withLock({ $0 }) else {
+            throw RedisError(.connectionFailed, "redis-server on port \(port) is not running: no \(name) sent")
+        }
+        guard kill(process.processIdentifier, signal) == 0 else {
+            throw RedisError(.connectionFailed, "\(name) to redis-server on port \(port) failed: errno \(errno)")
+        }
+    }
+
     /// Stops the server and removes its directory.
     func shutdown() async {
         try? await stop()
