@@ -13,10 +13,13 @@ struct CacheSuspectKeyTests {
     final class WriteFailingStore: ForwardingStore {
         let inner: any CacheStore
         let failing = Mutex(false)
+        /// How many batches the store was asked to write, failed or not.
+        let attempts = Mutex(0)
 
         init(_ inner: any CacheStore) { self.inner = inner }
 
         func write(_ batch: [CacheStoreWrite]) throws(HoardError) {
+            attempts.withLock { $0 += 1 }
             if failing.withLock({ $0 }) { throw HoardError(.ioFailed, "writes fail") }
             try inner.write(batch)
         }
@@ -170,6 +173,102 @@ struct CacheSuspectKeyTests {
             #expect(try disk.keys(in: "test") == ["other"], "the disk was cleared, then written")
             try await Self.evictMemory(cache)
             #expect(cache.cachedValue(for: "other") == "x", "the disk is read again")
+        }
+    }
+
+    @Test("A flush with no other write repairs a disk that recovered: no cache over it reads the old value")
+    func flushRepairsRecoveredDisk() async throws {
+        try await DiskTest.withTemporaryDirectory { directory in
+            let disk = try DiskStore(directory: directory)
+            let store = WriteFailingStore(disk)
+            var configuration: Cache<String, String>.Configuration = CacheTest.configuration()
+            configuration.localStores = .stores([store])
+            let cache = try Cache<String, String>(configuration: configuration)
+            cache["k"] = "1"
+            await cache.flush()
+            store.failing.withLock { $0 = true }
+            cache["k"] = "3"
+            await cache.flush()
+            store.failing.withLock { $0 = false }
+            await cache.flush()
+
+            #expect(try disk.entry(for: "k", in: "test") == nil, "the flush removed the replaced value from the disk")
+            let second = try Cache<String, String>(configuration: configuration)
+            #expect(try await second.value(for: "k") == nil, "another cache over the same disk does not serve it")
+            try await Self.evictMemory(cache)
+            #expect(cache.cachedValue(for: "k") == nil)
+        }
+    }
+
+    @Test("A flush with no other write repairs a remote store that recovered")
+    func flushRepairsRecoveredRemote() async throws {
+        let remote = WriteFailingRemoteStore()
+        var configuration: Cache<String, String>.Configuration = CacheTest.configuration()
+        configuration.remoteStores = [remote]
+        let cache = try Cache<String, String>(configuration: configuration)
+        cache["k"] = "1"
+        await cache.flush()
+        remote.failing.withLock { $0 = true }
+        cache["k"] = "3"
+        await cache.flush()
+        remote.failing.withLock { $0 = false }
+        await cache.flush()
+
+        #expect(try await remote.inner.entry(for: "k", in: "test") == nil, "the flush removed the replaced value")
+        let second = try Cache<String, String>(configuration: configuration)
+        #expect(try await second.value(for: "k") == nil, "another cache over the same store does not serve it")
+    }
+
+    @Test("A flush with no other write clears a disk that failed a clear, once it recovered")
+    func flushRepairsFailedClear() async throws {
+        try await DiskTest.withTemporaryDirectory { directory in
+            let disk = try DiskStore(directory: directory)
+            let store = WriteFailingStore(disk)
+            var configuration: Cache<String, String>.Configuration = CacheTest.configuration()
+            configuration.localStores = .stores([store])
+            let cache = try Cache<String, String>(configuration: configuration)
+            cache["k"] = "1"
+            await cache.flush()
+            store.failing.withLock { $0 = true }
+            try await #require(throws: HoardError.self) { try await cache.clear() }
+            store.failing.withLock { $0 = false }
+            await cache.flush()
+            #expect(try disk.keys(in: "test").isEmpty, "the flush sent the clear again")
+            try await Self.evictMemory(cache)
+            cache["other"] = "x"
+            await cache.flush()
+            try await Self.evictMemory(cache)
+            #expect(cache.cachedValue(for: "other") == "x", "the disk is read again")
+        }
+    }
+
+    @Test("A repair that fails again during a flush keeps the key suspect and is not reported again")
+    func flushRepairFailsAgain() async throws {
+        try await DiskTest.withTemporaryDirectory { directory in
+            let disk = try DiskStore(directory: directory)
+            let store = WriteFailingStore(disk)
+            var configuration: Cache<String, String>.Configuration = CacheTest.configuration()
+            configuration.localStores = .stores([store])
+            let failures = FailureLog()
+            configuration.onError = { failures.append($0) }
+            let cache = try Cache<String, String>(configuration: configuration)
+            cache["k"] = "1"
+            await cache.flush()
+            store.failing.withLock { $0 = true }
+            cache["k"] = "3"
+            await cache.flush()
+            let before = store.attempts.withLock { $0 }
+            await cache.flush()
+            #expect(store.attempts.withLock { $0 } == before + 1, "the flush sent the repair once")
+            try await Self.evictMemory(cache)
+            #expect(cache.cachedValue(for: "k") == nil, "the key is still not read from the disk")
+            let reported = failures.all.filter { $0.key == "k" }
+            #expect(reported.count == 1, "the failed change is reported once, its repairs are not: \(reported)")
+            #expect(failures.all.count == 1, "\(failures.all)")
+
+            store.failing.withLock { $0 = false }
+            await cache.flush()
+            #expect(try disk.entry(for: "k", in: "test") == nil, "the next flush repairs it")
         }
     }
 }

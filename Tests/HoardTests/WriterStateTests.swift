@@ -156,7 +156,7 @@ struct WriterStateTests {
         for applied in 0...queued.count {
             if applied > 0 {
                 stores.apply(queued[applied - 1].kind)
-                _ = state.complete(queued[(applied - 1)..<applied])
+                _ = state.complete(queued[(applied - 1)..<applied], hasSuspectKeys: false)
             }
             for key in ["k", "j"] {
                 let answer = stores.answer(key, pending: state.pending(for: key))
@@ -236,7 +236,7 @@ struct WriterStateTests {
                 stores.applyRemotely(operation.kind)
                 checkReads("after step \(step), remote share \(index) of \(batch.count)")
             }
-            _ = state.complete(batch[...])
+            _ = state.complete(batch[...], hasSuspectKeys: false)
             checkReads("after step \(step), batch completed")
         }
         for (step, change) in changes.enumerated() {
@@ -377,7 +377,7 @@ struct WriterStateTests {
                 stores.applyRemotely(operation.kind)
                 checkReads("after step \(step), remote share \(index) of \(batch.count)")
             }
-            _ = state.complete(batch[...])
+            _ = state.complete(batch[...], hasSuspectKeys: false)
             checkReads("after step \(step), batch completed")
         }
         func finishRead(at step: Int) {
@@ -531,7 +531,7 @@ struct WriterStateTests {
         #expect(state.isApplying)
         #expect(
             state.write(.remove("a", remote: true), bytes: 0, waitsForRoom: false) == .queued(startsApplying: false))
-        _ = state.complete(taken[...])
+        _ = state.complete(taken[...], hasSuspectKeys: false)
         #expect(state.takeQueued().map(\.sequence) == [3])
         #expect(state.takeQueued().isEmpty)
         #expect(!state.isApplying)
@@ -545,7 +545,7 @@ struct WriterStateTests {
         #expect(state.write(.removeAll(local: true, remote: true), bytes: 0, waitsForRoom: false) == .madeInMemory)
         #expect(state.queue.isEmpty && state.keys.isEmpty && state.queuedBytes == 0)
         #expect(state.pending(for: "a") == nil)
-        #expect(state.flush {})
+        #expect(state.flush(hasSuspectKeys: false) {} == .done)
         #expect(state.nextSequence == 3)
     }
 
@@ -570,12 +570,12 @@ struct WriterStateTests {
         #expect(state.queuedBytes == 1_510)
 
         let taken = state.takeQueued()
-        let first = state.complete(taken[0..<1])
+        let first = state.complete(taken[0..<1], hasSuspectKeys: false)
         #expect(first.roomWaiters.count == 1)
         for wake in first.roomWaiters { wake() }
         #expect(woken.value == 1)
         #expect(state.queuedBytes == 10)
-        let second = state.complete(taken[1..<2])
+        let second = state.complete(taken[1..<2], hasSuspectKeys: false)
         #expect(second.roomWaiters.isEmpty)
         #expect(state.queuedBytes == 0)
     }
@@ -593,20 +593,46 @@ struct WriterStateTests {
     @Test("A flush is released by the completion of the last change made before it, not earlier")
     func flushes() {
         var state = State(hasStores: true, hasRemoteStores: true, queueByteLimit: nil)
-        #expect(state.flush {}, "nothing queued")
+        #expect(state.flush(hasSuspectKeys: false) {} == .done, "nothing queued")
         _ = state.write(.set("a", 1, Self.dates), bytes: 0, waitsForRoom: false)
         _ = state.write(.set("b", 2, Self.dates), bytes: 0, waitsForRoom: false)
         let flushed = Counter()
-        #expect(!state.flush { flushed.add() })
+        #expect(state.flush(hasSuspectKeys: false) { flushed.add() } == .waits(startsApplying: false))
         _ = state.write(.set("c", 3, Self.dates), bytes: 0, waitsForRoom: false)
         let taken = state.takeQueued()
-        #expect(state.complete(taken[0..<1]).flushes.isEmpty)
-        let released = state.complete(taken[1..<2])
+        #expect(state.complete(taken[0..<1], hasSuspectKeys: false).flushes.isEmpty)
+        let released = state.complete(taken[1..<2], hasSuspectKeys: false)
         #expect(released.flushes.count == 1)
         for resume in released.flushes { resume() }
         #expect(flushed.value == 1)
-        #expect(state.complete(taken[2..<3]).flushes.isEmpty)
-        #expect(state.flush {}, "everything applied")
+        #expect(state.complete(taken[2..<3], hasSuspectKeys: false).flushes.isEmpty)
+        #expect(state.flush(hasSuspectKeys: false) {} == .done, "everything applied")
+    }
+
+    @Test("A flush whose changes leave suspect keys waits for one more batch, or a repair pass when none is queued")
+    func flushWaitsForRepairs() {
+        var state = State(hasStores: true, hasRemoteStores: false, queueByteLimit: nil)
+        _ = state.write(.set("a", 1, Self.dates), bytes: 0, waitsForRoom: false)
+        let flushed = Counter()
+        #expect(state.flush(hasSuspectKeys: false) { flushed.add() } == .waits(startsApplying: false))
+        let taken = state.takeQueued()
+        #expect(state.complete(taken[...], hasSuspectKeys: true).flushes.isEmpty, "a store has suspect keys")
+        #expect(state.takeQueued().isEmpty)
+        #expect(state.isApplying, "the writer applies a repair pass before it stops")
+        let repaired = state.complete(ArraySlice(), hasSuspectKeys: true)
+        for resume in repaired.flushes { resume() }
+        #expect(flushed.value == 1, "the repair pass releases the flush, whatever the repairs did")
+        #expect(state.takeQueued().isEmpty)
+        #expect(!state.isApplying, "then the writer stops")
+
+        // Idle, with suspect keys: a flush starts a repair pass.
+        #expect(state.flush(hasSuspectKeys: true) {} == .waits(startsApplying: true))
+        #expect(state.isApplying)
+        // A batch taken after it carries the repairs: its completion releases it.
+        #expect(state.write(.set("b", 2, Self.dates), bytes: 0, waitsForRoom: false) == .queued(startsApplying: false))
+        let batch = state.takeQueued()
+        #expect(state.complete(batch[...], hasSuspectKeys: true).flushes.count == 1)
+        #expect(state.flush(hasSuspectKeys: false) {} == .done, "no suspect keys: nothing to wait for")
     }
 
     @Test(
@@ -633,7 +659,7 @@ struct WriterStateTests {
             return
         }
         let batch = state.takeQueued()
-        _ = state.complete(batch[...])
+        _ = state.complete(batch[...], hasSuspectKeys: false)
         #expect(state.pending(for: "k") == nil)
         #expect(state.keys.isEmpty)
         state.endRead(ticket)

@@ -66,8 +66,9 @@ extension Cache {
     /// it returns), with the default lifetime. Assigning `nil` removes the entry
     /// from every tier. A store that fails to apply the change is reported and is
     /// not read for the key until it applies a later change of it (the removal of
-    /// the key that the writer sends it with its next batch, or a newer write), so
-    /// no read returns the value the assignment replaced or removed.
+    /// the key that the writer sends it with its next batch or ``flush()``, or a
+    /// newer write), so no read returns the value the assignment replaced or
+    /// removed.
     @inlinable  // CacheBenchmarks "memory hit: Cache", "memory set: Cache (no stores)"
     public subscript(key: Key) -> Value? {
         get { cachedValue(for: key) }

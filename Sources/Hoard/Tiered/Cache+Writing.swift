@@ -18,8 +18,8 @@ extension Cache {
     ///   when `expires` gives a NaN date (`.after(.nan)`). Otherwise the first
     ///   error a store threw; memory keeps the value then. A store that did not
     ///   apply the write is not read for `key` until it applies a later change of
-    ///   it: the removal of `key` that the writer sends it with its next batch, or
-    ///   a newer write.
+    ///   it: the removal of `key` that the writer sends it with its next batch or
+    ///   ``flush()``, or a newer write.
     public func set(_ value: Value, for key: Key, expires: Expiry? = nil) async throws {
         let dates = dates(for: expires)
         try HoardError.checkWriteDates(
@@ -41,7 +41,7 @@ extension Cache {
     ///   Otherwise the first error a store threw; memory keeps the value then. A
     ///   store that did not apply the write is not read for `key` until it
     ///   applies a later change of it: the removal of `key` that the writer sends
-    ///   it with its next batch, or a newer write.
+    ///   it with its next batch or ``flush()``, or a newer write.
     public func set(_ entry: CacheEntry<Value>, for key: Key) async throws {
         try HoardError.checkWriteDates(storedAt: entry.storedAt, expiresAt: entry.expiresAt, key: key.cacheKeyString)
         let physical = entry.expiresAt.map { $0.addingTimeInterval(grace) }
@@ -60,7 +60,8 @@ extension Cache {
     ///
     /// - Throws: The first error a store threw. A store that did not remove `key`
     ///   is not read for it until it applies a later change of it: the removal
-    ///   that the writer sends it again with its next batch, or a newer write.
+    ///   that the writer sends it again with its next batch or ``flush()``, or a
+    ///   newer write.
     public func removeValue(for key: Key) async throws {
         try await writer.apply(.remove(key, remote: true)) {
             removeFromMemory(key)
@@ -86,7 +87,7 @@ extension Cache {
     /// - Throws: The first error a store threw; memory is cleared either way. A
     ///   store that did not apply the clear is not read at all until it applies
     ///   the clear of this cache's namespace that the writer sends it again with
-    ///   its next batch.
+    ///   its next batch or ``flush()``.
     public func clear(memory clearsMemory: Bool = true, disk: Bool = true, remote: Bool = true) async throws {
         try await writer.apply(.removeAll(local: disk, remote: remote)) {
             if clearsMemory { memory.removeAll() }
@@ -94,11 +95,20 @@ extension Cache {
         }
     }
 
-    /// Waits until every write queued so far has reached the stores, and the
-    /// configuration's `onError` and `timings` have been called for them.
+    /// Waits until every write queued so far has reached the stores, then until
+    /// every store that did not apply a change (and so may hold the value it
+    /// replaced or removed) has been sent the removals that repair it once, and
+    /// the configuration's `onError` and `timings` have been called for all of it.
+    ///
+    /// A store that is reachable again therefore holds no value this cache knows
+    /// to be replaced or removed once `flush()` returns: a program that flushes
+    /// and exits leaves no such value for its next run to read. A repair the store
+    /// fails again is not reported (the change it repairs was); the store stays
+    /// unread for those keys, and the next batch or `flush()` sends the repair
+    /// again. With no such store, the repairs cost nothing.
     ///
     /// A short-lived program calls it before it ends. A normal exit without it
-    /// (`exit(_:)`, returning from `main`) still waits for the queued writes, in an
+    /// (`exit(_:)`, returning from `main`) still flushes, repairs included, in an
     /// `atexit` handler, for at most 30 seconds; an `onError`, `timings` or log
     /// handler that itself calls `exit` makes that handler wait the whole bound.
     public func flush() async {

@@ -21,7 +21,10 @@ import Synchronization
 ///   store (``_SuspectKeys``): reads skip the key there, and the store's next
 ///   share of a batch starts with its removal, until the store applies a change
 ///   of the key: a read never takes from a store a value this cache replaced
-///   or removed.
+///   or removed. A flush sends those removals once after the changes it waits
+///   for, in a repair pass (an empty batch) when nothing else is queued, so a
+///   program that flushes and exits leaves no such value in a store that is
+///   reachable again.
 /// - Store work runs on the writer's own serial queue (a ``_BlockingExecutor``),
 ///   never on the cooperative pool, and nothing blocks a thread waiting for a
 ///   task: remote writes are awaited by a task on that same queue, and the next
@@ -310,16 +313,25 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
         }
     }
 
-    /// Waits until every operation queued before this call has been applied, and
-    /// the callbacks of that work have returned.
+    /// Waits until every operation queued before this call has been applied, then
+    /// until every store with suspect keys (``_SuspectKeys``) has been sent their
+    /// repairs once (with the next batch, or in a repair pass of their own when
+    /// nothing else is queued), and the callbacks of that work have returned. A
+    /// repair that fails keeps its key suspect and is not reported.
     func flush() async {
         await withCheckedContinuation { continuation in
-            let done = state.withLock { $0.flush { continuation.resume() } }
-            guard done else { return }
-            if hasStores {
+            let outcome = state.withLock { state in
+                state.flush(hasSuspectKeys: suspectStores.load(ordering: .acquiring) != 0) {
+                    continuation.resume()
+                }
+            }
+            switch outcome {
+            case .done where hasStores:
                 callbacks.async { continuation.resume() }
-            } else {
+            case .done:
                 continuation.resume()
+            case .waits(let startsApplying):
+                if startsApplying { startApplying() }
             }
         }
     }
@@ -349,13 +361,19 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
     /// Applies what is queued, batch after batch, on ``queue``: `carried` is what
     /// an earlier pass took but has not applied yet. Returns when the queue is
     /// empty, or hands over to a task while remote stores write a batch (that task
-    /// calls `drain` again on ``queue`` once they have answered).
+    /// calls `drain` again on ``queue`` once they have answered). When the queue is
+    /// empty and a flush waits for the stores' repairs, applies an empty batch
+    /// first: a repair pass, every store's share of which is its repairs.
     func drain(_ carried: ArraySlice<Operation>) {
         var taken = carried
         while true {
             if taken.isEmpty {
-                taken = state.withLock { $0.takeQueued() }[...]
-                if taken.isEmpty { return }
+                let queued = state.withLock { state -> [Operation]? in
+                    let queued = state.takeQueued()
+                    return queued.isEmpty && !state.isApplying ? nil : queued
+                }
+                guard let queued else { return }
+                taken = queued[...]
             }
             let end = taken.index(taken.startIndex, offsetBy: min(Self.batchLimit, taken.count))
             let batch = taken[taken.startIndex..<end]
@@ -382,7 +400,10 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
 
     /// Marks a batch applied, then resumes its waiters and the flushes it satisfies.
     func complete(_ batch: ArraySlice<Operation>, failures: [(any Error)?]) {
-        let released = state.withLock { $0.complete(batch) }
+        // The batch's shares are settled: a store left with suspect keys is seen.
+        let released = state.withLock {
+            $0.complete(batch, hasSuspectKeys: suspectStores.load(ordering: .acquiring) != 0)
+        }
         for wake in released.roomWaiters { wake() }
         for (position, operation) in zip(batch.indices, batch) where !operation.completesLocally {
             operation.completion?(failures[position - batch.startIndex])

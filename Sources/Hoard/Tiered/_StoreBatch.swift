@@ -21,7 +21,8 @@
 /// failure of the store itself (unreachable, busy, damaged), a removal would fail
 /// the same way: the changes' failures are reported, and their keys are suspect in
 /// that store. Reads do not take a suspect key's value from the store, and the
-/// writer removes the key with the store's next share (``_SuspectKeys``).
+/// writer removes the key with the store's next share, or at the next flush
+/// (``_SuspectKeys``).
 ///
 /// The type only plans: the writer runs ``next``, reports the outcome with
 /// ``finish(_:error:)``, and reads ``failures`` and ``staleKeys(of:)`` at the end. Retrying a change

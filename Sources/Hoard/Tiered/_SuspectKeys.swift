@@ -6,16 +6,17 @@
 /// Removing a key from a store is always correct for a cache, so a suspect key is
 /// repaired by removal: reads below memory skip the key in that store (a miss
 /// there, as a queued change masks the stores), and the writer sends the removal
-/// ahead of the store's next share of a batch (``repairs(for:namespace:)``). A key
+/// ahead of the store's next share of a batch (``repairs(for:namespace:)``), or
+/// in a repair pass of its own when a flush finds nothing else queued. A key
 /// stops being suspect once the store applies a change of it: the repair, or a
 /// newer write or removal. A repair that fails keeps the key suspect, and is sent
-/// again with the next batch.
+/// again with the next batch or flush.
 ///
 /// The suspect keys of one store are bounded by ``limit``. Past it, or when the
 /// store fails to clear the cache's namespace, every key of the store is suspect
 /// (``Store/everything``): reads skip the store altogether, and its next share
-/// starts with a removal of the cache's namespace; once that is applied, the
-/// store is read again. Dropping every entry of one store is the one repair that
+/// (or flush) starts with a removal of the cache's namespace; once that is
+/// applied, the store is read again. Dropping every entry of one store is the one repair that
 /// is still correct with no memory per key, and it costs only what the store
 /// would have served from its older entries.
 ///

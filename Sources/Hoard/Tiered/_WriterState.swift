@@ -60,6 +60,16 @@ struct _WriterState<Key: CacheKey, Value: Sendable>: Sendable {
         case queued(startsApplying: Bool)
     }
 
+    /// What the writer does after ``flush(hasSuspectKeys:_:)``.
+    enum FlushOutcome: Equatable, Sendable {
+        /// Nothing to wait for: the caller resumes the flush.
+        case done
+        /// The flush's `resume` is returned by a later ``complete(_:hasSuspectKeys:)``;
+        /// when `startsApplying`, the writer starts applying (it was idle, and a
+        /// repair pass is due).
+        case waits(startsApplying: Bool)
+    }
+
     /// The waiters a completed batch releases.
     struct Completion: Sendable {
         /// Writers waiting for room in the queue's budget, now under it.
@@ -98,6 +108,11 @@ struct _WriterState<Key: CacheKey, Value: Sendable>: Sendable {
     @usableFromInline private(set) var meanEncodedBytes = 1_024
     private var roomWaiters: [@Sendable () -> Void] = []
     private var flushWaiters: [(target: UInt64, resume: @Sendable () -> Void)] = []
+    /// Flushes whose changes are applied and that wait for one attempt at the
+    /// stores' repairs: released by the next batch to complete (every store's
+    /// share of a batch starts with its repairs), or by a repair pass, an empty
+    /// batch the writer applies when nothing else is queued.
+    private var repairWaiters: [@Sendable () -> Void] = []
 
     init(hasStores: Bool, hasRemoteStores: Bool, queueByteLimit: Int?) {
         self.hasStores = hasStores
@@ -134,7 +149,7 @@ struct _WriterState<Key: CacheKey, Value: Sendable>: Sendable {
     }
 
     /// Registers a writer that got ``WriteOutcome/waitsForRoom``: `wake` is
-    /// returned by the ``complete(_:)`` that brings the queue under its budget.
+    /// returned by the ``complete(_:hasSuspectKeys:)`` that brings the queue under its budget.
     @usableFromInline
     mutating func waitForRoom(_ wake: @escaping @Sendable () -> Void) {
         roomWaiters.append(wake)
@@ -204,11 +219,13 @@ struct _WriterState<Key: CacheKey, Value: Sendable>: Sendable {
 
     // MARK: Applying
 
-    /// Takes every queued operation for the writer to apply; when there are none,
-    /// the writer stops (the next queued change starts it again).
+    /// Takes every queued operation for the writer to apply. When there are none,
+    /// the writer stops (the next queued change starts it again) unless a flush
+    /// waits for a repair pass: then ``isApplying`` stays `true`, and the writer
+    /// applies the empty batch, whose shares are the stores' repairs.
     mutating func takeQueued() -> [Operation] {
         if queue.isEmpty {
-            isApplying = false
+            if repairWaiters.isEmpty { isApplying = false }
             return []
         }
         var taken: [Operation] = []
@@ -216,15 +233,22 @@ struct _WriterState<Key: CacheKey, Value: Sendable>: Sendable {
         return taken
     }
 
-    /// Marks `batch` applied by every store: its keys settle unless changed again,
-    /// its bytes leave the budget.
+    /// Marks `batch` applied by every store (an empty batch: a repair pass): its
+    /// keys settle unless changed again, its bytes leave the budget.
+    /// `hasSuspectKeys` says whether a store has suspect keys after it
+    /// (``_SuspectKeys``).
     ///
     /// - Returns: The waiters to release: writers waiting for room when the queue
-    ///   is now under its budget, and the flushes it satisfies.
-    mutating func complete(_ batch: ArraySlice<Operation>) -> Completion {
-        guard let last = batch.last else { return Completion() }
-        completed = last.sequence
+    ///   is now under its budget, and the flushes it satisfies. A flush waiting
+    ///   for a repair attempt is satisfied by any batch (its shares started with
+    ///   the repairs); one whose last change is in `batch` is satisfied at once
+    ///   when no store has suspect keys, else it waits for the next batch or
+    ///   repair pass.
+    mutating func complete(_ batch: ArraySlice<Operation>, hasSuspectKeys: Bool) -> Completion {
         var released = Completion()
+        swap(&released.flushes, &repairWaiters)
+        guard let last = batch.last else { return released }
+        completed = last.sequence
         for operation in batch {
             queuedBytes -= operation.bytes
             switch operation.kind {
@@ -240,22 +264,37 @@ struct _WriterState<Key: CacheKey, Value: Sendable>: Sendable {
             swap(&released.roomWaiters, &roomWaiters)
         }
         if !flushWaiters.isEmpty {
-            released.flushes = flushWaiters.filter { $0.target <= last.sequence }.map(\.resume)
+            let reached = flushWaiters.filter { $0.target <= last.sequence }.map(\.resume)
             flushWaiters.removeAll { $0.target <= last.sequence }
+            if hasSuspectKeys {
+                repairWaiters += reached
+            } else {
+                released.flushes += reached
+            }
         }
         return released
     }
 
-    /// Registers a flush of every change made so far.
+    /// Registers a flush of every change made so far, followed by one attempt at
+    /// the repairs the stores are due then. `hasSuspectKeys` says whether a store
+    /// has suspect keys now (``_SuspectKeys``).
     ///
-    /// - Returns: `true` when there is nothing to wait for (the caller resumes at
-    ///   once); otherwise `resume` is returned by the ``complete(_:)`` that applies
-    ///   the last of those changes.
-    mutating func flush(_ resume: @escaping @Sendable () -> Void) -> Bool {
-        let target = nextSequence - 1
-        if completed >= target || !hasStores { return true }
-        flushWaiters.append((target, resume))
-        return false
+    /// - Returns: ``FlushOutcome/done`` when there is nothing to wait for (the
+    ///   caller resumes at once); otherwise `resume` is returned by a later
+    ///   ``complete(_:hasSuspectKeys:)``: the one that applies the last of those
+    ///   changes, when no store has suspect keys after it, else the next batch or
+    ///   repair pass.
+    mutating func flush(hasSuspectKeys: Bool, _ resume: @escaping @Sendable () -> Void) -> FlushOutcome {
+        guard hasStores else { return .done }
+        if completed < nextSequence - 1 {
+            flushWaiters.append((nextSequence - 1, resume))
+            return .waits(startsApplying: false)
+        }
+        guard hasSuspectKeys else { return .done }
+        repairWaiters.append(resume)
+        if isApplying { return .waits(startsApplying: false) }
+        isApplying = true
+        return .waits(startsApplying: true)
     }
 
     /// Folds the mean encoded size of a batch's values into ``meanEncodedBytes``.
