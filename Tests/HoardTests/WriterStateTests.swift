@@ -633,6 +633,19 @@ struct WriterStateTests {
         let batch = state.takeQueued()
         #expect(state.complete(batch[...], hasSuspectKeys: true).flushes.count == 1)
         #expect(state.flush(hasSuspectKeys: false) {} == .done, "no suspect keys: nothing to wait for")
+
+        // While the writer applies, the batch in flight may have been planned before
+        // the flush: the flush waits for it, then for one more.
+        let later = Counter()
+        #expect(state.flush(hasSuspectKeys: true) { later.add() } == .waits(startsApplying: false))
+        #expect(state.takeQueued().isEmpty)
+        #expect(state.isApplying)
+        #expect(state.complete(ArraySlice(), hasSuspectKeys: true).flushes.isEmpty)
+        #expect(state.takeQueued().isEmpty)
+        for resume in state.complete(ArraySlice(), hasSuspectKeys: true).flushes { resume() }
+        #expect(later.value == 1)
+        #expect(state.takeQueued().isEmpty)
+        #expect(!state.isApplying)
     }
 
     @Test(

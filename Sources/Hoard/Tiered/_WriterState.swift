@@ -113,6 +113,10 @@ struct _WriterState<Key: CacheKey, Value: Sendable>: Sendable {
     /// share of a batch starts with its repairs), or by a repair pass, an empty
     /// batch the writer applies when nothing else is queued.
     private var repairWaiters: [@Sendable () -> Void] = []
+    /// Flushes that found their changes applied while the writer was applying:
+    /// the batch in flight may have been planned before them, so they wait for
+    /// its completion, then join ``repairWaiters``.
+    private var laterRepairWaiters: [@Sendable () -> Void] = []
 
     init(hasStores: Bool, hasRemoteStores: Bool, queueByteLimit: Int?) {
         self.hasStores = hasStores
@@ -225,7 +229,7 @@ struct _WriterState<Key: CacheKey, Value: Sendable>: Sendable {
     /// applies the empty batch, whose shares are the stores' repairs.
     mutating func takeQueued() -> [Operation] {
         if queue.isEmpty {
-            if repairWaiters.isEmpty { isApplying = false }
+            if repairWaiters.isEmpty && laterRepairWaiters.isEmpty { isApplying = false }
             return []
         }
         var taken: [Operation] = []
@@ -240,14 +244,31 @@ struct _WriterState<Key: CacheKey, Value: Sendable>: Sendable {
     ///
     /// - Returns: The waiters to release: writers waiting for room when the queue
     ///   is now under its budget, and the flushes it satisfies. A flush waiting
-    ///   for a repair attempt is satisfied by any batch (its shares started with
-    ///   the repairs); one whose last change is in `batch` is satisfied at once
-    ///   when no store has suspect keys, else it waits for the next batch or
-    ///   repair pass.
+    ///   for a repair attempt is satisfied by any batch planned after it began
+    ///   waiting (its shares started with the repairs). A flush whose last change
+    ///   is in `batch`, or that began waiting for a repair attempt while `batch`
+    ///   was in flight, is satisfied at once when no store has suspect keys, else
+    ///   it waits for the next batch or repair pass.
     mutating func complete(_ batch: ArraySlice<Operation>, hasSuspectKeys: Bool) -> Completion {
         var released = Completion()
         swap(&released.flushes, &repairWaiters)
-        guard let last = batch.last else { return released }
+        var waiting: [@Sendable () -> Void] = []
+        swap(&waiting, &laterRepairWaiters)
+        if let last = batch.last { completeOperations(of: batch, last: last, waiting: &waiting, into: &released) }
+        if hasSuspectKeys {
+            repairWaiters = waiting
+        } else {
+            released.flushes += waiting
+        }
+        return released
+    }
+
+    /// ``complete(_:hasSuspectKeys:)`` for the operations of a batch that has
+    /// some: the flushes of `last`'s sequence or earlier join `waiting`.
+    private mutating func completeOperations(
+        of batch: ArraySlice<Operation>, last: Operation, waiting: inout [@Sendable () -> Void],
+        into released: inout Completion
+    ) {
         completed = last.sequence
         for operation in batch {
             queuedBytes -= operation.bytes
@@ -264,15 +285,9 @@ struct _WriterState<Key: CacheKey, Value: Sendable>: Sendable {
             swap(&released.roomWaiters, &roomWaiters)
         }
         if !flushWaiters.isEmpty {
-            let reached = flushWaiters.filter { $0.target <= last.sequence }.map(\.resume)
+            waiting += flushWaiters.filter { $0.target <= last.sequence }.map(\.resume)
             flushWaiters.removeAll { $0.target <= last.sequence }
-            if hasSuspectKeys {
-                repairWaiters += reached
-            } else {
-                released.flushes += reached
-            }
         }
-        return released
     }
 
     /// Registers a flush of every change made so far, followed by one attempt at
@@ -283,7 +298,10 @@ struct _WriterState<Key: CacheKey, Value: Sendable>: Sendable {
     ///   caller resumes at once); otherwise `resume` is returned by a later
     ///   ``complete(_:hasSuspectKeys:)``: the one that applies the last of those
     ///   changes, when no store has suspect keys after it, else the next batch or
-    ///   repair pass.
+    ///   repair pass planned after that. When the changes are applied already but
+    ///   a store has suspect keys: a repair pass the writer starts, or, while it
+    ///   applies a batch (planned before the flush, perhaps), the batch or repair
+    ///   pass after that one.
     mutating func flush(hasSuspectKeys: Bool, _ resume: @escaping @Sendable () -> Void) -> FlushOutcome {
         guard hasStores else { return .done }
         if completed < nextSequence - 1 {
@@ -291,8 +309,11 @@ struct _WriterState<Key: CacheKey, Value: Sendable>: Sendable {
             return .waits(startsApplying: false)
         }
         guard hasSuspectKeys else { return .done }
+        if isApplying {
+            laterRepairWaiters.append(resume)
+            return .waits(startsApplying: false)
+        }
         repairWaiters.append(resume)
-        if isApplying { return .waits(startsApplying: false) }
         isApplying = true
         return .waits(startsApplying: true)
     }
