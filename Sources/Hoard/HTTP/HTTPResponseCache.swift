@@ -519,7 +519,10 @@ public final class HTTPResponseCache: Sendable {
     /// those being stored when it is called, and those of the background
     /// revalidations (`stale-while-revalidate`) started before it. Failures are
     /// reported as the storage reports them (its `onError`, `logger` and
-    /// statistics), not thrown.
+    /// statistics), not thrown. As ``Cache/flush()`` does, it then sends each
+    /// store of the storage that failed a change the removals that repair it, so
+    /// a store that is reachable again keeps no response this cache replaced or
+    /// removed.
     ///
     /// Responses reach the stores behind the requests (in the storage's default
     /// write-behind mode), so a short-lived program, such as a command-line tool,
