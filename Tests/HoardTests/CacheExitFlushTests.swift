@@ -80,24 +80,15 @@ struct CacheExitFlushTests {
 
     @Test("The exit flush also repairs a store that recovered from a failed batch, with no other write")
     func exitFlushRepairs() async throws {
-        try await DiskTest.withTemporaryDirectory { directory in
+        try await CacheSuspectKeyTests.withFailingDisk { fixture async throws in
             let registry = _ExitFlush()
-            let disk = try DiskStore(directory: directory)
-            let store = CacheSuspectKeyTests.WriteFailingStore(disk)
-            var configuration: Cache<String, String>.Configuration = CacheTest.configuration()
-            configuration.localStores = .stores([store])
-            let cache = try Cache<String, String>(configuration: configuration)
-            registry.register(cache.writer)
-            cache["k"] = "1"
-            await cache.flush()
-            store.failing.withLock { $0 = true }
-            cache["k"] = "3"
-            await cache.flush()
-            store.failing.withLock { $0 = false }
+            registry.register(fixture.cache.writer)
+            await fixture.replaceWhileFailing()
+            fixture.store.failing.withLock { $0 = false }
 
             let flushed = Task.detached { registry.flushAll(timeout: .seconds(60)) }
             #expect(await flushed.value)
-            #expect(try disk.entry(for: "k", in: "test") == nil, "the disk no longer holds the replaced value")
+            #expect(try fixture.disk.entry(for: "k", in: "test") == nil, "the disk no longer holds the replaced value")
         }
     }
 }

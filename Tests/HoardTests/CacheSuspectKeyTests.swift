@@ -42,29 +42,64 @@ struct CacheSuspectKeyTests {
         try await cache.clear(memory: true, disk: false, remote: false)
     }
 
-    @Test("A disk that failed a batch as a whole is repaired by removal once it recovers")
-    func diskRepairedAfterRecovery() async throws {
+    /// A cache over a `DiskStore` behind a ``WriteFailingStore``.
+    struct FailingDisk {
+        let disk: DiskStore
+        let store: WriteFailingStore
+        let configuration: Cache<String, String>.Configuration
+        let cache: Cache<String, String>
+        /// What the cache reported, when `reportsFailures` was given.
+        let failures: FailureLog
+
+        /// ``CacheSuspectKeyTests/replaceWhileFailing(_:failing:)`` on this disk.
+        func replaceWhileFailing() async {
+            await CacheSuspectKeyTests.replaceWhileFailing(cache, failing: store.failing)
+        }
+    }
+
+    /// Writes `k` = "1" and flushes, then makes the store fail (`failing`) and writes
+    /// `k` = "3": memory holds "3", the store still holds "1".
+    static func replaceWhileFailing(_ cache: Cache<String, String>, failing: borrowing Mutex<Bool>) async {
+        cache["k"] = "1"
+        await cache.flush()
+        failing.withLock { $0 = true }
+        cache["k"] = "3"
+        await cache.flush()
+    }
+
+    /// Runs `body` with a ``FailingDisk`` in a temporary directory.
+    static func withFailingDisk(
+        reportsFailures: Bool = false, memoryLimit: Int = 1_000, _ body: (FailingDisk) async throws -> Void
+    ) async throws {
         try await DiskTest.withTemporaryDirectory { directory in
             let disk = try DiskStore(directory: directory)
             let store = WriteFailingStore(disk)
-            var configuration: Cache<String, String>.Configuration = CacheTest.configuration()
+            var configuration: Cache<String, String>.Configuration = CacheTest.configuration(memoryLimit: memoryLimit)
             configuration.localStores = .stores([store])
-            let cache = try Cache<String, String>(configuration: configuration)
-            cache["k"] = "1"
-            await cache.flush()
-            store.failing.withLock { $0 = true }
-            cache["k"] = "3"
-            await cache.flush()
-            store.failing.withLock { $0 = false }
+            let failures = FailureLog()
+            if reportsFailures { configuration.onError = { failures.append($0) } }
+            let fixture = FailingDisk(
+                disk: disk, store: store, configuration: configuration,
+                cache: try Cache<String, String>(configuration: configuration), failures: failures)
+            try await body(fixture)
+        }
+    }
+
+    @Test("A disk that failed a batch as a whole is repaired by removal once it recovers")
+    func diskRepairedAfterRecovery() async throws {
+        try await Self.withFailingDisk { fixture in
+            let cache = fixture.cache
+            await fixture.replaceWhileFailing()
+            fixture.store.failing.withLock { $0 = false }
             cache["other"] = "x"
             await cache.flush()
 
-            let kept = try disk.entry(for: "k", in: "test").map { String(decoding: $0.data, as: UTF8.self) }
+            let kept = try fixture.disk.entry(for: "k", in: "test").map { String(decoding: $0.data, as: UTF8.self) }
             #expect(kept != "1", "the disk no longer holds the replaced value")
             try await Self.evictMemory(cache)
             #expect(cache.cachedValue(for: "k") == nil)
             #expect(try await cache.value(for: "k") == nil)
-            let second = try Cache<String, String>(configuration: configuration)
+            let second = try Cache<String, String>(configuration: fixture.configuration)
             #expect(try await second.value(for: "k") == nil, "nor does another cache over the same disk")
 
             cache["k"] = "4"
@@ -76,20 +111,10 @@ struct CacheSuspectKeyTests {
 
     @Test("While the disk is down, a read that misses memory does not take the replaced value from it")
     func diskNotReadWhileDown() async throws {
-        try await DiskTest.withTemporaryDirectory { directory in
-            let disk = try DiskStore(directory: directory)
-            let store = WriteFailingStore(disk)
-            var configuration: Cache<String, String>.Configuration = CacheTest.configuration()
-            configuration.localStores = .stores([store])
-            let failures = FailureLog()
-            configuration.onError = { failures.append($0) }
-            let cache = try Cache<String, String>(configuration: configuration)
-            cache["k"] = "1"
+        try await Self.withFailingDisk(reportsFailures: true) { fixture in
+            let cache = fixture.cache
             cache["kept"] = "a"
-            await cache.flush()
-            store.failing.withLock { $0 = true }
-            cache["k"] = "3"
-            await cache.flush()
+            await fixture.replaceWhileFailing()
             try await Self.evictMemory(cache)
 
             #expect(cache.cachedValue(for: "k") == nil)
@@ -98,7 +123,7 @@ struct CacheSuspectKeyTests {
             cache["other"] = "x"
             await cache.flush()
             #expect(try await cache.value(for: "k") == nil, "a repair that fails keeps the key masked")
-            let reported = failures.all.filter { $0.key == "k" }
+            let reported = fixture.failures.all.filter { $0.key == "k" }
             #expect(reported.count == 1, "the failed change is reported once, its repairs are not: \(reported)")
         }
     }
@@ -109,11 +134,7 @@ struct CacheSuspectKeyTests {
         var configuration: Cache<String, String>.Configuration = CacheTest.configuration()
         configuration.remoteStores = [remote]
         let cache = try Cache<String, String>(configuration: configuration)
-        cache["k"] = "1"
-        await cache.flush()
-        remote.failing.withLock { $0 = true }
-        cache["k"] = "3"
-        await cache.flush()
+        await Self.replaceWhileFailing(cache, failing: remote.failing)
         try await Self.evictMemory(cache)
         #expect(try await cache.value(for: "k") == nil, "while the store is down")
 
@@ -128,33 +149,25 @@ struct CacheSuspectKeyTests {
 
     @Test("A clear a disk failed masks the whole disk until the clear is sent again and applied")
     func failedClearMasksDisk() async throws {
-        try await DiskTest.withTemporaryDirectory { directory in
-            let disk = try DiskStore(directory: directory)
-            let store = WriteFailingStore(disk)
-            var configuration: Cache<String, String>.Configuration = CacheTest.configuration()
-            configuration.localStores = .stores([store])
-            let cache = try Cache<String, String>(configuration: configuration)
+        try await Self.withFailingDisk { fixture in
+            let cache = fixture.cache
             cache["k"] = "1"
             await cache.flush()
-            store.failing.withLock { $0 = true }
+            fixture.store.failing.withLock { $0 = true }
             try await #require(throws: HoardError.self) { try await cache.clear() }
             #expect(cache.cachedValue(for: "k") == nil, "the removed value is not read from the disk")
 
-            store.failing.withLock { $0 = false }
+            fixture.store.failing.withLock { $0 = false }
             cache["other"] = "x"
             await cache.flush()
-            #expect(try disk.keys(in: "test") == ["other"])
+            #expect(try fixture.disk.keys(in: "test") == ["other"])
         }
     }
 
     @Test("Past the bound of suspect keys, the whole disk is masked until a clear of it is applied")
     func boundFallsBackToClear() async throws {
-        try await DiskTest.withTemporaryDirectory { directory in
-            let disk = try DiskStore(directory: directory)
-            let store = WriteFailingStore(disk)
-            var configuration: Cache<String, String>.Configuration = CacheTest.configuration(memoryLimit: 10_000)
-            configuration.localStores = .stores([store])
-            let cache = try Cache<String, String>(configuration: configuration)
+        try await Self.withFailingDisk(memoryLimit: 10_000) { fixture in
+            let (cache, store, disk) = (fixture.cache, fixture.store, fixture.disk)
             let count = 4_097
             for index in 0..<count { cache["k\(index)"] = "old" }
             cache["kept"] = "a"
@@ -178,22 +191,15 @@ struct CacheSuspectKeyTests {
 
     @Test("A flush with no other write repairs a disk that recovered: no cache over it reads the old value")
     func flushRepairsRecoveredDisk() async throws {
-        try await DiskTest.withTemporaryDirectory { directory in
-            let disk = try DiskStore(directory: directory)
-            let store = WriteFailingStore(disk)
-            var configuration: Cache<String, String>.Configuration = CacheTest.configuration()
-            configuration.localStores = .stores([store])
-            let cache = try Cache<String, String>(configuration: configuration)
-            cache["k"] = "1"
-            await cache.flush()
-            store.failing.withLock { $0 = true }
-            cache["k"] = "3"
-            await cache.flush()
-            store.failing.withLock { $0 = false }
+        try await Self.withFailingDisk { fixture in
+            let cache = fixture.cache
+            await fixture.replaceWhileFailing()
+            fixture.store.failing.withLock { $0 = false }
             await cache.flush()
 
-            #expect(try disk.entry(for: "k", in: "test") == nil, "the flush removed the replaced value from the disk")
-            let second = try Cache<String, String>(configuration: configuration)
+            let kept = try fixture.disk.entry(for: "k", in: "test")
+            #expect(kept == nil, "the flush removed the replaced value from the disk")
+            let second = try Cache<String, String>(configuration: fixture.configuration)
             #expect(try await second.value(for: "k") == nil, "another cache over the same disk does not serve it")
             try await Self.evictMemory(cache)
             #expect(cache.cachedValue(for: "k") == nil)
@@ -206,11 +212,7 @@ struct CacheSuspectKeyTests {
         var configuration: Cache<String, String>.Configuration = CacheTest.configuration()
         configuration.remoteStores = [remote]
         let cache = try Cache<String, String>(configuration: configuration)
-        cache["k"] = "1"
-        await cache.flush()
-        remote.failing.withLock { $0 = true }
-        cache["k"] = "3"
-        await cache.flush()
+        await Self.replaceWhileFailing(cache, failing: remote.failing)
         remote.failing.withLock { $0 = false }
         await cache.flush()
 
@@ -221,19 +223,15 @@ struct CacheSuspectKeyTests {
 
     @Test("A flush with no other write clears a disk that failed a clear, once it recovered")
     func flushRepairsFailedClear() async throws {
-        try await DiskTest.withTemporaryDirectory { directory in
-            let disk = try DiskStore(directory: directory)
-            let store = WriteFailingStore(disk)
-            var configuration: Cache<String, String>.Configuration = CacheTest.configuration()
-            configuration.localStores = .stores([store])
-            let cache = try Cache<String, String>(configuration: configuration)
+        try await Self.withFailingDisk { fixture in
+            let cache = fixture.cache
             cache["k"] = "1"
             await cache.flush()
-            store.failing.withLock { $0 = true }
+            fixture.store.failing.withLock { $0 = true }
             try await #require(throws: HoardError.self) { try await cache.clear() }
-            store.failing.withLock { $0 = false }
+            fixture.store.failing.withLock { $0 = false }
             await cache.flush()
-            #expect(try disk.keys(in: "test").isEmpty, "the flush sent the clear again")
+            #expect(try fixture.disk.keys(in: "test").isEmpty, "the flush sent the clear again")
             try await Self.evictMemory(cache)
             cache["other"] = "x"
             await cache.flush()
@@ -244,19 +242,9 @@ struct CacheSuspectKeyTests {
 
     @Test("A repair that fails again during a flush keeps the key suspect and is not reported again")
     func flushRepairFailsAgain() async throws {
-        try await DiskTest.withTemporaryDirectory { directory in
-            let disk = try DiskStore(directory: directory)
-            let store = WriteFailingStore(disk)
-            var configuration: Cache<String, String>.Configuration = CacheTest.configuration()
-            configuration.localStores = .stores([store])
-            let failures = FailureLog()
-            configuration.onError = { failures.append($0) }
-            let cache = try Cache<String, String>(configuration: configuration)
-            cache["k"] = "1"
-            await cache.flush()
-            store.failing.withLock { $0 = true }
-            cache["k"] = "3"
-            await cache.flush()
+        try await Self.withFailingDisk(reportsFailures: true) { fixture in
+            let (cache, store, disk, failures) = (fixture.cache, fixture.store, fixture.disk, fixture.failures)
+            await fixture.replaceWhileFailing()
             let before = store.attempts.withLock { $0 }
             await cache.flush()
             #expect(store.attempts.withLock { $0 } == before + 1, "the flush sent the repair once")
