@@ -253,6 +253,24 @@ struct HTTPResponseCacheHostileFieldTests {
         #expect(origin.requests.map(\.method) == ["GET", method], "fresh for ten seconds from the update")
     }
 
+    @Test("A response without Date is dated when it arrived, forwarded and served from the cache with that Date")
+    func responseWithoutDate() async throws {
+        let clock = ManualClock(start: Self.start)
+        let origin = ScriptedTransport { _, _ in
+            HTTPTransportResponse(statusCode: 200, headers: ["Cache-Control": "max-age=60"], body: Data("one".utf8))
+        }
+        let http = try Self.cache(clock, origin)
+        let arrived = _HTTPDate.format(clock.now())
+        let forwarded = try await http.response(for: Self.url)
+        #expect(forwarded[header: "date"] == arrived)
+        clock.advance(by: 5)
+        let stored = try await http.response(for: Self.url)
+        #expect(stored.isFromCache)
+        #expect(stored[header: "date"] == arrived)
+        #expect(stored[header: "age"] == "5")
+        #expect(origin.requests.count == 1)
+    }
+
     @Test("A 304 with a strong ETag does not update a response stored with that tag weak: it is asked for whole")
     func strongNotModifiedKeepsWeakResponseApart() async throws {
         let clock = ManualClock(start: Self.start)

@@ -92,6 +92,8 @@ struct HTTPTypesObsTextTests {
         originFields.append(HTTPField(name: .setCookie, value: Self.latin1("name=Ren%e", 0xE9)))
         originFields.append(HTTPField(name: .setCookie, value: "plain=1"))
         originFields.append(HTTPField(name: .contentType, value: "text/plain; charset=utf-8"))
+        // Dated, so that the cache adds no Date of its own (RFC 9110, section 6.6.1).
+        originFields.append(HTTPField(name: .date, value: _HTTPDate.format(clock.now())))
         let transport = HTTPTypesTransport { [originFields] request, _ in
             _ = sent.record(request)
             return (HTTPResponse(status: .ok, headerFields: originFields), Data("body".utf8))

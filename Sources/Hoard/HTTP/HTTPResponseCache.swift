@@ -32,6 +32,8 @@ import Synchronization
 ///   ``Configuration/servesStaleWhenDisconnected``). `must-revalidate` (and, for a
 ///   shared cache, `proxy-revalidate` and `s-maxage`, which implies it) forbids
 ///   serving the response stale: neither applies, nor does a request's `max-stale`.
+/// - A response that arrives without `Date` is given one, the time it arrived
+///   (RFC 9110, section 6.6.1), before it is stored or returned.
 /// - Responses are stored under the request's target URI: its URL without the
 ///   fragment, with scheme and host in lowercase, no default port and an empty
 ///   path as `/` (RFC 9110, sections 4.2.3 and 7.1), so a `GET` and an unsafe

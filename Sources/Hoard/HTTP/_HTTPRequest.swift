@@ -143,11 +143,15 @@ struct _HTTPRequest: Sendable {
     }
 
     /// `response` as a cached response to this request, without its hop-by-hop
-    /// fields.
+    /// fields. A response without `Date` is dated `responseTime`, when it arrived
+    /// (RFC 9110, section 6.6.1: a recipient with a clock adds one to a response it
+    /// caches or forwards), so it is served, stored and aged with one.
     func cached(_ response: HTTPTransportResponse, requestTime: Date, responseTime: Date) -> HTTPCachedResponse {
+        var fields = _HTTPHopByHop.removed(from: response.headers)
+        if !fields.contains("date") { fields["Date"] = _HTTPDate.format(responseTime) }
         var result = HTTPCachedResponse(
-            url: url, statusCode: response.statusCode, headers: _HTTPHopByHop.removed(from: response.headers),
-            body: response.body, requestTime: requestTime, responseTime: responseTime, isFromCache: false)
+            url: url, statusCode: response.statusCode, headers: fields, body: response.body,
+            requestTime: requestTime, responseTime: responseTime, isFromCache: false)
         result.recordVaryingFields(of: headers)
         return result
     }
