@@ -6,23 +6,29 @@ struct _HTTPRequest: Sendable {
     let url: URL
     let headers: HTTPHeaderFields
     let body: Data
+    /// The storage key: the URL as the target URI it names (see ``key(for:)``),
+    /// worked out once, as storing, invalidating and logging a request all use it.
+    let key: String
 
     init(_ request: HTTPCacheRequest) {
         method = request.method
         url = request.url
         headers = request.headers
         body = request.body
+        key = Self.key(for: request.url)
     }
 
-    private init(method: String, url: URL, headers: HTTPHeaderFields, body: Data) {
+    /// A request for the same URL as one whose storage key is `key`.
+    private init(method: String, url: URL, key: String, headers: HTTPHeaderFields, body: Data) {
         self.method = method
         self.url = url
+        self.key = key
         self.headers = headers
         self.body = body
     }
 
     /// This request as a `GET` (what a `HEAD` revalidates in the background).
-    var asGet: _HTTPRequest { _HTTPRequest(method: "GET", url: url, headers: headers, body: body) }
+    var asGet: _HTTPRequest { _HTTPRequest(method: "GET", url: url, key: key, headers: headers, body: body) }
 
     /// This request without the conditions and range a client may add (what the
     /// cache sends to refresh a stored response whole, with its own validators).
@@ -31,11 +37,8 @@ struct _HTTPRequest: Sendable {
         for name in ["if-none-match", "if-modified-since", "if-match", "if-unmodified-since", "if-range", "range"] {
             fields.removeAll(named: name)
         }
-        return _HTTPRequest(method: method, url: url, headers: fields, body: body)
+        return _HTTPRequest(method: method, url: url, key: key, headers: fields, body: body)
     }
-
-    /// The storage key: the URL as the target URI it names (see ``key(for:)``).
-    var key: String { Self.key(for: url) }
 
     /// The storage key of `url`: its target URI (RFC 9110, section 7.1: without the
     /// fragment, which is never sent), with the equivalences of RFC 9110, section
