@@ -67,9 +67,13 @@ struct CacheSuspectKeyTests {
         await cache.flush()
     }
 
-    /// Runs `body` with a ``FailingDisk`` in a temporary directory.
+    /// Runs `body` with a ``FailingDisk`` in a temporary directory, its cache
+    /// configured by ``CacheTest/configuration(_:disk:memoryLimit:)`` and then
+    /// `configure`.
     static func withFailingDisk(
-        reportsFailures: Bool = false, memoryLimit: Int = 1_000, _ body: (FailingDisk) async throws -> Void
+        reportsFailures: Bool = false, memoryLimit: Int = 1_000,
+        configure: (inout Cache<String, String>.Configuration) -> Void = { _ in },
+        _ body: (FailingDisk) async throws -> Void
     ) async throws {
         try await DiskTest.withTemporaryDirectory { directory in
             let disk = try DiskStore(directory: directory)
@@ -78,6 +82,7 @@ struct CacheSuspectKeyTests {
             configuration.localStores = .stores([store])
             let failures = FailureLog()
             if reportsFailures { configuration.onError = { failures.append($0) } }
+            configure(&configuration)
             let fixture = FailingDisk(
                 disk: disk, store: store, configuration: configuration,
                 cache: try Cache<String, String>(configuration: configuration), failures: failures)

@@ -138,6 +138,30 @@ extension Cache {
         /// handler may write to the cache, in write-through mode too.
         public var logger: Logger?
 
+        /// Seconds after which the cache retries, on its own, the repair of a store
+        /// that failed a change: `nil` retries only with the next write or
+        /// ``Cache/flush()``. Defaults to ``defaultRepairRetryInterval`` (5
+        /// seconds). Must be more than zero and at most a day.
+        ///
+        /// A store that fails a write (unreachable, busy, a full disk) may still
+        /// hold the value the write replaced or removed. The cache does not read
+        /// that key from the store until it has removed it there, and sends the
+        /// removal with the store's next share of a write, or with a flush. A cache
+        /// that writes nothing more would leave the older value in the store for
+        /// every other cache over it, so while a repair is owed the cache flushes
+        /// after this many seconds, doubling the wait after each retry the store
+        /// fails (up to five minutes, or this interval when it is longer) and
+        /// starting over once every repair is applied. A failed repair is not
+        /// reported again: the failure of the write it repairs was.
+        public var repairRetryInterval: TimeInterval?
+
+        /// The default of ``repairRetryInterval``: 5 seconds.
+        public static var defaultRepairRetryInterval: TimeInterval { 5 }
+
+        /// For tests: waits for the delay of a timed repair retry in place of
+        /// `Task.sleep(for:)`.
+        var _repairRetrySleep: (@Sendable (Duration) async throws -> Void)?
+
         /// Called with the duration of every fetch, store read and store write
         /// (one per batch and store), for metrics (the `HoardMetrics` product turns
         /// them into swift-metrics timers). Fetches and store reads are timed on the
@@ -184,6 +208,7 @@ extension Cache {
             staleWhileRevalidate = nil
             negativeCaching = nil
             expiryJitter = 0
+            repairRetryInterval = Self.defaultRepairRetryInterval
             self.codec = codec
             onError = nil
             logger = nil
@@ -226,6 +251,11 @@ extension Cache {
             }
             if let seconds = negativeCaching, !(seconds >= 0) {
                 throw HoardError(.invalidConfiguration, "negativeCaching must be zero or more, not \(seconds)")
+            }
+            if let seconds = repairRetryInterval, !(seconds > 0 && seconds <= 86_400) {
+                throw HoardError(
+                    .invalidConfiguration,
+                    "repairRetryInterval must be more than zero and at most a day, not \(seconds)")
             }
         }
     }

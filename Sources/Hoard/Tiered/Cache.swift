@@ -167,7 +167,11 @@ public final class Cache<Key: CacheKey, Value: Sendable>: Sendable {
             namespace: namespace, localStores: localStores, remoteStores: remoteStores,
             codec: codec, queueByteLimit: configuration.writeQueueByteLimit, size: _defaultCost(of: Value.self),
             timings: configuration.timings,
-            onError: logAndHandle, report: report)
+            onError: logAndHandle,
+            repairRetry: configuration.repairRetryInterval.map {
+                _RepairRetry(interval: .seconds($0), sleep: configuration._repairRetrySleep)
+            },
+            report: report)
         // A program that exits normally without `flush()` still loses no write.
         if writer.hasStores { _ExitFlush.shared.register(writer) }
         startListeningForInvalidations()

@@ -24,7 +24,9 @@ import Synchronization
 ///   or removed. A flush sends those removals once after the changes it waits
 ///   for, in a repair pass (an empty batch) when nothing else is queued, so a
 ///   program that flushes and exits leaves no such value in a store that is
-///   reachable again.
+///   reachable again. While a store has suspect keys, the writer also flushes
+///   after a delay (``_RepairRetry``), so a cache that writes nothing more still
+///   repairs a store that recovered.
 /// - Store work runs on the writer's own serial queue (a ``_BlockingExecutor``),
 ///   never on the cooperative pool, and nothing blocks a thread waiting for a
 ///   task: remote writes are awaited by a task on that same queue, and the next
@@ -69,6 +71,9 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
     /// The serial queue the cache's callbacks for the writer's work run on, in
     /// order; ``flush()`` resumes on it, after the callbacks of what it waited for.
     let callbacks: DispatchQueue
+    /// Flushes after a delay while a store has suspect keys; `nil` when the cache
+    /// has no stores or its configuration turned the retry off.
+    let repairRetry: _RepairRetry?
     /// The most operations applied in one store transaction: large enough that the
     /// commit is a small part of a batch, small enough that readers of the store
     /// are not held off for long.
@@ -80,6 +85,8 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
     ///     writer's work.
     ///   - report: Counts and publishes those failures (on the writer's own threads:
     ///     it must not call the cache's callbacks or its log handler).
+    ///   - repairRetry: Flushes after a delay while a store has suspect keys; `nil`
+    ///     for no timed retry. Ignored when there are no stores.
     init(
         namespace: String, localStores: [any CacheStore], remoteStores: [any RemoteCacheStore],
         codec: ValueCodec<Value>?,
@@ -87,6 +94,7 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
         size: (@Sendable (Value) -> Int)? = nil,
         timings: (@Sendable (CacheTiming) -> Void)? = nil,
         onError: (@Sendable (CacheFailure) -> Void)? = nil,
+        repairRetry: _RepairRetry? = nil,
         report: @escaping @Sendable (CacheFailure) -> Void
     ) {
         let callbacks = DispatchQueue(label: "Hoard.Cache.callbacks", qos: .userInitiated)
@@ -98,6 +106,7 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
         self.localStores = localStores
         self.remoteStores = remoteStores
         hasStores = !localStores.isEmpty || !remoteStores.isEmpty
+        self.repairRetry = hasStores ? repairRetry : nil
         state = Mutex(
             _WriterState(hasStores: hasStores, hasRemoteStores: !remoteStores.isEmpty, queueByteLimit: queueByteLimit))
         self.codec = codec
@@ -398,12 +407,14 @@ final class _CacheWriter<Key: CacheKey, Value: Sendable>: Sendable {
         }
     }
 
-    /// Marks a batch applied, then resumes its waiters and the flushes it satisfies.
+    /// Marks a batch applied, then resumes its waiters and the flushes it satisfies,
+    /// and schedules a timed retry of the repairs when a store is left with suspect
+    /// keys.
     func complete(_ batch: ArraySlice<Operation>, failures: [(any Error)?]) {
         // The batch's shares are settled: a store left with suspect keys is seen.
-        let released = state.withLock {
-            $0.complete(batch, hasSuspectKeys: suspectStores.load(ordering: .acquiring) != 0)
-        }
+        let hasSuspectKeys = suspectStores.load(ordering: .acquiring) != 0
+        let released = state.withLock { $0.complete(batch, hasSuspectKeys: hasSuspectKeys) }
+        repairRetry?.batchSettled(hasSuspectKeys: hasSuspectKeys) { [weak self] in await self?.flush() }
         for wake in released.roomWaiters { wake() }
         for (position, operation) in zip(batch.indices, batch) where !operation.completesLocally {
             operation.completion?(failures[position - batch.startIndex])
