@@ -35,10 +35,13 @@ import Synchronization
 /// - A response that arrives without `Date` is given one, the time it arrived
 ///   (RFC 9110, section 6.6.1), before it is stored or returned.
 /// - Responses are stored under the request's target URI: its URL without the
-///   fragment, with scheme and host in lowercase, no default port and an empty
-///   path as `/` (RFC 9110, sections 4.2.3 and 7.1), so a `GET` and an unsafe
-///   method's invalidation agree on which URLs are one resource; URLs that differ
-///   in their path or query (its order and percent-encoding included) are not.
+///   fragment, with scheme and host in lowercase, no default port, an escaped
+///   unreserved character decoded (`%7E` is `~`), other escapes in uppercase hex
+///   (`%3a` is `%3A`), no dot-segments in the path (`/a/./b/../c` is `/a/c`) and
+///   an empty path as `/` (RFC 9110, sections 4.2.3 and 7.1; RFC 3986, section
+///   6.2.2), so a `GET` and an unsafe method's invalidation agree on which URLs are
+///   one resource; URLs that differ otherwise in their path or query (its order,
+///   or a reserved character escaped or not, `%2F` and `/`) are not.
 /// - The stored response is chosen by the request header fields its `Vary` names;
 ///   up to ``Configuration/maximumVariants`` are kept per URL. A request with
 ///   obs-text in such a field (an ISO-8859-1 value, see

@@ -42,30 +42,49 @@ struct _HTTPRequest: Sendable {
 
     /// The storage key of `url`: its target URI (RFC 9110, section 7.1: without the
     /// fragment, which is never sent), with the equivalences of RFC 9110, section
-    /// 4.2.3: scheme and host in lowercase, no default port (80 for `http`, 443 for
-    /// `https`), an empty path as `/`. The path and query are kept as they are, so
-    /// URLs that differ in them (the order of a query's parameters included) are
-    /// different keys, and a `GET`, an unsafe method's invalidation and a
-    /// `Location` name one key for one resource.
+    /// 4.2.3 and RFC 3986, section 6.2.2: scheme and host in lowercase, no default
+    /// port (80 for `http`, 443 for `https`), an escape of an unreserved character
+    /// decoded (`%7E` is `~`) and every other escape in uppercase hex (`%3a` is
+    /// `%3A`), the path without dot-segments (`/a/./b/../c` is `/a/c`) and, for
+    /// `http` and `https`, an empty path as `/`.
+    ///
+    /// A reserved character's escape stays distinct from the character (`%2F` from
+    /// `/`, `%3F` from `?`), a malformed escape is kept as it is, and the query keeps
+    /// its order and its dot-segments, so URLs that differ in those are different
+    /// keys, and a `GET`, an unsafe method's invalidation and a `Location` name one
+    /// key for one resource.
     static func key(for url: URL) -> String {
         guard var parts = URLComponents(url: url, resolvingAgainstBaseURL: true) else { return url.absoluteString }
         parts.percentEncodedFragment = nil
         // ASCII letters only: case does not change which characters are valid.
         parts.scheme = parts.scheme.map(asciiLowercased)
-        parts.percentEncodedHost = parts.percentEncodedHost.map(asciiLowercased)
+        parts.percentEncodedHost = parts.percentEncodedHost.map {
+            HTTPTargetURI.normalizedPercentEncoding($0, lowercasingLetters: true)
+        }
         if let port = parts.port, port == defaultPort(scheme: parts.scheme) { parts.port = nil }
-        if parts.percentEncodedHost != nil, parts.percentEncodedPath.isEmpty { parts.percentEncodedPath = "/" }
+        var path = HTTPTargetURI.normalizedPercentEncoding(parts.percentEncodedPath)
+        // A path without an authority keeps its dot-segments: removing them could
+        // leave one starting with "//", which would read as an authority.
+        if parts.percentEncodedHost != nil { path = HTTPTargetURI.removingDotSegments(path) }
+        if path.isEmpty, defaultPort(scheme: parts.scheme) != nil { path = "/" }
+        parts.percentEncodedPath = path
+        parts.percentEncodedQuery = parts.percentEncodedQuery.map { HTTPTargetURI.normalizedPercentEncoding($0) }
         return parts.string ?? url.absoluteString
     }
 
     /// Whether `other` is on the same origin as this request's URL (RFC 9110,
-    /// section 4.3.1): scheme and host in any case, a port left out as its
+    /// section 4.3.1): scheme and host compared as ``key(for:)`` normalises them
+    /// (in any case, an unreserved character escaped or not), a port left out as its
     /// scheme's default.
     func isSameOrigin(_ other: URL) -> Bool {
-        guard let scheme = url.scheme.map(Self.asciiLowercased), let host = url.host.map(Self.asciiLowercased),
-            other.scheme.map(Self.asciiLowercased) == scheme, other.host.map(Self.asciiLowercased) == host
+        guard let mine = URLComponents(url: url, resolvingAgainstBaseURL: true),
+            let theirs = URLComponents(url: other, resolvingAgainstBaseURL: true),
+            let scheme = mine.scheme.map(Self.asciiLowercased), let host = mine.percentEncodedHost,
+            theirs.scheme.map(Self.asciiLowercased) == scheme, let otherHost = theirs.percentEncodedHost,
+            HTTPTargetURI.normalizedPercentEncoding(host, lowercasingLetters: true)
+                == HTTPTargetURI.normalizedPercentEncoding(otherHost, lowercasingLetters: true)
         else { return false }
-        return (url.port ?? Self.defaultPort(scheme: scheme)) == (other.port ?? Self.defaultPort(scheme: scheme))
+        return (mine.port ?? Self.defaultPort(scheme: scheme)) == (theirs.port ?? Self.defaultPort(scheme: scheme))
     }
 
     /// The port a URL of `scheme` (lowercased) leaves out: 80 for `http`, 443 for
