@@ -79,6 +79,18 @@ struct HTTPTypesBridgeTests {
         #expect(relative?.code == .invalidHTTPMessage)
     }
 
+    @Test(
+        "A request through the bridge is stored under its normalised target URI; a malformed escape does not trap",
+        arguments: [
+            ("HTTP", "Origin.TEST:80", "/a/./b/../%7Ec%3a?q=%2f", "http://origin.test/a/~c%3A?q=%2F"),
+            ("http", "origin.test", "/a%2Fb", "http://origin.test/a%2Fb"),
+            ("http", "origin.test", "/%zz/%4?q=%", "http://origin.test/%25zz/%254?q=%25"),
+        ])
+    func requestKey(scheme: String, authority: String, path: String, key: String) throws {
+        let request = HTTPRequest(method: .get, scheme: scheme, authority: authority, path: path)
+        #expect(_HTTPRequest(try HTTPCacheRequest(request)).key == key)
+    }
+
     @Test("Through the bridge: stored, served with its Age, 304 for the client's validator, revalidated, invalidated")
     func cachedAndRevalidated() async throws {
         let clock = ManualClock(start: Self.start)
