@@ -171,6 +171,53 @@ struct HTTPResponseCacheKeyTests {
         #expect(HTTPTargetURI.removingDotSegments(path) == removed)
     }
 
+    /// RFC 3986, section 5.2.4, step by step on strings, as the RFC writes it: the
+    /// reference the linear ``HTTPTargetURI/removingDotSegments(_:)`` is checked
+    /// against.
+    static func referenceRemovingDotSegments(_ path: String) -> String {
+        var input = Substring(path)
+        var output = ""
+        while !input.isEmpty {
+            if input.hasPrefix("../") {
+                input = input.dropFirst(3)
+            } else if input.hasPrefix("./") || input.hasPrefix("/./") {
+                input = input.dropFirst(2)
+            } else if input == "/." {
+                input = "/"
+            } else if input.hasPrefix("/../") || input == "/.." {
+                input = "/" + input.dropFirst(input == "/.." ? 3 : 4)
+                output = String(output[..<(output.lastIndex(of: "/") ?? output.startIndex)])
+            } else if input == "." || input == ".." {
+                input = ""
+            } else {
+                let start = input.index(input.startIndex, offsetBy: input.first == "/" ? 1 : 0)
+                let end = input[start...].firstIndex(of: "/") ?? input.endIndex
+                output += input[..<end]
+                input = input[end...]
+            }
+        }
+        return output
+    }
+
+    @Test("Dot-segments removed as the RFC's steps remove them, on every path of up to 8 of a, . and /")
+    func dotSegmentsMatchTheRFCSteps() {
+        var paths = [""]
+        var mismatches: [String] = []
+        for _ in 1...8 {
+            paths = paths.flatMap { path in ["a", ".", "/"].map { path + $0 } }
+            for path in paths where HTTPTargetURI.removingDotSegments(path) != Self.referenceRemovingDotSegments(path) {
+                mismatches.append(path)
+            }
+        }
+        #expect(mismatches.isEmpty, "\(mismatches.prefix(10))")
+    }
+
+    @Test("A path of 200,000 dot-segments is reduced in one pass: a request cannot make the key quadratic")
+    func longDotSegmentRunIsReduced() {
+        let path = "/a" + String(repeating: "/b/../.", count: 100_000) + String(repeating: "/..", count: 100_000) + "/x"
+        #expect(HTTPTargetURI.removingDotSegments(path) == "/x")
+    }
+
     @Test("URLs naming the same target URI share one stored response; another query order is another URL")
     func equivalentURLsShareOneResponse() async throws {
         let clock = ManualClock(start: Self.start)

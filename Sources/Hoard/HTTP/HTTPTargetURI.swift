@@ -45,33 +45,58 @@ enum HTTPTargetURI {
     /// 5.2.4: a `.` segment is dropped and a `..` segment drops the segment before
     /// it, so `/a/./b/../c` is `/a/c`. Segments such as `.b` or `..c` are kept.
     ///
-    /// - Complexity: O(*n*²) in the worst case, in the length of `path`; paths
-    ///   without a dot are returned as they are.
+    /// - Complexity: O(*n*) in the length of `path` (each byte is read once and
+    ///   written and dropped at most once), so a request whose path is a long run
+    ///   of `/../` costs no more than its length; paths without a dot are returned
+    ///   as they are.
     static func removingDotSegments(_ path: String) -> String {
         guard path.utf8.contains(UInt8(ascii: ".")) else { return path }
-        var input = Substring(path)
-        var output = ""
-        while !input.isEmpty {
-            if input.hasPrefix("../") {
-                input = input.dropFirst(3)
-            } else if input.hasPrefix("./") || input.hasPrefix("/./") {
-                input = input.dropFirst(2)
-            } else if input == "/." {
-                input = "/"
-            } else if input.hasPrefix("/../") || input == "/.." {
-                input = "/" + input.dropFirst(input == "/.." ? 3 : 4)
-                output = String(output[..<(output.lastIndex(of: "/") ?? output.startIndex)])
-            } else if input == "." || input == ".." {
-                input = ""
+        let input = Array(path.utf8)
+        let dot = UInt8(ascii: ".")
+        let slash = UInt8(ascii: "/")
+        var output: [UInt8] = []
+        output.reserveCapacity(input.count)
+        /// The byte `offset` places past `index`, or `nil` past the end.
+        func byte(_ offset: Int, after index: Int) -> UInt8? {
+            index + offset < input.count ? input[index + offset] : nil
+        }
+        /// Drops the output's last segment and the "/" before it, if any.
+        func dropLastSegment() {
+            while let last = output.popLast(), last != slash {}
+        }
+        var index = 0
+        while index < input.count {
+            let (first, second, third) = (input[index], byte(1, after: index), byte(2, after: index))
+            let rest = input.count - index
+            if first == dot, second == dot, third == slash {
+                index += 3  // A: a leading "../"
+            } else if first == dot, second == slash {
+                index += 2  // A: a leading "./"
+            } else if first == slash, second == dot, third == slash {
+                index += 2  // B: "/./" becomes "/"
+            } else if first == slash, second == dot, rest == 2 {
+                output.append(slash)  // B: a final "/." becomes "/"
+                index = input.count
+            } else if first == slash, second == dot, third == dot, byte(3, after: index) == slash {
+                index += 3  // C: "/../" becomes "/", and the last segment goes
+                dropLastSegment()
+            } else if first == slash, second == dot, third == dot, rest == 3 {
+                dropLastSegment()  // C: a final "/.." becomes "/"
+                output.append(slash)
+                index = input.count
+            } else if (rest == 1 && first == dot) || (rest == 2 && first == dot && second == dot) {
+                index = input.count  // D: "." or ".." alone
             } else {
-                // The first segment, with the "/" before it.
-                let start = input.index(input.startIndex, offsetBy: input.first == "/" ? 1 : 0)
-                let end = input[start...].firstIndex(of: "/") ?? input.endIndex
-                output += input[..<end]
-                input = input[end...]
+                // E: the first segment, with the "/" before it, moves to the output.
+                output.append(first)
+                index += 1
+                while index < input.count, input[index] != slash {
+                    output.append(input[index])
+                    index += 1
+                }
             }
         }
-        return output
+        return String(decoding: output, as: UTF8.self)
     }
 
     /// Whether `byte` is an unreserved character (RFC 3986, section 2.3).
