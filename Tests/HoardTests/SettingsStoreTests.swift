@@ -87,6 +87,29 @@ extension DiskStoreSuites {
             }
         }
 
+        @Test(
+            "A date its JSON text cannot carry back (before year 1, far past year 9999, NaN, infinite) is refused, not stored to read back wrong",
+            arguments: [-1e11, 1e15, Double.nan, Double.infinity])
+        func unrepresentableDate(secondsSince1970: Double) throws {
+            try SettingsTest.withDomain { domain in
+                // Given a store of dates holding one, and a date ISO 8601 text cannot carry
+                let settings = try SettingsTest.store("dates", domain, codec: ValueCodec<Date>.json)
+                let kept = Date(timeIntervalSince1970: 1_700_000_000.25)
+                try settings.set(kept, for: "kept")
+                let date = Date(timeIntervalSince1970: secondsSince1970)
+
+                // When it is set, new or replacing
+                let error = try #require(throws: HoardError.self) { try settings.set(date, for: "new") }
+                let replacing = try #require(throws: HoardError.self) { try settings.set(date, for: "kept") }
+
+                // Then the write is refused as an encoding failure, and nothing changed
+                #expect(error.code == .encodingFailed, "\(error)")
+                #expect(replacing.code == .encodingFailed)
+                #expect(!settings.contains("new"))
+                #expect(settings.value(for: "kept") == kept)
+            }
+        }
+
         @Test("A value over valueByteLimit is refused, names the limit and stores nothing")
         func valueSizeLimit() throws {
             try SettingsTest.withDomain { domain in

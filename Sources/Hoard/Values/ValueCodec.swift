@@ -58,7 +58,10 @@ public struct ValueCodec<Value: Sendable>: Sendable {
 extension ValueCodec where Value: Codable {
     /// JSON through `JSONEncoder` and `JSONDecoder`, dates as ISO-8601 strings with
     /// fractional seconds (millisecond precision). Dates without fractional seconds
-    /// decode too.
+    /// decode too. A date that text cannot carry back (before year 1, NaN,
+    /// infinite, or so far past year 9999 that it is clamped) fails to encode with
+    /// ``HoardError/Code/encodingFailed``, so it is never stored to decode as
+    /// another date, or not at all.
     public static var json: ValueCodec {
         ValueCodec(
             encode: { value in try _JSON.encoder().encode(value) },
@@ -116,8 +119,24 @@ enum _JSON {
     static func encoder() -> JSONEncoder {
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .custom { date, encoder in
+            let text = date.formatted(dateStyle)
+            // The text has no room for a year before 1 or a NaN, and clamps dates far
+            // beyond year 9999: one that does not parse back to the date (to the
+            // millisecond) is refused, never stored to decode as another date or fail.
+            guard let parsed = try? dateStyle.parse(text),
+                abs(parsed.timeIntervalSinceReferenceDate - date.timeIntervalSinceReferenceDate) < 0.001
+            else {
+                // The seconds, not the date: describing a NaN date traps.
+                throw EncodingError.invalidValue(
+                    date.timeIntervalSinceReferenceDate,
+                    EncodingError.Context(
+                        codingPath: encoder.codingPath,
+                        debugDescription:
+                            "the date \(date.timeIntervalSince1970) s after 1970 has no ISO 8601 text that reads back as it (\(text))"
+                    ))
+            }
             var container = encoder.singleValueContainer()
-            try container.encode(date.formatted(dateStyle))
+            try container.encode(text)
         }
         return encoder
     }
