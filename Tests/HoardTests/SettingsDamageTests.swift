@@ -96,6 +96,41 @@ extension DiskStoreSuites {
             }
         }
 
+        @Test(
+            "A FIFO at a suite file's path is refused without waiting for a writer: opening reports it, a write fails",
+            .timeLimit(.minutes(1)))
+        func fifoSuiteFile() throws {
+            try SettingsTest.withDomain { domain in
+                // Given a namespace listed in the registry whose suite file is a FIFO
+                let registry = try #require(UserDefaults(suiteName: domain.name))
+                registry.set(true, forKey: "piped")
+                #expect(registry.synchronize())
+                let file = SettingsTest.suiteFile("piped", domain).path
+                #expect(mkfifo(file, 0o600) == 0)
+                defer { unlink(file) }
+
+                // When the namespace is opened, read and written
+                let recorder = SettingsEventRecorder()
+                let settings = try SettingsTest.store(
+                    "piped", domain, codec: ValueCodec<String>.cacheValue,
+                    configuration: .init(onEvent: recorder.handler))
+                let value = settings.value(for: "k")
+                let error = try #require(throws: HoardError.self) { try settings.set("v", for: "k") }
+
+                // Then nothing was read, opening reported the FIFO, and the write
+                // failed naming it; the FIFO is still there
+                #expect(value == nil)
+                let failures = recorder.all.compactMap { event -> HoardError? in
+                    if case .failed(_, _, let error) = event { error } else { nil }
+                }
+                #expect(failures.contains { $0.message.contains("a FIFO (named pipe), not a regular file") })
+                #expect(error.code == .ioFailed)
+                #expect(error.message.contains("a FIFO (named pipe), not a regular file"), "\(error)")
+                #expect(error.path == file)
+                #expect(_LogFile.nonRegularKind(atPath: file) == "a FIFO (named pipe)")
+            }
+        }
+
         @Test("Opening and reading a namespace changes no file: no lock file is created, nothing is moved")
         func readingCreatesNoFile() throws {
             try SettingsTest.withDomain { domain in

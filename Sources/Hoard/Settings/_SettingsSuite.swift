@@ -211,13 +211,26 @@ struct _SettingsSuite: Sendable {
     private func read() throws(HoardError) -> Contents {
         let path = path
         let fd: Int32
-        switch _POSIX.openFile(path, writable: false, create: false) {
+        // Without waiting for a writer, should the path name a FIFO.
+        switch _POSIX.openFile(path, writable: false, create: false, nonBlocking: true) {
         case .success(let opened): fd = opened
         case .failure(let failure) where failure.isNoSuchFile: return .values([:])
         case .failure(let failure):
             throw _FileSystem.error("could not open the settings suite", path: path, errno: failure.code)
         }
         defer { _POSIX.closeFile(fd) }
+        // Only a regular file is a suite: a FIFO would never end a read, nor would a
+        // device such as /dev/zero. It is refused, and never kept aside or replaced.
+        var info = stat()
+        guard fstat(fd, &info) == 0 else {
+            throw _FileSystem.error("could not inspect the settings suite", path: path, errno: errno)
+        }
+        if let kind = _LogFile.nonRegularKind(info.st_mode) {
+            throw HoardError(
+                .ioFailed,
+                "the settings suite's path names \(kind), not a regular file, so it holds no settings; it was not changed",
+                path: path)
+        }
         var data = Data()
         var chunk = [UInt8](repeating: 0, count: 64 * 1_024)
         while true {
