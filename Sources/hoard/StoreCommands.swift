@@ -52,12 +52,17 @@ struct StoreLocation: ParsableArguments {
     }
 
     /// Opens the store without creating one and without collecting orphaned files
-    /// (so that `verify` can report them).
-    func open() throws -> DiskStore {
+    /// (so that `verify` can report them). A store of an older format is migrated
+    /// only by a command that changes the store (`migratingFormat`): one that only
+    /// reads it refuses it and leaves it as it is, so that the older program that
+    /// writes it can still open it.
+    func open(migratingFormat: Bool) throws -> DiskStore {
         let url = try resolve()
         do {
             return try DiskStore(
-                directory: url, configuration: .init(createsStore: false, collectsOrphansAtOpen: false))
+                directory: url,
+                configuration: .init(
+                    createsStore: false, collectsOrphansAtOpen: false, migratesFormat: migratingFormat))
         } catch  where error.code == .notAStore {
             throw StoreCommandError("\(url.path) is not a Hoard store: \(error.message)")
         } catch  where error.code == .storeDamaged {
@@ -191,7 +196,7 @@ struct StatsCommand: ParsableCommand {
     }
 
     func run() throws {
-        let store = try location.open()
+        let store = try location.open(migratingFormat: false)
         let total = try store.totalUsage()
         let namespaces = try store.namespaces()
         let directory = store.directory.standardizedFileURL
@@ -297,7 +302,7 @@ struct ListCommand: ParsableCommand {
     }
 
     func run() throws {
-        let store = try location.open()
+        let store = try location.open(migratingFormat: false)
         let entries = try store.entries(in: namespace, limit: limit)
         let now = Date()
         for entry in entries {
@@ -386,7 +391,7 @@ struct GetCommand: ParsableCommand {
     }
 
     func run() throws {
-        let store = try location.open()
+        let store = try location.open(migratingFormat: false)
         let namespace = try NamespaceChoice.resolve(namespace, in: store)
         guard let entry = try store.entry(for: key, in: namespace) else {
             throw StoreCommandError(
@@ -462,7 +467,7 @@ struct RemoveCommand: ParsableCommand {
     }
 
     func run() throws {
-        let store = try location.open()
+        let store = try location.open(migratingFormat: true)
         let namespace = try NamespaceChoice.resolve(namespace, in: store)
         if all {
             let count = try store.removeAll(in: namespace)
@@ -511,7 +516,7 @@ struct TrimCommand: ParsableCommand {
     }
 
     func run() throws {
-        let store = try location.open()
+        let store = try location.open(migratingFormat: true)
         let expired = try store.removeExpired()
         let bar = ProgressBar(label: "trimming")
         let evicted = try store.trim(toBytes: bytes, count: count, progress: { bar.update($0.completed, of: $0.total) })
@@ -575,7 +580,7 @@ struct VerifyCommand: ParsableCommand {
     }
 
     func run() throws {
-        let store = try location.open()
+        let store = try location.open(migratingFormat: repair)
         let bar = ProgressBar(label: "verifying")
         let report = try store.verify(repairing: repair, progress: { bar.update($0.completed, of: $0.total) })
         bar.finish()

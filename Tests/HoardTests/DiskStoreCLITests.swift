@@ -8,6 +8,10 @@ extension DiskStoreSuites {
     @Suite("DiskStore through the hoard command-line tool", .timeLimit(.minutes(3)))
     struct DiskStoreCLITests {
         static func hoard(_ arguments: String...) throws -> (status: Int32, output: String, errors: String) {
+            try hoard(arguments)
+        }
+
+        static func hoard(_ arguments: [String]) throws -> (status: Int32, output: String, errors: String) {
             try DiskTest.run(DiskTest.executable(named: "hoard"), arguments)
         }
 
@@ -484,6 +488,37 @@ extension DiskStoreSuites {
             let result = try Self.hoard("--version")
             #expect(result.status == 0, "\(result.errors)")
             #expect(result.output.wholeMatch(of: /\d+\.\d+\.\d+\n/) != nil, "\(result.output)")
+        }
+
+        @Test("stats, ls, get, verify and storage list leave a store of an older format as it is, and say why")
+        func readOnlyCommandsDoNotMigrate() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                // Given a store of format version 6, as an older program that uses it left it
+                try DiskStore(directory: url).set("hello", for: "greeting")
+                try DiskStoreChecksumTests.downgradeToVersion6(url)
+
+                for arguments in [
+                    ["stats", url.path], ["ls", url.path], ["get", url.path, "greeting"], ["verify", url.path],
+                    ["verify", url.path, "--json"],
+                ] {
+                    // When a command that only reads is run on it
+                    let result = try Self.hoard(arguments)
+
+                    // Then it refuses the store, saying why, and the store keeps its format
+                    #expect(result.status == 1, "\(arguments): \(result.output)")
+                    #expect(result.errors.contains("format version 6"), "\(arguments): \(result.errors)")
+                    #expect(try DiskStoreChecksumTests.formatVersion(url) == "6", "\(arguments) migrated the store")
+                }
+
+                // And storage list, which opens every store of the cache directory,
+                // lists it with the reason and leaves it as it is too
+                let environment = ["XDG_CACHE_HOME": url.deletingLastPathComponent().path]
+                let list = try DiskTest.run(
+                    DiskTest.executable(named: "hoard"), ["storage", "list"], environment: environment)
+                #expect(list.status == 0, "\(list.errors)")
+                #expect(list.output.contains("format version 6"), "\(list.output)")
+                #expect(try DiskStoreChecksumTests.formatVersion(url) == "6", "storage list migrated the store")
+            }
         }
 
         @Test("Store commands refuse a FIFO, as the store and as its index, without opening it")

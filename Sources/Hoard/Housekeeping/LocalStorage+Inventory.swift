@@ -104,10 +104,10 @@ extension LocalStorage {
 
     /// Lists every store with its namespaces, every log and every settings
     /// namespace, with entry counts and sizes. No entry, value or message is
-    /// changed: stores are opened without creating a store or collecting orphaned
-    /// files, logs for reading. Opening a store still creates its lock file, a
-    /// missing `blobs/` folder and its full-disk reserve file, and migrates a
-    /// store of an older format when no other instance or process has it open.
+    /// changed: stores are opened without creating a store, collecting orphaned
+    /// files or migrating a store of an older format (one is listed with that as
+    /// its ``Store/problem``), logs for reading. Opening a store still creates its
+    /// lock file, a missing `blobs/` folder and its full-disk reserve file.
     ///
     /// A store or log that cannot be read is still listed, with its ``Store/problem``
     /// or ``Log/problem``; a directory that cannot be looked into is listed in
@@ -124,7 +124,7 @@ extension LocalStorage {
                 name: name, directory: directory, namespaces: [:], bytesOnDisk: Self.bytes(in: directory.path),
                 problem: nil)
             do {
-                let opened = try openStore(named: name)
+                let opened = try openStore(named: name, migratingFormat: false)
                 store.namespaces = try opened.namespaces()
                 // Measured again while the store is open (with its write-ahead log and
                 // shared-memory files), as `hoard stats` measures it: both say the same.

@@ -158,8 +158,9 @@ public struct LocalStorage: Sendable {
     // MARK: Finding
 
     /// Opens the store named `name` (`<program>/<store>` or `<store>`) without
-    /// creating anything.
-    func openStore(named name: String) throws(HoardError) -> DiskStore {
+    /// creating anything; a store of an older format is migrated only when
+    /// `migratingFormat` is `true` (see ``DiskStore/Configuration/migratesFormat``).
+    func openStore(named name: String, migratingFormat: Bool = true) throws(HoardError) -> DiskStore {
         let components = name.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
         guard components.count <= 2 else {
             throw HoardError(.invalidName, "a store name is <program>/<store> or <store>, not \"\(name.prefix(60))\"")
@@ -180,7 +181,7 @@ public struct LocalStorage: Sendable {
         }
         return try DiskStore(
             directory: URL(fileURLWithPath: path, isDirectory: true),
-            configuration: .init(createsStore: false, collectsOrphansAtOpen: false))
+            configuration: .init(createsStore: false, collectsOrphansAtOpen: false, migratesFormat: migratingFormat))
     }
 
     /// What ``storeListing()`` found in ``cachesDirectory``.

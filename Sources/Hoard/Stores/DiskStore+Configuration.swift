@@ -154,6 +154,15 @@ extension DiskStore {
         /// left; the store opens all the same.
         public var collectsOrphansAtOpen: Bool
 
+        /// Whether opening upgrades a store of an older format to the current one
+        /// (which happens only when no other instance or process has it open).
+        /// Defaults to `true`; tools that only inspect a store pass `false`, so that
+        /// looking at a store never leaves it in a format that the older program
+        /// writing it cannot open: such a store is then refused with
+        /// ``HoardError/Code/unsupportedFormat``, naming its version, and nothing
+        /// is changed.
+        public var migratesFormat: Bool
+
         /// Called with every event the store reports, on the thread that caused it,
         /// never while the store holds a lock. Defaults to `nil`. Events at open
         /// (orphans collected, or an orphan that could not be deleted) reach only
@@ -200,6 +209,7 @@ extension DiskStore {
             syncsValueFiles: Bool = true,
             createsStore: Bool = true,
             collectsOrphansAtOpen: Bool = true,
+            migratesFormat: Bool = true,
             onEvent: (@Sendable (DiskStoreEvent) -> Void)? = nil,
             logger: Logger? = nil
         ) {
@@ -217,6 +227,7 @@ extension DiskStore {
             self.syncsValueFiles = syncsValueFiles
             self.createsStore = createsStore
             self.collectsOrphansAtOpen = collectsOrphansAtOpen
+            self.migratesFormat = migratesFormat
             self.onEvent = onEvent
             self.logger = logger
         }

@@ -128,7 +128,9 @@ public final class DiskStore: CacheStore {
     ///   it recorded are lost: nothing is changed (no new index orphans the value
     ///   files), and the message says to delete the directory, as no repair can
     ///   open it;
-    ///   ``HoardError/Code/unsupportedFormat`` for a store of a newer format;
+    ///   ``HoardError/Code/unsupportedFormat`` for a store of a newer format, or of
+    ///   an older one when ``Configuration/migratesFormat`` is `false` (nothing is
+    ///   changed);
     ///   ``HoardError/Code/busy`` for a store of an older format (version 1, 2 or 3)
     ///   that another instance or process has open (it is migrated when opened
     ///   alone; nothing is changed);
@@ -180,6 +182,12 @@ public final class DiskStore: CacheStore {
                 index = try _DiskIndex(
                     path: indexPath, busyTimeout: configuration.busyTimeout,
                     pageCacheBytes: configuration.pageCacheBytes, lengthLimit: configuration.indexLengthLimit)
+            }
+            if let index, index.storedVersion < _DiskIndex.formatVersion, !configuration.migratesFormat {
+                throw HoardError(
+                    .unsupportedFormat,
+                    "the store has format version \(index.storedVersion) and was opened without migrating it to version \(_DiskIndex.formatVersion), the one this version of Hoard reads (a migrated store cannot be opened by older versions); nothing was changed",
+                    path: path)
             }
             if try _FileSystem.makeDirectory(blobs.directory), configuration.syncsValueFiles {
                 // A store whose blobs/ was missing: its new entry is flushed before a
