@@ -393,9 +393,12 @@ struct GetCommand: ParsableCommand {
     func run() throws {
         let store = try location.open(migratingFormat: false)
         let namespace = try NamespaceChoice.resolve(namespace, in: store)
-        guard let entry = try store.entry(for: key, in: namespace) else {
+        // Read as an inspection: no access is recorded, and an expired or damaged
+        // entry is left for ls and verify, not removed as a read by the program would.
+        guard let entry = try store.inspectEntry(for: key, in: namespace) else {
             throw StoreCommandError(
-                "no live entry for key \(StoreFormat.quoted(key)) in namespace \(StoreFormat.quoted(namespace))")
+                "no live entry for key \(StoreFormat.quoted(key)) in namespace \(StoreFormat.quoted(namespace)) (hoard ls lists expired entries, hoard verify damaged ones)"
+            )
         }
         if json {
             try JSONOutput.print(

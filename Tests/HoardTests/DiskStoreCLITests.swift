@@ -521,6 +521,42 @@ extension DiskStoreSuites {
             }
         }
 
+        @Test("get changes nothing: an expired or damaged entry stays for ls and verify, and a hit records no access")
+        func getChangesNothing() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                // Given an expired entry, a spilled one whose file is lost, and a live one
+                // stored an hour ago and never read since
+                let hourAgo = Date().addingTimeInterval(-3_600)
+                do {
+                    let store = try DiskStore(directory: url, configuration: .init(spillThreshold: 100))
+                    try store.set(
+                        Data("old".utf8), for: "expired", in: "ns", storedAt: hourAgo,
+                        expiresAt: hourAgo.addingTimeInterval(60))
+                    try store.set(DiskTest.bytes(500), for: "lost", in: "ns", storedAt: Date(), expiresAt: nil)
+                    try store.set(Data("hello".utf8), for: "live", in: "ns", storedAt: hourAgo, expiresAt: nil)
+                }
+                for name in DiskTest.blobFiles(url) {
+                    try FileManager.default.removeItem(at: url.appendingPathComponent("blobs/\(name)"))
+                }
+                let before = try DiskStore(directory: url).entries(in: "ns")
+
+                // When each is read with get
+                let expired = try Self.hoard("get", url.path, "expired")
+                let lost = try Self.hoard("get", url.path, "lost")
+                let live = try Self.hoard("get", url.path, "live")
+
+                // Then the live one prints, the others do not, and the store is as it was
+                #expect(live.status == 0 && live.output == "hello\n", "\(live.errors)")
+                #expect(expired.status == 1, "\(expired.errors)")
+                #expect(lost.status == 1, "\(lost.errors)")
+                let after = try DiskStore(directory: url).entries(in: "ns")
+                #expect(after.map(\.key) == before.map(\.key), "get removed an entry")
+                #expect(after.map(\.accessedAt) == before.map(\.accessedAt), "get recorded an access")
+                let verify = try Self.hoard("verify", url.path)
+                #expect(verify.output.contains("missingFile  namespace \"ns\"  key \"lost\""), "\(verify.output)")
+            }
+        }
+
         @Test("Store commands refuse a FIFO, as the store and as its index, without opening it")
         func fifo() throws {
             try DiskTest.withTemporaryDirectory { url in

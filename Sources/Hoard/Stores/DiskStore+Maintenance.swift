@@ -435,6 +435,39 @@ extension DiskStore {
         public var isInFile: Bool
     }
 
+    /// The live entry for `key` in `namespace`, read without changing the store.
+    ///
+    /// Unlike ``entry(for:in:)``, a hit records no access (eviction order stays as
+    /// it was), and an expired or damaged entry is a miss that stays where it is,
+    /// for ``entries(in:limit:)`` to list and ``verify(repairing:progress:)`` to
+    /// report. For tools that inspect a store (`hoard get`).
+    ///
+    /// - Throws: ``HoardError`` when the index or a value file cannot be read.
+    /// - Complexity: One indexed lookup, and the value file's read for a large
+    ///   value.
+    package func inspectEntry(for key: String, in namespace: String) throws(HoardError) -> StoredEntry? {
+        let key = _normalized(key)
+        let namespace = _normalized(namespace)
+        // A writer may replace the value file between the lookup and the read (and
+        // delete the one the row named): the row is looked up again then.
+        for _ in 0..<8 {
+            guard let row = try readers.lookup(namespace: namespace, key: key) else { return nil }
+            guard row.problem == nil, !row.checksumMismatch else { return nil }
+            if let expiresAt = row.expiresAt, expiresAt <= clock.now().timeIntervalSince1970 { return nil }
+            let storedAt = Date(timeIntervalSince1970: row.storedAt)
+            let expiresAt = row.expiresAt.map { Date(timeIntervalSince1970: $0) }
+            if let value = row.value { return StoredEntry(data: value, storedAt: storedAt, expiresAt: expiresAt) }
+            guard let name = row.blob else { return nil }
+            let read = try blobs.read(name, size: row.size)
+            if read.damage(name: name, size: row.size, crc: row.crc, namespace: namespace, key: key) == nil,
+                case .data(let data) = read
+            {
+                return StoredEntry(data: data, storedAt: storedAt, expiresAt: expiresAt)
+            }
+        }
+        return nil
+    }
+
     /// Metadata of up to `limit` entries of `namespace` (of every namespace when
     /// `nil`), ordered by namespace and key, expired entries included.
     ///
