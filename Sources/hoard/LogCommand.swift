@@ -39,7 +39,7 @@ struct LogCommand: AsyncParsableCommand {
         @Argument(help: LogFile.argumentHelp)
         var file: String
 
-        @Option(name: .short, help: "How many of the newest messages to print.")
+        @Option(name: .short, parsing: .unconditional, help: "How many of the newest messages to print.")
         var n: Int = 10
 
         func validate() throws {

@@ -267,7 +267,10 @@ struct ListCommand: ParsableCommand {
     @Option(name: .shortAndLong, help: "Only this namespace.")
     var namespace: String?
 
-    @Option(name: .shortAndLong, help: "At most this many entries (at least 1).")
+    // Unconditional: the word after the option is its value even when it starts
+    // with a dash, so that "--limit -1" is refused as a limit below 1, not as a
+    // missing value. (Likewise every numeric option of the tool.)
+    @Option(name: .shortAndLong, parsing: .unconditional, help: "At most this many entries (at least 1).")
     var limit: Int = 1_000
 
     @Flag(help: "Print one JSON object per entry and line (schema above) instead of text.")
@@ -503,14 +506,14 @@ struct TrimCommand: ParsableCommand {
     @OptionGroup var location: StoreLocation
 
     @Option(
-        help: "Keep at most this many bytes of values (1048576, 512K, 64M, 2G).",
+        parsing: .unconditional, help: "Keep at most this many bytes of values (1048576, 512K, 64M, 2G).",
         transform: { text in
             guard let size = StoreFormat.parseSize(text) else { throw ValidationError("not a size: \(text)") }
             return size
         })
     var bytes: Int?
 
-    @Option(help: "Keep at most this many entries.")
+    @Option(parsing: .unconditional, help: "Keep at most this many entries.")
     var count: Int?
 
     func validate() throws {

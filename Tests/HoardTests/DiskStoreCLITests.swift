@@ -490,6 +490,31 @@ extension DiskStoreSuites {
             #expect(result.output.wholeMatch(of: /\d+\.\d+\.\d+\n/) != nil, "\(result.output)")
         }
 
+        @Test(
+            "A negative number given to an option is refused for what it is, not read as a missing value",
+            arguments: [
+                (["trim", "STORE", "--bytes", "-5"], "not a size: -5"),
+                (["trim", "STORE", "--count", "-1"], "--count must not be negative"),
+                (["ls", "STORE", "--limit", "-1"], "--limit must be at least 1"),
+                (["log", "tail", "STORE/x.log", "-n", "-1"], "-n must be zero or more"),
+            ])
+        func negativeOptionValues(arguments: [String], message: String) throws {
+            try DiskTest.withTemporaryDirectory { url in
+                // Given a store
+                try DiskStore(directory: url).set("hello", for: "greeting")
+                let arguments = arguments.map { $0.replacingOccurrences(of: "STORE", with: url.path) }
+
+                // When an option gets a negative number after a space
+                let result = try Self.hoard(arguments)
+
+                // Then the error says what is wrong with the number, and nothing changed
+                #expect(result.status == 64, "\(result.errors)")
+                #expect(result.errors.contains(message), "\(result.errors)")
+                #expect(!result.errors.contains("Missing value"), "\(result.errors)")
+                #expect(try DiskStore(directory: url).entry(for: "greeting", in: "default") != nil)
+            }
+        }
+
         @Test("stats, ls, get, verify and storage list leave a store of an older format as it is, and say why")
         func readOnlyCommandsDoNotMigrate() throws {
             try DiskTest.withTemporaryDirectory { url in
