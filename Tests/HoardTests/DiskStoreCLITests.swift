@@ -490,6 +490,29 @@ extension DiskStoreSuites {
             #expect(result.output.wholeMatch(of: /\d+\.\d+\.\d+\n/) != nil, "\(result.output)")
         }
 
+        @Test("hoard --help documents the exit statuses, and the commands exit with them")
+        func exitStatuses() throws {
+            try DiskTest.withTemporaryDirectory { url in
+                // Given a store
+                try DiskStore(directory: url).set("hello", for: "greeting")
+
+                // When the help is printed
+                let help = try Self.hoard("--help")
+
+                // Then it names each status the tool exits with
+                #expect(help.status == 0)
+                #expect(help.output.contains("EXIT STATUS"), "\(help.output)")
+                for line in ["0 ", "1 ", "64 "] {
+                    #expect(help.output.contains("  " + line), "\(line): \(help.output)")
+                }
+                // And the commands exit with them: success, failure, invalid arguments
+                #expect(try Self.hoard("get", url.path, "greeting").status == 0)
+                #expect(try Self.hoard("get", url.path, "missing").status == 1)
+                #expect(try Self.hoard("get", url.path, "greeting", "--raw", "--json").status == 64)
+                #expect(try Self.hoard("stats").status == 64)
+            }
+        }
+
         @Test(
             "A negative number given to an option is refused for what it is, not read as a missing value",
             arguments: [
