@@ -19,6 +19,31 @@ struct ValueCodecTests {
         #expect(try codec.decode(bytes) == user)
     }
 
+    @Test(
+        "A date of any year round-trips to the millisecond or fails to encode, never reads back as another date",
+        arguments: [
+            -62_135_596_800.0, -62_135_596_800.5, -30_000_000_000, -12_212_553_600.001, -12_212_553_600,
+            -1, 0, 1_700_000_000.123, 253_402_300_799.999, 253_402_300_800, 1e13,
+        ])
+    func everyYearRoundTripsOrFails(secondsSince1970: Double) throws {
+        let codec = ValueCodec<Date>.json
+        let date = Date(timeIntervalSince1970: secondsSince1970)
+        let encoded: Data
+        do {
+            encoded = try codec.encode(date)
+        } catch {
+            #expect(error.code == .encodingFailed, "\(error)")
+            #expect(
+                !(secondsSince1970 >= -12_212_553_600 && secondsSince1970 < 253_402_300_800),
+                "years 1583 to 9999 encode")
+            return
+        }
+        let decoded = try codec.decode(encoded)
+        #expect(
+            abs(decoded.timeIntervalSince1970 - secondsSince1970) < 0.0011,
+            "\(secondsSince1970) read back as \(decoded.timeIntervalSince1970)")
+    }
+
     @Test("Dates without fractional seconds decode too")
     func plainISODates() throws {
         let json = Data(#"{"name":"Bo","joined":"2023-11-14T22:13:20Z"}"#.utf8)

@@ -122,9 +122,17 @@ enum _JSON {
             let text = date.formatted(dateStyle)
             // The text has no room for a year before 1 or a NaN, and clamps dates far
             // beyond year 9999: one that does not parse back to the date (to the
-            // millisecond) is refused, never stored to decode as another date or fail.
-            guard let parsed = try? dateStyle.parse(text),
-                abs(parsed.timeIntervalSinceReferenceDate - date.timeIntervalSinceReferenceDate) < 0.001
+            // millisecond the text keeps, truncated; two for a Double's own rounding)
+            // is refused, never stored to decode as another date or fail. Dates of the
+            // years 1583 to 9999 (the Gregorian calendar's, with four digits) always
+            // do, so only those outside are parsed back: the common date costs no
+            // second pass.
+            let seconds = date.timeIntervalSince1970
+            guard
+                seconds >= -12_212_553_600 && seconds < 253_402_300_800
+                    || (try? dateStyle.parse(text)).map({
+                        abs($0.timeIntervalSinceReferenceDate - date.timeIntervalSinceReferenceDate) < 0.002
+                    }) == true
             else {
                 // The seconds, not the date: describing a NaN date traps.
                 throw EncodingError.invalidValue(
