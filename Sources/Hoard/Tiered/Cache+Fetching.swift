@@ -12,7 +12,11 @@ extension Cache {
     /// miss for the same key run the fetch once and all receive its result; a
     /// fetched value is written to every tier. An entry older than `maxAge` (or not
     /// newer than `newerThan`) is skipped, so with a fetch closure it is fetched
-    /// again. `maxAge` is 0 or more seconds (`.infinity` for any age); a NaN or
+    /// again; if that fetch returns `nil`, the source has no value for the key, and
+    /// the key is removed from every tier (unless it was written, removed or cleared
+    /// after this read began), so that a read without a filter does not return the
+    /// skipped value. A fetch that returns `nil` when no tier held a value writes
+    /// nothing to the stores. `maxAge` is 0 or more seconds (`.infinity` for any age); a NaN or
     /// negative `maxAge` or a NaN `newerThan`, which no entry satisfies, is refused
     /// before any tier is read. Local-store work runs on Hoard's own threads, never on the cooperative
     /// pool. For a read that never waits on the network or a fetch, use
@@ -175,20 +179,32 @@ extension Cache {
                 self.lookUpLocally(key, maxAge: maxAge, newerThan: newerThan, pending: pending, ticket: ticket)
             }
         }
+        // Whether a tier held a value that the filters skipped.
+        var rejected: Bool
         switch local {
         case .hit, .negative:
             return answer(local, key: key, fetch: fetch, ticket: ticket)
-        case .miss(let masked):
-            if !masked, let found = try await lookUpRemotely(key, maxAge: maxAge, newerThan: newerThan, ticket: ticket)
-            {
-                return answer(found, key: key, fetch: fetch, ticket: ticket)
+        case .miss(let masked, let rejectedLocally):
+            rejected = rejectedLocally
+            if !masked {
+                let remote = try await lookUpRemotely(key, maxAge: maxAge, newerThan: newerThan, ticket: ticket)
+                switch remote {
+                case .hit, .negative:
+                    return answer(remote, key: key, fetch: fetch, ticket: ticket)
+                case .miss(_, let rejectedRemotely):
+                    rejected = rejected || rejectedRemotely
+                }
             }
         }
         guard let fetch else {
             counters.misses.add(1, ordering: .relaxed)
             return nil
         }
-        return try await fetchAndStore(key, using: fetch, ticket: ticket)
+        // Memory's look (before this walk, or above) skipped what it holds too.
+        if !rejected, maxAge != nil || newerThan != nil {
+            rejected = memoryHoldsRejectedValue(key, maxAge: maxAge, newerThan: newerThan)
+        }
+        return try await fetchAndStore(key, using: fetch, ticket: ticket, replacingStale: rejected)
     }
 
     /// The entry a hit or a negative hit answers with, starting a background
@@ -207,7 +223,8 @@ extension Cache {
     /// every local store unless the key changed since `ticket`. A store where the
     /// key is suspect (``_CacheWriter/isSuspect(_:in:)``) is skipped, as a miss.
     ///
-    /// - Returns: The hit (stale or not, for ``answer(_:key:fetch:ticket:)``), or `nil`.
+    /// - Returns: The hit (stale or not, for ``answer(_:key:fetch:ticket:)``), or a
+    ///   miss, `rejected` when a store held an entry the filters skipped.
     /// - Throws: `CancellationError` when a store's read fails once the calling
     ///   task is cancelled (a remote store waiting for a connection throws when
     ///   its caller is cancelled): the caller left, the store did not fail, so
@@ -216,9 +233,10 @@ extension Cache {
     @usableFromInline
     func lookUpRemotely(
         _ key: Key, maxAge: TimeInterval?, newerThan: Date?, ticket: UInt64
-    ) async throws -> _LocalLookup<Value>? {
-        guard !remoteStores.isEmpty else { return nil }
+    ) async throws -> _LocalLookup<Value> {
+        guard !remoteStores.isEmpty else { return .miss(masked: false, rejected: false) }
         let keyString = key._storeKeyString
+        var rejected = false
         for (index, store) in remoteStores.enumerated() {
             // A store that may hold an older value of the key is not asked.
             if writer.isSuspect(keyString, in: .remote(index)) { continue }
@@ -233,17 +251,19 @@ extension Cache {
                 continue
             }
             let now = clock.now()
-            guard let stored,
-                Self.passes(storedAt: stored.storedAt, maxAge: maxAge, newerThan: newerThan, now: now),
-                let value = decode(stored, key: key, tier: .remote(index))
-            else { continue }
+            guard let stored else { continue }
+            guard Self.passes(storedAt: stored.storedAt, maxAge: maxAge, newerThan: newerThan, now: now) else {
+                rejected = true
+                continue
+            }
+            guard let value = decode(stored, key: key, tier: .remote(index)) else { continue }
             counters.remoteHits.add(1, ordering: .relaxed)
             promote(
                 value, stored, for: key, from: .remote(index), ticket: ticket, intoLocalStoresBefore: localStores.count)
             return hit(value, storedAt: stored.storedAt, expiresAt: stored.expiresAt, now: now, source: .remote(index))
         }
         counters.remoteMisses.add(1, ordering: .relaxed)
-        return nil
+        return .miss(masked: false, rejected: rejected)
     }
 
     /// Runs `fetch` once for every concurrent caller missing `key`, and stores what
@@ -253,8 +273,15 @@ extension Cache {
     /// A caller joins a running fetch only when the key has not changed since that
     /// fetch's read began: a read that begins after a change never receives a value
     /// fetched before it.
+    ///
+    /// With `replacingStale` (the read's freshness filters skipped a value of `key`
+    /// in some tier), a fetch that returns `nil` removes the key from every tier, as
+    /// a refresh of a stale value does (``fetchOnce(_:using:ticket:replacingStale:)``).
+    /// A caller that joins another's fetch leaves this to that caller's read.
     @usableFromInline
-    func fetchAndStore(_ key: Key, using fetch: @escaping Fetch, ticket: UInt64) async throws -> CacheEntry<Value>? {
+    func fetchAndStore(
+        _ key: Key, using fetch: @escaping Fetch, ticket: UInt64, replacingStale: Bool = false
+    ) async throws -> CacheEntry<Value>? {
         let writer = self.writer
         return try await flights.run(
             key,
@@ -267,18 +294,20 @@ extension Cache {
             // read holds a ticket that old.
             forgotten: { writer.endRead(ticket) }
         ) {
-            try await self.fetchOnce(key, using: fetch, ticket: ticket)
+            try await self.fetchOnce(key, using: fetch, ticket: ticket, replacingStale: replacingStale)
         }
     }
 
     /// The body of a flight for `key`: runs `fetch` and stores what it returns in
     /// every tier, unless the key changed since `ticket`.
     ///
-    /// With `replacingStale` (a background refresh of a stale value), a fetch that
-    /// returns `nil` also removes the stale value from every tier, unless the key
-    /// changed since `ticket`: the source no longer has one, so the value must not
-    /// be served for the rest of its grace period (nor come back from a store once a
-    /// remembered miss in memory expires).
+    /// With `replacingStale` (a background refresh of a stale value, or a read whose
+    /// freshness filters skipped a value of the key that a tier holds), a fetch that
+    /// returns `nil` also removes that value from every tier, unless the key changed
+    /// since `ticket`: the source no longer has one, so the value must not be served
+    /// for the rest of its grace period or to the next read without a filter (nor
+    /// come back from a store once a remembered miss in memory expires). Without it
+    /// (no tier held a value for the read), `nil` writes nothing to the stores.
     func fetchOnce(
         _ key: Key, using fetch: @escaping Fetch, ticket: UInt64, replacingStale: Bool = false
     ) async throws -> CacheEntry<Value>? {
@@ -318,10 +347,11 @@ extension Cache {
             source: .fetch)
     }
 
-    /// Removes `key`'s stale value from every tier, unless the key changed since
-    /// `ticket`, after a refresh found that the source has no value for it; with
+    /// Removes `key`'s stale value (past its lifetime, or older than a read's
+    /// freshness filters allow) from every tier, unless the key changed since
+    /// `ticket`, after a fetch found that the source has no value for it; with
     /// negative caching, memory then remembers the miss. One write in the writer's
-    /// order, so a write or removal made after the refresh began is never undone.
+    /// order, so a write or removal made after the read began is never undone.
     func removeStale(_ key: Key, ifUnchangedSince ticket: UInt64) {
         let now = clock.now()
         let missing = configuration.negativeCaching.map { seconds in

@@ -11,8 +11,10 @@ enum _LocalLookup<Value: Sendable>: Sendable {
     case hit(CacheEntry<Value>, stale: Bool)
     /// A remembered "fetch found nothing" (negative caching).
     case negative
-    /// Nothing. `masked` when a queued removal hides whatever slower tiers still hold.
-    case miss(masked: Bool)
+    /// Nothing. `masked` when a queued removal hides whatever slower tiers still hold;
+    /// `rejected` when a tier held a value that the read's freshness filters
+    /// (`maxAge`, `newerThan`) skipped.
+    case miss(masked: Bool, rejected: Bool)
 }
 
 extension Cache {
@@ -105,7 +107,9 @@ extension Cache {
         if checksMemory, let found = lookUpMemory(key, maxAge: maxAge, newerThan: newerThan) {
             return cachedAnswer(found, key: key, ticket: nil)
         }
-        guard writer.hasStores else { return cachedAnswer(.miss(masked: false), key: key, ticket: nil) }
+        guard writer.hasStores else {
+            return cachedAnswer(.miss(masked: false, rejected: false), key: key, ticket: nil)
+        }
         // The stale refresh of a hit below memory runs under this ticket: it is
         // given back only after the answer.
         let (ticket, pending) = writer.beginRead(key)
@@ -164,11 +168,12 @@ extension Cache {
         case .removed(local: true, let remote)?:
             // A removal that left the remote stores alone (another instance's
             // invalidation, a clear of the local stores only) leaves them to answer.
-            return .miss(masked: remote)
+            return .miss(masked: remote, rejected: false)
         case .value(let value, let storedAt, let expiresAt)?:
-            guard expiresAt.map({ $0 > now }) ?? true,
-                Self.passes(storedAt: storedAt, maxAge: maxAge, newerThan: newerThan, now: now)
-            else { return .miss(masked: true) }
+            guard expiresAt.map({ $0 > now }) ?? true else { return .miss(masked: true, rejected: false) }
+            guard Self.passes(storedAt: storedAt, maxAge: maxAge, newerThan: newerThan, now: now) else {
+                return .miss(masked: true, rejected: true)
+            }
             counters.pendingHits.add(1, ordering: .relaxed)
             let entry = CacheEntry(value: _CacheSlot.value(value), storedAt: storedAt, expiresAt: expiresAt)
             let cost = memory.cost(of: entry.value)
@@ -181,7 +186,7 @@ extension Cache {
         }
         return lookUpLocalStores(
             key, maxAge: maxAge, newerThan: newerThan, now: now, ticket: ticket, masked: remoteCleared,
-            withoutWaiting: false) ?? .miss(masked: remoteCleared)
+            withoutWaiting: false) ?? .miss(masked: remoteCleared, rejected: false)
     }
 
     /// The local lookup of an `async` read on the caller's own thread, when every
@@ -205,7 +210,8 @@ extension Cache {
 
     /// The local stores in order, for both lookups above: the first entry that
     /// passes the filters and decodes is a hit, counted and promoted; the local
-    /// tier's miss is counted (a miss is `masked` as the caller says). A store
+    /// tier's miss is counted (a miss is `masked` as the caller says, and
+    /// `rejected` when a store held an entry the filters skipped). A store
     /// where the key is suspect (``_CacheWriter/isSuspect(_:in:)``: it may hold a
     /// value the cache replaced or removed) is skipped, as a miss.
     ///
@@ -219,6 +225,7 @@ extension Cache {
         withoutWaiting: Bool
     ) -> _LocalLookup<Value>? {
         let keyString = key._storeKeyString
+        var rejected = false
         for (index, store) in localStores.enumerated() {
             // A store that may hold an older value of the key is not asked.
             if writer.isSuspect(keyString, in: .local(index)) { continue }
@@ -238,8 +245,11 @@ extension Cache {
                     continue
                 }
             }
-            guard let stored, Self.passes(storedAt: stored.storedAt, maxAge: maxAge, newerThan: newerThan, now: now)
-            else { continue }
+            guard let stored else { continue }
+            guard Self.passes(storedAt: stored.storedAt, maxAge: maxAge, newerThan: newerThan, now: now) else {
+                rejected = true
+                continue
+            }
             let value: Value
             if withoutWaiting {
                 guard let decoded = try? codec?.decode(stored.data) else { return nil }
@@ -253,7 +263,7 @@ extension Cache {
             return hit(value, storedAt: stored.storedAt, expiresAt: stored.expiresAt, now: now, source: .local(index))
         }
         if !localStores.isEmpty { counters.localMisses.add(1, ordering: .relaxed) }
-        return .miss(masked: masked)
+        return .miss(masked: masked, rejected: rejected)
     }
 
     /// A hit on `value` that `source` answered.
@@ -265,6 +275,15 @@ extension Cache {
         return .hit(
             CacheEntry(value: value, storedAt: storedAt, expiresAt: logicalExpiry, source: source),
             stale: isStale(expiresAt: expiresAt, now: now))
+    }
+
+    /// Whether memory holds a value for `key` that `maxAge` / `newerThan` skip (not
+    /// a remembered miss), for a read that is about to fetch because no tier
+    /// answered it. Counts nothing and changes no eviction order.
+    @usableFromInline
+    func memoryHoldsRejectedValue(_ key: Key, maxAge: TimeInterval?, newerThan: Date?) -> Bool {
+        guard let held = memory.peekEntry(for: key), case .value = held.value else { return false }
+        return !Self.passes(storedAt: held.storedAt, maxAge: maxAge, newerThan: newerThan, now: clock.now())
     }
 
     @inlinable  // CacheBenchmarks "disk hit promote 1KiB: Cache async value(for:)"
