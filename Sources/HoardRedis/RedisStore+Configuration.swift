@@ -129,7 +129,8 @@ extension RedisStore {
 
         /// How long the pub/sub connection of ``RedisStore/invalidations(in:)``
         /// waits, once it is open and after each check, before it sends `PING` to
-        /// check that the server still answers. Defaults to 5 seconds.
+        /// check that the server still answers; `nil` turns the check off. Defaults
+        /// to 5 seconds.
         ///
         /// A server that stops answering without closing the connection (frozen, or
         /// cut off by a firewall or NAT that dropped the connection's state) would
@@ -141,13 +142,21 @@ extension RedisStore {
         /// and once the server confirms the subscription every stream receives
         /// `RemoteInvalidation.missed`. A connection that stops answering is closed
         /// at most about ``invalidationPingInterval`` plus ``invalidationPingTimeout``
-        /// after the last thing it received. An ACL user needs permission for `PING`.
-        public var invalidationPingInterval: Duration
+        /// after the last thing it received.
+        ///
+        /// An ACL user needs permission for `PING`: a server that refuses it answers
+        /// each check with an error, so the connection is closed and opened again
+        /// (reporting `RemoteInvalidation.missed`) at every check. Where `PING` cannot
+        /// be allowed, set this to `nil`: no `PING` is sent and the connection is
+        /// closed only when the server or the operating system closes it, so a
+        /// frozen server or a path that dropped the connection silently goes
+        /// unnoticed until TCP gives up (give memory a short lifetime then).
+        public var invalidationPingInterval: Duration?
 
         /// How long the pub/sub connection waits after a `PING` for anything to arrive
         /// (the answer, or any message) before it takes the connection for dead,
-        /// closes it and opens a new one. Defaults to 5 seconds. See
-        /// ``invalidationPingInterval``.
+        /// closes it and opens a new one. Defaults to 5 seconds; unused while
+        /// ``invalidationPingInterval`` is `nil`. See ``invalidationPingInterval``.
         public var invalidationPingTimeout: Duration
 
         /// The longest string reply the store accepts; a longer one is a
@@ -186,7 +195,7 @@ extension RedisStore {
             connectionWaitTimeout: Duration = .seconds(5),
             initialReconnectDelay: Duration = .milliseconds(100),
             maximumReconnectDelay: Duration = .seconds(10),
-            invalidationPingInterval: Duration = .seconds(5),
+            invalidationPingInterval: Duration? = .seconds(5),
             invalidationPingTimeout: Duration = .seconds(5),
             maximumReplyBulkLength: Int = 512 << 20,
             maximumReplyDepth: Int = 32,
@@ -325,7 +334,9 @@ extension RedisStore {
             try check(
                 maximumReconnectDelay >= initialReconnectDelay,
                 "maximumReconnectDelay must be at least initialReconnectDelay")
-            try check(invalidationPingInterval > .zero, "invalidationPingInterval must be positive")
+            try check(
+                invalidationPingInterval.map { $0 > .zero } ?? true,
+                "invalidationPingInterval must be positive, or nil for no check")
             try check(invalidationPingTimeout > .zero, "invalidationPingTimeout must be positive")
             try check(maximumReplyBulkLength >= 1, "maximumReplyBulkLength must be at least 1")
             try check(maximumReplyDepth >= 1, "maximumReplyDepth must be at least 1")

@@ -112,7 +112,7 @@ public final class RedisStore: RemoteCacheStore {
     let cluster: _RedisCluster?
     private let executor: EventLoopTaskExecutor
     let hub: _InvalidationHub
-    private let subscriber: _RedisSubscriber
+    let subscriber: _RedisSubscriber
     /// The tracking connections of a cluster with server-assisted invalidation.
     private let tracker: _RedisClusterTracker?
     let clock: any CacheClock

@@ -36,7 +36,9 @@ import Synchronization
 /// connection is logged as unanswered, counted as unusable and closed: its close
 /// handler reconnects, and the resubscription reports `RemoteInvalidation.missed`.
 /// A connection that stops answering is closed at most about `pingInterval` plus
-/// `pingTimeout` after the last thing it received.
+/// `pingTimeout` after the last thing it received. With no `pingInterval` there is no
+/// check (for a server that refuses `PING`, which would close the connection at every
+/// check): the connection is replaced only once it closes.
 actor _RedisSubscriber {
     private let endpoints: [_RedisConnection.Settings]
     /// The key prefix to ask the server to track (`CLIENT TRACKING … BCAST PREFIX`),
@@ -58,15 +60,16 @@ actor _RedisSubscriber {
     private let hub: _InvalidationHub
     private let initialReconnectDelay: Duration
     private let maximumReconnectDelay: Duration
-    /// How long the health check waits between the checks of a connection.
-    private let pingInterval: Duration
+    /// How long the health check waits between the checks of a connection; `nil`
+    /// for no health check.
+    private let pingInterval: Duration?
     /// How long the health check waits after a `PING` for anything to arrive.
     private let pingTimeout: Duration
     private let log: _RedisLog
     private var connection: _RedisConnection?
     private var subscribed: Set<ByteBuffer> = []
     private var connectTask: Task<Void, Never>?
-    /// The health check of `connection`.
+    /// The health check of `connection` (none without a `pingInterval`).
     private var healthTask: Task<Void, Never>?
     private var isShutdown = false
     /// Connections opened so far; every one after the first is a reconnection.
@@ -85,7 +88,7 @@ actor _RedisSubscriber {
         reportsGapOnFirstConnection: Bool = false, onConnectionTrouble: (@Sendable () -> Void)? = nil,
         group: any EventLoopGroup, hub: _InvalidationHub,
         initialReconnectDelay: Duration, maximumReconnectDelay: Duration,
-        pingInterval: Duration, pingTimeout: Duration, log: _RedisLog
+        pingInterval: Duration?, pingTimeout: Duration, log: _RedisLog
     ) {
         self.log = log
         precondition(!endpoints.isEmpty, "a subscriber needs an endpoint")
@@ -205,7 +208,11 @@ actor _RedisSubscriber {
                     Task { await self.connectionClosed(connection) }
                 }
                 healthTask?.cancel()
-                healthTask = Task { await self.checkHealth(of: connection, attempt: attempt, traffic: traffic) }
+                healthTask = pingInterval.map { interval in
+                    Task {
+                        await self.checkHealth(of: connection, attempt: attempt, traffic: traffic, every: interval)
+                    }
+                }
                 connectTask = nil
                 await sync()
                 return
@@ -270,14 +277,16 @@ actor _RedisSubscriber {
         if attempt == connectionAttempt { unusableConnections = 0 }
     }
 
-    /// Sends `PING` on `connection` (of `attempt`) `pingInterval` after it opened and
+    /// Sends `PING` on `connection` (of `attempt`) `interval` after it opened and
     /// after each check, and closes it when nothing arrives on it within
     /// `pingTimeout` of one. Ends when the
     /// connection is replaced or closes, or the subscriber shuts down.
-    private func checkHealth(of connection: _RedisConnection, attempt: Int, traffic: _SubscriberTraffic) async {
+    private func checkHealth(
+        of connection: _RedisConnection, attempt: Int, traffic: _SubscriberTraffic, every interval: Duration
+    ) async {
         while true {
             do {
-                try await Task.sleep(for: pingInterval)
+                try await Task.sleep(for: interval)
             } catch {
                 return  // Cancelled: the connection closed, or the subscriber shut down.
             }
@@ -319,6 +328,9 @@ actor _RedisSubscriber {
                 command: "PING"))
         connection.close()
     }
+
+    /// Whether a health check watches the current connection.
+    var checksHealth: Bool { healthTask != nil }
 
     private func connectionClosed(_ closed: _RedisConnection) {
         guard connection === closed else { return }

@@ -42,5 +42,16 @@ struct RedisConfigurationTests {
         }
         #expect(throws: Never.self) { _ = try RedisStore(configuration: .init()) }
     }
+
+    @Test("The invalidation connection's PING check is on by default, every 5 s; nil turns it off")
+    func pingCheck() {
+        #expect(RedisStore.Configuration().invalidationPingInterval == .seconds(5))
+        #expect(throws: Never.self) { _ = try RedisStore(configuration: .init(invalidationPingInterval: nil)) }
+        var configuration = RedisStore.Configuration()
+        configuration.invalidationPingInterval = nil
+        #expect(throws: Never.self) { _ = try RedisStore(configuration: configuration) }
+        configuration.invalidationPingInterval = .milliseconds(-1)
+        #expect(throws: RedisError.self) { _ = try RedisStore(configuration: configuration) }
+    }
 }
 #endif

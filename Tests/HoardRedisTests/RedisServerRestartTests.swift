@@ -269,6 +269,87 @@ struct RedisServerRestartTests {
         #expect(!seen.all.contains(.missed), "\(seen.all)")
     }
 
+    @Test(
+        "With invalidationPingInterval nil, a server whose ACL forbids PING keeps the invalidation connection: no PING is sent, nothing reconnects and no .missed is reported, while a store that checks reconnects at every check"
+    )
+    func pingCheckOff() async throws {
+        // Both users may use every key and channel, but not PING.
+        let forbidsPing = ["on", ">pw", "~*", "&*", "+@all", "-ping"]
+        let arguments = ["--user", "quiet"] + forbidsPing + ["--user", "pinging"] + forbidsPing
+        try await RedisChildServer.with(arguments: arguments) { server in try await pingCheckOff(server) }
+    }
+
+    private func pingCheckOff(_ server: RedisChildServer) async throws {
+        var quietConfiguration = server.configuration()
+        quietConfiguration.username = "quiet"
+        quietConfiguration.password = "pw"
+        quietConfiguration.invalidationPingInterval = nil
+        let quietLog = RecordingLogHandler()
+        quietConfiguration.logger = quietLog.logger()
+        let quiet = try RedisStore(configuration: quietConfiguration)
+        var pingingConfiguration = server.configuration()
+        pingingConfiguration.username = "pinging"
+        pingingConfiguration.password = "pw"
+        pingingConfiguration.invalidationPingInterval = .milliseconds(50)
+        pingingConfiguration.initialReconnectDelay = .milliseconds(20)
+        pingingConfiguration.maximumReconnectDelay = .milliseconds(100)
+        let pingingLog = RecordingLogHandler()
+        pingingConfiguration.logger = pingingLog.logger()
+        let pinging = try RedisStore(configuration: pingingConfiguration)
+        let writer = try RedisStore(configuration: server.configuration())  // the default user
+        let quietSeen = InvalidationRecorder(quiet.invalidations(in: "ns"))
+        var pingingSeen: InvalidationRecorder?
+        defer {
+            quietSeen.cancel()
+            pingingSeen?.cancel()
+            Task {
+                await quiet.shutdown()
+                await pinging.shutdown()
+                await writer.shutdown()
+            }
+        }
+
+        // Given a store without the check, subscribed and hearing changes
+        #expect(
+            await eventually {
+                try? await writer.set(Data([1]), for: "before", in: "ns", storedAt: .now, expiresAt: nil)
+                return quietSeen.all.contains(.key("before"))
+            })
+        #expect(await quiet.subscriber.checksHealth == false)
+
+        // When a store that checks, subscribed after it, has had its PING refused and
+        // its connection replaced twice
+        pingingSeen = InvalidationRecorder(pinging.invalidations(in: "ns"))
+        let refusedPing = { (record: RecordingLogHandler.Record) in
+            record.metadata["hoard.error"].map { $0.contains("NOPERM") && $0.lowercased().contains("ping") } == true
+        }
+        #expect(
+            await eventually { pingingLog.records.filter(refusedPing).count >= 2 },
+            "the store that checks was not refused twice: \(pingingLog.records.map(\.message))")
+        #expect(await eventually { pingingSeen?.all.contains(.missed) == true })
+
+        // Then the server refused no PING of the store without the check: it sent none
+        let denied = try await writer.command("ACL", "LOG")
+        let users = (denied.elements ?? []).compactMap { entry -> String? in
+            let fields = entry.elements ?? []
+            guard let index = fields.firstIndex(where: { $0.string == "username" }), index + 1 < fields.count else {
+                return nil
+            }
+            return fields[index + 1].string
+        }
+        #expect(users.contains("pinging"), "\(denied)")
+        #expect(!users.contains("quiet"), "\(denied)")
+        // and its connection stayed: nothing was refused, closed or resubscribed
+        #expect(quietLog.records.isEmpty, "\(quietLog.records.map(\.message))")
+        #expect(!quietSeen.all.contains(.missed), "\(quietSeen.all)")
+        #expect(
+            await eventually {
+                try? await writer.set(Data([2]), for: "after", in: "ns", storedAt: .now, expiresAt: nil)
+                return quietSeen.all.contains(.key("after"))
+            }, "\(quietSeen.all)")
+        #expect(!quietSeen.all.contains(.missed), "\(quietSeen.all)")
+    }
+
     @Test("AUTH with a password, with a username and password, SELECT; wrong ones are authenticationFailed")
     func authentication() async throws {
         let arguments = ["--requirepass", "s3cret", "--user", "alice", "on", ">wonderland", "~*", "&*", "+@all"]
