@@ -151,26 +151,33 @@ final class _InvalidationHub: Sendable {
     /// Handles a message from the subscriber connection: a RESP2 array or a RESP3
     /// push of `message`, `subscribe` or `unsubscribe`. Anything else is ignored.
     func handle(_ value: _RESPValue) {
-        guard let elements = value.elements, elements.count >= 3,
-            let kind = elements[0].string?.lowercased(), let channel = elements[1].bytes
-        else { return }
+        guard let elements = value.elements, elements.count >= 3, let channel = elements[1].bytes else { return }
+        // The kind, compared without decoding it into a string (one message per change).
+        let kind: PushKind
+        if elements[0].isString(equalToLowercaseASCII: "message") {
+            kind = .message
+        } else if elements[0].isString(equalToLowercaseASCII: "subscribe") {
+            kind = .subscribe
+        } else {
+            return
+        }
         switch kind {
-        case "message" where channel == Self.trackingChannel:
+        case .message where channel == Self.trackingChannel:
             handleTracking(elements[2])
-        case "message":
+        case .message:
             guard let payload = elements[2].bytes, let invalidations = decode(payload) else { return }
             let streams = state.withLock { Array(($0.subscriptions[channel]?.streams ?? [:]).values) }
             for stream in streams {
                 for invalidation in invalidations { stream.yield(invalidation) }
             }
-        case "subscribe" where channel == Self.trackingChannel:
+        case .subscribe where channel == Self.trackingChannel:
             let streams = state.withLock { state -> [AsyncStream<RemoteInvalidation>.Continuation] in
                 guard state.trackingGaps > 0 else { return [] }
                 state.trackingGaps -= 1
                 return state.subscriptions.values.flatMap { $0.streams.values }
             }
             for stream in streams { stream.yield(.missed) }
-        case "subscribe":
+        case .subscribe:
             // A resubscription after a lost connection: changes may have been missed.
             let streams = state.withLock { state -> [AsyncStream<RemoteInvalidation>.Continuation] in
                 guard let subscription = state.subscriptions[channel], subscription.resubscribing else { return [] }
@@ -178,9 +185,12 @@ final class _InvalidationHub: Sendable {
                 return Array(subscription.streams.values)
             }
             for stream in streams { stream.yield(.missed) }
-        default:
-            return
         }
+    }
+
+    /// The kinds of message ``handle(_:)`` acts on.
+    private enum PushKind {
+        case message, subscribe
     }
 
     /// Delivers a server-assisted invalidation: the Redis keys a write by any client

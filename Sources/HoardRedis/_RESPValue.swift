@@ -60,6 +60,31 @@ enum _RESPValue: Sendable, Hashable {
         bytes.map { String(buffer: $0) }
     }
 
+    /// Whether the value is a string of any kind whose bytes are `text` but for ASCII
+    /// case (`SUBSCRIBE` is `subscribe`), without decoding it into a `String`.
+    ///
+    /// - Parameter text: Lowercase ASCII.
+    func isString(equalToLowercaseASCII text: StaticString) -> Bool {
+        switch self {
+        case .bulkString(let buffer?): Self.bytes(buffer.readableBytesView, equalToLowercaseASCII: text)
+        case .simpleString(let line): Self.bytes(line.utf8, equalToLowercaseASCII: text)
+        case .verbatimString(_, let buffer): Self.bytes(buffer.readableBytesView, equalToLowercaseASCII: text)
+        case .attribute(_, let value): value.isString(equalToLowercaseASCII: text)
+        default: false
+        }
+    }
+
+    private static func bytes(_ bytes: some Collection<UInt8>, equalToLowercaseASCII text: StaticString) -> Bool {
+        guard bytes.count == text.utf8CodeUnitCount else { return false }
+        return text.withUTF8Buffer { expected in
+            zip(bytes, expected).allSatisfy { byte, lowercase in
+                // An uppercase ASCII letter is its lowercase one less 0x20.
+                let isUppercase = byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z")
+                return byte == lowercase || (isUppercase && byte | 0x20 == lowercase)
+            }
+        }
+    }
+
     /// The value's elements when it is an array, set or push, `nil` otherwise.
     var elements: [_RESPValue]? {
         switch self {

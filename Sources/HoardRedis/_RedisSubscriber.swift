@@ -187,7 +187,7 @@ actor _RedisSubscriber {
                             Task { await self.refused(message, attempt: attempt) }
                             return
                         }
-                        if let self, value.elements?.first?.string?.lowercased() == "subscribe" {
+                        if let self, value.elements?.first?.isString(equalToLowercaseASCII: "subscribe") == true {
                             Task { await self.accepted(attempt: attempt) }
                         }
                         hub.handle(value)

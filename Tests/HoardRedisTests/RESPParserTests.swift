@@ -250,5 +250,29 @@ struct RESPParserTests {
         #expect(throws: RedisError.self) { _ = try parse("+" + String(repeating: "a", count: 40), limits: limits) }
         #expect(try parse("+" + String(repeating: "a", count: 10), limits: limits) == nil)
     }
+
+    @Test("A push's kind is matched without decoding it, as lowercasing its text matched it")
+    func kindMatching() {
+        let texts = [
+            "subscribe", "SUBSCRIBE", "SubScribe", "subscribes", "subscrib", "", "message", "MESSAGE", "Message",
+            "m3ssage", "ſubscribe", "SUBSCRİBE", "ＳＵＢＳＣＲＩＢＥ", "subscribe\u{0}", "subscrib\u{C5}",
+        ]
+        var values: [_RESPValue] = [.bulkString(nil), .integer(1), .array([.bulkString(bytes("subscribe"))])]
+        for text in texts {
+            values += [
+                .bulkString(bytes(text)), .simpleString(text), .verbatimString(format: "txt", text: bytes(text)),
+                .attribute([], .bulkString(bytes(text))),
+            ]
+        }
+        values.append(.bulkString(ByteBuffer(bytes: [0x53, 0x55, 0x42, 0x53, 0x43, 0x52, 0x49, 0x42, 0xC5])))
+        for value in values {
+            for kind: StaticString in ["subscribe", "message"] {
+                let lowercased = value.string?.lowercased() == "\(kind)"
+                #expect(value.isString(equalToLowercaseASCII: kind) == lowercased, "\(value) against \(kind)")
+            }
+        }
+        #expect(_RESPValue.bulkString(bytes("SUBSCRIBE")).isString(equalToLowercaseASCII: "subscribe"))
+        #expect(_RESPValue.simpleString("Message").isString(equalToLowercaseASCII: "message"))
+    }
 }
 #endif
