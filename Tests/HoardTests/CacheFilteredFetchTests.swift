@@ -58,7 +58,9 @@ final class ChangeCountingRemoteStore: ForwardingRemoteStore {
 /// returns `nil`: the source says the key has no value, so the values the filter
 /// skipped are removed from every tier (as a stale refresh that finds nothing
 /// removes the stale value), unless the key changed since the read began.
-@Suite("Cache: a fetch that finds nothing after a freshness filter skipped the key's values", .timeLimit(.minutes(3)))
+@Suite(
+    "Cache: a fetch that finds nothing after a freshness filter skipped the key's values", .serialized,
+    .timeLimit(.minutes(3)))
 struct CacheFilteredFetchTests {
     /// The asynchronous reads that take freshness filters and run a fetch. Each
     /// skips a value stored a minute before it.
