@@ -97,6 +97,14 @@ struct _LogImage {
         return position
     }
 
+    /// How many bytes ``slot(at:segmentEnd:lap:)`` with a lap checksums at `position`:
+    /// the 12 bytes of offset and length and the payload when a loaded record's layout
+    /// starts there, otherwise none. For tests that bound a scan's work.
+    func checksummedBytes(at position: Int, segmentEnd: Int) -> Int {
+        guard case .record(let length) = slot(at: position, segmentEnd: segmentEnd, lap: nil) else { return 0 }
+        return 12 + length
+    }
+
     /// The lap the record at `position` was written in, read from its check, when a
     /// record's layout (length fitting before `segmentEnd`) starts there.
     func impliedLap(at position: Int, segmentEnd: Int) -> (lap: UInt32, length: Int)? {

@@ -24,6 +24,8 @@ struct _LogScan {
     /// does not overwrite never wraps), so more than zero proves that the log was
     /// written by an instance that overwrites, and that it wrapped.
     var lapBeforeLeftOut = 0
+    /// How many bytes the scan fed to CRC-32C, for tests that bound its work.
+    var checksummedBytes = 0
 
     /// Scans the live region a valid header describes.
     static func scan(_ header: _LogHeader, image: _LogImage) -> _LogScan {
@@ -42,6 +44,7 @@ struct _LogScan {
                 continue
             }
             let segmentEnd = inUpper ? end : header.next
+            scan.checksummedBytes += image.checksummedBytes(at: position, segmentEnd: segmentEnd)
             switch image.slot(at: position, segmentEnd: segmentEnd, lap: lap) {
             case .record(let length):
                 scan.records.append(.init(offset: position, length: length, isInUpperSegment: inUpper))
@@ -56,7 +59,8 @@ struct _LogScan {
                     return scan
                 }
                 let resume = resynchronize(
-                    image, from: position + _LogRecord.prefixSize, segmentEnd: segmentEnd, lap: lap)
+                    image, from: position + _LogRecord.prefixSize, segmentEnd: segmentEnd, lap: lap,
+                    checksummedBytes: &scan.checksummedBytes)
                 let damage = position..<(resume ?? segmentEnd)
                 scan.damaged.append(damage)
                 if damage.contains(header.lastAppendStart) { inLastAppend = true }
@@ -76,10 +80,13 @@ struct _LogScan {
     ///
     /// Only loaded bytes are tried: a header may state a budget far larger than the
     /// file (up to 256 TiB), and trying every offset up to it would never end.
-    static func resynchronize(_ image: _LogImage, from start: Int, segmentEnd: Int, lap: UInt32) -> Int? {
+    static func resynchronize(
+        _ image: _LogImage, from start: Int, segmentEnd: Int, lap: UInt32, checksummedBytes: inout Int
+    ) -> Int? {
         var position = start
         let end = min(segmentEnd, image.loadedEnd(at: start))
         while position + _LogRecord.prefixSize <= end {
+            checksummedBytes += image.checksummedBytes(at: position, segmentEnd: segmentEnd)
             if case .record = image.slot(at: position, segmentEnd: segmentEnd, lap: lap) { return position }
             position += 1
         }
@@ -107,9 +114,11 @@ struct _LogScan {
         let start = _LogHeader.recordsStart
         var candidates = lapHints.map { (lap: $0, corroborate: false) }
         var position = start
+        var checksummedBytes = 0
         chain: for _ in 0..<8 {
             switch image.slot(at: position, segmentEnd: maximumBytes, lap: nil) {
             case .record(let length):
+                checksummedBytes += image.checksummedBytes(at: position, segmentEnd: maximumBytes)
                 if let found = image.impliedLap(at: position, segmentEnd: maximumBytes) {
                     candidates.append((found.lap, true))
                 }
@@ -133,6 +142,7 @@ struct _LogScan {
             // Only the loaded bytes: the budget may be far larger than the file.
             let end = min(maximumBytes, image.loadedEnd(at: start))
             while position + _LogRecord.prefixSize <= end {
+                checksummedBytes += image.checksummedBytes(at: position, segmentEnd: maximumBytes)
                 if let found = image.impliedLap(at: position, segmentEnd: maximumBytes),
                     found.lap == lap || found.lap == _LogRecord.lap(before: lap)
                 {
@@ -157,6 +167,7 @@ struct _LogScan {
             }
         }
         best.lapBeforeLeftOut = ringBest.leftOut
+        best.checksummedBytes = checksummedBytes
         return best
     }
 
