@@ -14,8 +14,8 @@ extension MessageLog {
     ///
     /// - Throws: ``HoardError/Code/fileCorrupted`` when the file is not a message log,
     ///   ``HoardError/Code/unsupportedFormat``, ``HoardError/Code/ioFailed``.
-    /// - Complexity: O(n) in the log's size; after damage, O(damaged bytes × record
-    ///   size) to find the next intact record.
+    /// - Complexity: O(n) in the log's size, damaged or not: each offset tried after
+    ///   damage costs a bounded checksum, whatever record length its bytes claim.
     public func verify() throws(HoardError) -> MessageLogReport {
         try state.withLock { (state: inout _LogState) throws(HoardError) -> MessageLogReport in
             _endLease(&state)
@@ -53,6 +53,7 @@ extension MessageLog {
     ///   or opened with ``init(forReadingFrom:codec:logger:)`` (never rewritten);
     ///   ``HoardError/Code/fileCorrupted`` when the file is not a message log;
     ///   ``HoardError/Code/unsupportedFormat``; ``HoardError/Code/ioFailed``.
+    /// - Complexity: O(n) in the log's size, as ``verify()``.
     @discardableResult
     public func recover() throws(HoardError) -> MessageLogReport {
         try state.withLock { (state: inout _LogState) throws(HoardError) -> MessageLogReport in

@@ -97,31 +97,6 @@ struct _LogImage {
         return position
     }
 
-    /// How many bytes ``slot(at:segmentEnd:lap:)`` with a lap checksums at `position`:
-    /// the 12 bytes of offset and length and the payload when a loaded record's layout
-    /// starts there, otherwise none. For tests that bound a scan's work.
-    func checksummedBytes(at position: Int, segmentEnd: Int) -> Int {
-        guard case .record(let length) = slot(at: position, segmentEnd: segmentEnd, lap: nil) else { return 0 }
-        return 12 + length
-    }
-
-    /// The lap the record at `position` was written in, read from its check, when a
-    /// record's layout (length fitting before `segmentEnd`) starts there.
-    func impliedLap(at position: Int, segmentEnd: Int) -> (lap: UInt32, length: Int)? {
-        for piece in pieces where piece.start <= position && position < piece.end {
-            guard case .record(let length) = slot(at: position, segmentEnd: segmentEnd, lap: nil) else { return nil }
-            return piece.bytes.withUnsafeBytes { bytes in
-                let start = position - piece.start
-                let check = bytes.loadUnaligned(fromByteOffset: start + 4, as: UInt32.self).littleEndian
-                let payload = UnsafeRawBufferPointer(
-                    rebasing: bytes[(start + _LogRecord.prefixSize)..<(start + _LogRecord.prefixSize + length)])
-                // check = checksum ^ lap, so lap = check ^ checksum.
-                return (_LogRecord.checksum(offset: position, length: UInt32(length), payload: payload) ^ check, length)
-            }
-        }
-        return nil
-    }
-
     /// Calls `body` with the payload of each of `records` (found in this image), in
     /// order, pointing into the loaded bytes.
     func forEachPayload(

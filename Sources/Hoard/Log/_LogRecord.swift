@@ -43,10 +43,16 @@ enum _LogRecord {
 
     /// CRC-32C of a record's offset, length and payload: its check without the lap.
     static func checksum(offset: Int, length: UInt32, payload: UnsafeRawBufferPointer) -> UInt32 {
+        _CRC32C.update(prefixChecksum(offset: offset, length: length), payload)
+    }
+
+    /// CRC-32C of a record's offset and length (12 bytes): what its checksum continues
+    /// over the payload.
+    static func prefixChecksum(offset: Int, length: UInt32) -> UInt32 {
         withUnsafeTemporaryAllocation(byteCount: 12, alignment: 8) { prefix in
             prefix.storeBytes(of: UInt64(offset).littleEndian, toByteOffset: 0, as: UInt64.self)
             prefix.storeBytes(of: length.littleEndian, toByteOffset: 8, as: UInt32.self)
-            return _CRC32C.update(_CRC32C.checksum(UnsafeRawBufferPointer(prefix)), payload)
+            return _CRC32C.checksum(UnsafeRawBufferPointer(prefix))
         }
     }
 

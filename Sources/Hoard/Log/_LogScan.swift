@@ -8,6 +8,10 @@
 /// A record found that way is intact with the probability of a CRC-32C collision on
 /// bytes that are not a record, about 2^-32 per offset tried; records left over from an
 /// older lap never pass, because their lap differs.
+///
+/// Trying an offset costs a bounded checksum however long the record it claims (see
+/// ``LogScanChecks``), so a scan is linear in the bytes it covers, damaged or not, and
+/// finds every record a check of each claim in full would.
 struct _LogScan {
     /// The intact records, oldest first.
     var records: [_LogWalk.Record] = []
@@ -31,6 +35,7 @@ struct _LogScan {
     static func scan(_ header: _LogHeader, image: _LogImage) -> _LogScan {
         var scan = _LogScan(lap: header.lap)
         guard header.count > 0 else { return scan }
+        var checks = LogScanChecks(image)
         let end = header.maximumBytes
         let start = _LogHeader.recordsStart
         var position = header.oldest
@@ -44,8 +49,7 @@ struct _LogScan {
                 continue
             }
             let segmentEnd = inUpper ? end : header.next
-            scan.checksummedBytes += image.checksummedBytes(at: position, segmentEnd: segmentEnd)
-            switch image.slot(at: position, segmentEnd: segmentEnd, lap: lap) {
+            switch checks.slot(at: position, segmentEnd: segmentEnd, lap: lap) {
             case .record(let length):
                 scan.records.append(.init(offset: position, length: length, isInUpperSegment: inUpper))
                 position += _LogRecord.prefixSize + length
@@ -56,11 +60,11 @@ struct _LogScan {
             default:
                 if inLastAppend {
                     scan.torn = inUpper ? [position..<end, start..<header.next] : [position..<header.next]
+                    scan.checksummedBytes = checks.checksummedBytes
                     return scan
                 }
                 let resume = resynchronize(
-                    image, from: position + _LogRecord.prefixSize, segmentEnd: segmentEnd, lap: lap,
-                    checksummedBytes: &scan.checksummedBytes)
+                    &checks, from: position + _LogRecord.prefixSize, segmentEnd: segmentEnd, lap: lap)
                 let damage = position..<(resume ?? segmentEnd)
                 scan.damaged.append(damage)
                 if damage.contains(header.lastAppendStart) { inLastAppend = true }
@@ -73,6 +77,7 @@ struct _LogScan {
                 }
             }
         }
+        scan.checksummedBytes = checks.checksummedBytes
         return scan
     }
 
@@ -80,14 +85,14 @@ struct _LogScan {
     ///
     /// Only loaded bytes are tried: a header may state a budget far larger than the
     /// file (up to 256 TiB), and trying every offset up to it would never end.
-    static func resynchronize(
-        _ image: _LogImage, from start: Int, segmentEnd: Int, lap: UInt32, checksummedBytes: inout Int
-    ) -> Int? {
+    ///
+    /// - Complexity: O(bytes tried): each offset costs a bounded checksum through
+    ///   `checks`, whatever length it claims.
+    static func resynchronize(_ checks: inout LogScanChecks, from start: Int, segmentEnd: Int, lap: UInt32) -> Int? {
         var position = start
-        let end = min(segmentEnd, image.loadedEnd(at: start))
+        let end = min(segmentEnd, checks.image.loadedEnd(at: start))
         while position + _LogRecord.prefixSize <= end {
-            checksummedBytes += image.checksummedBytes(at: position, segmentEnd: segmentEnd)
-            if case .record = image.slot(at: position, segmentEnd: segmentEnd, lap: lap) { return position }
+            if case .record = checks.slot(at: position, segmentEnd: segmentEnd, lap: lap) { return position }
             position += 1
         }
         return nil
@@ -114,12 +119,11 @@ struct _LogScan {
         let start = _LogHeader.recordsStart
         var candidates = lapHints.map { (lap: $0, corroborate: false) }
         var position = start
-        var checksummedBytes = 0
+        var checks = LogScanChecks(image)
         chain: for _ in 0..<8 {
             switch image.slot(at: position, segmentEnd: maximumBytes, lap: nil) {
             case .record(let length):
-                checksummedBytes += image.checksummedBytes(at: position, segmentEnd: maximumBytes)
-                if let found = image.impliedLap(at: position, segmentEnd: maximumBytes) {
+                if let found = checks.impliedLap(at: position, segmentEnd: maximumBytes) {
                     candidates.append((found.lap, true))
                 }
                 position += _LogRecord.prefixSize + length
@@ -142,8 +146,7 @@ struct _LogScan {
             // Only the loaded bytes: the budget may be far larger than the file.
             let end = min(maximumBytes, image.loadedEnd(at: start))
             while position + _LogRecord.prefixSize <= end {
-                checksummedBytes += image.checksummedBytes(at: position, segmentEnd: maximumBytes)
-                if let found = image.impliedLap(at: position, segmentEnd: maximumBytes),
+                if let found = checks.impliedLap(at: position, segmentEnd: maximumBytes),
                     found.lap == lap || found.lap == _LogRecord.lap(before: lap)
                 {
                     let record = _LogWalk.Record(
@@ -167,7 +170,7 @@ struct _LogScan {
             }
         }
         best.lapBeforeLeftOut = ringBest.leftOut
-        best.checksummedBytes = checksummedBytes
+        best.checksummedBytes = checks.checksummedBytes
         return best
     }
 
