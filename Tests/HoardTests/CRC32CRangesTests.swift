@@ -46,6 +46,15 @@ struct CRC32CRangesTests {
         let continued = zeros.withUnsafeBytes { _CRC32C.update(seed, $0) }
         let onlyZeros = zeros.withUnsafeBytes { _CRC32C.checksum($0) }
         #expect(_CRC32C.shift(seed, byZeroBytes: zeros.count) ^ onlyZeros == continued)
+        // Shifts compose, also by counts with many hexadecimal digits.
+        var generator2 = SplitMix64(seed: 13)
+        for _ in 0..<200 {
+            let crc = UInt32(truncatingIfNeeded: generator2.next())
+            let first = Int(generator2.next() >> 4)
+            let second = Int(generator2.next() >> 4)
+            let composed = _CRC32C.shift(_CRC32C.shift(crc, byZeroBytes: first), byZeroBytes: second)
+            #expect(composed == _CRC32C.shift(crc, byZeroBytes: first + second), "\(first) then \(second)")
+        }
     }
 
     @Test("Every range, empty, one byte, unaligned or around the stride, checksums as the bytes do directly")

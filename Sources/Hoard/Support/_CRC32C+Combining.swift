@@ -6,7 +6,7 @@ extension _CRC32C {
     /// any bytes (the initial value and the final inversion of CRC-32C cancel out).
     ///
     /// - Complexity: O(log `secondCount`): one multiplication modulo the polynomial per
-    ///   set bit of `secondCount`.
+    ///   nonzero hexadecimal digit of `secondCount`.
     static func combine(_ first: UInt32, _ second: UInt32, secondCount: Int) -> UInt32 {
         shift(first, byZeroBytes: secondCount) ^ second
     }
@@ -20,37 +20,50 @@ extension _CRC32C {
     /// `shift(x ^ y, byZeroBytes: n) == shift(x, byZeroBytes: n) ^ shift(y, byZeroBytes: n)`.
     ///
     /// - Parameter count: At least 0.
-    /// - Complexity: O(log `count`): one multiplication per set bit of `count`.
+    /// - Complexity: O(log `count`): one multiplication per nonzero hexadecimal digit
+    ///   of `count`.
     static func shift(_ crc: UInt32, byZeroBytes count: Int) -> UInt32 {
         precondition(count >= 0, "a CRC-32C cannot be shifted by a negative number of bytes")
         var crc = crc
         var remaining = UInt(count)
-        var power = 0
+        var digit = 0
         while remaining != 0 && crc != 0 {
-            if remaining & 1 != 0 { crc = multiply(crc, zeroBytePowers[power]) }
-            remaining >>= 1
-            power += 1
+            let nibble = Int(remaining & 0xF)
+            if nibble != 0 { crc = multiply(crc, zeroBytePowers[digit * 15 + nibble - 1]) }
+            remaining >>= 4
+            digit += 1
         }
         return crc
     }
 
-    /// x^(8 × 2^k) modulo the polynomial for k in 0..<64 (bit-reflected, as the
-    /// register is: bit 31 is x^0): the shifts by 1, 2, 4, … zero bytes.
+    /// x^(8 × j × 16^k) modulo the polynomial, at `k * 15 + j - 1`, for k in 0..<16
+    /// and j in 1...15 (bit-reflected, as the register is: bit 31 is x^0): the shifts
+    /// by each hexadecimal digit of a byte count, at most 16 multiplications per shift.
     private static let zeroBytePowers: [UInt32] = {
-        var powers: [UInt32] = [0x0080_0000]  // x^8
-        for _ in 1..<64 { powers.append(multiply(powers[powers.count - 1], powers[powers.count - 1])) }
+        var powers: [UInt32] = []
+        var base: UInt32 = 0x0080_0000  // x^8, then x^(8 × 16^k)
+        for _ in 0..<16 {
+            var power = base
+            for _ in 1...15 {
+                powers.append(power)
+                power = multiply(power, base)
+            }
+            base = power
+        }
         return powers
     }()
 
     /// `a` times `b` modulo the polynomial, both bit-reflected (bit 31 is x^0).
+    ///
+    /// Without branches on the bits, which a processor cannot predict.
     private static func multiply(_ a: UInt32, _ b: UInt32) -> UInt32 {
         var a = a
         var b = b
         var product: UInt32 = 0
         while a != 0 {
-            if a & 0x8000_0000 != 0 { product ^= b }
+            product ^= b & (0 &- (a >> 31))
             a <<= 1
-            b = b & 1 != 0 ? (b >> 1) ^ 0x82F6_3B78 : b >> 1
+            b = (b >> 1) ^ (0x82F6_3B78 & (0 &- (b & 1)))
         }
         return product
     }
