@@ -60,8 +60,8 @@ struct CRC32CRangesTests {
     @Test("Every range, empty, one byte, unaligned or around the stride, checksums as the bytes do directly")
     func rangesMatchDirect() {
         // Given random bytes with a length that is not a multiple of the stride
-        let data = Self.random(5 * CRC32CRanges.stride * 4 + 37, seed: 21)
-        var ranges = CRC32CRanges(data)
+        let data = Self.random(5 * _CRC32CRanges.stride * 4 + 37, seed: 21)
+        var ranges = _CRC32CRanges(data)
         var generator = SplitMix64(seed: 22)
         var cases: [Range<Int>] = []
         for start in Self.edges where start <= data.count {
@@ -96,9 +96,9 @@ struct CRC32CRangesTests {
     func boundedWorkPerRange() {
         // Given ranges of 1 MiB of bytes whose prefixes were all stored by one range
         let data = Self.random(1 << 20, seed: 31)
-        var ranges = CRC32CRanges(data)
+        var ranges = _CRC32CRanges(data)
         _ = ranges.update(0, 1..<data.count)
-        #expect(ranges.checksummedBytes <= data.count + CRC32CRanges.maximumBytesPerRange)
+        #expect(ranges.checksummedBytes <= data.count + _CRC32CRanges.maximumBytesPerRange)
 
         // When long ranges are checksummed, each from a different offset
         var generator = SplitMix64(seed: 32)
@@ -108,7 +108,7 @@ struct CRC32CRangesTests {
             let joined = ranges.update(0, start..<data.count)
 
             // Then each costs a bounded checksum, not the length of the range
-            #expect(ranges.checksummedBytes - before <= CRC32CRanges.maximumBytesPerRange)
+            #expect(ranges.checksummedBytes - before <= _CRC32CRanges.maximumBytesPerRange)
             if start % 97 == 0 { #expect(joined == data[start...].withUnsafeBytes { _CRC32C.checksum($0) }) }
         }
     }

@@ -151,7 +151,7 @@ struct HTTPResponseCacheKeyTests {
             ("", false, ""),
         ])
     func percentEncodingNormalised(_ text: String, lowercasingLetters: Bool, normalised: String) {
-        #expect(HTTPTargetURI.normalizedPercentEncoding(text, lowercasingLetters: lowercasingLetters) == normalised)
+        #expect(_HTTPTargetURI.normalizedPercentEncoding(text, lowercasingLetters: lowercasingLetters) == normalised)
     }
 
     @Test(
@@ -168,11 +168,11 @@ struct HTTPResponseCacheKeyTests {
             ("", ""),
         ])
     func dotSegmentsRemoved(_ path: String, removed: String) {
-        #expect(HTTPTargetURI.removingDotSegments(path) == removed)
+        #expect(_HTTPTargetURI.removingDotSegments(path) == removed)
     }
 
     /// RFC 3986, section 5.2.4, step by step on strings, as the RFC writes it: the
-    /// reference the linear ``HTTPTargetURI/removingDotSegments(_:)`` is checked
+    /// reference the linear ``_HTTPTargetURI/removingDotSegments(_:)`` is checked
     /// against.
     static func referenceRemovingDotSegments(_ path: String) -> String {
         var input = Substring(path)
@@ -205,7 +205,8 @@ struct HTTPResponseCacheKeyTests {
         var mismatches: [String] = []
         for _ in 1...8 {
             paths = paths.flatMap { path in ["a", ".", "/"].map { path + $0 } }
-            for path in paths where HTTPTargetURI.removingDotSegments(path) != Self.referenceRemovingDotSegments(path) {
+            for path in paths where _HTTPTargetURI.removingDotSegments(path) != Self.referenceRemovingDotSegments(path)
+            {
                 mismatches.append(path)
             }
         }
@@ -215,7 +216,7 @@ struct HTTPResponseCacheKeyTests {
     @Test("A path of 200,000 dot-segments is reduced in one pass: a request cannot make the key quadratic")
     func longDotSegmentRunIsReduced() {
         let path = "/a" + String(repeating: "/b/../.", count: 100_000) + String(repeating: "/..", count: 100_000) + "/x"
-        #expect(HTTPTargetURI.removingDotSegments(path) == "/x")
+        #expect(_HTTPTargetURI.removingDotSegments(path) == "/x")
     }
 
     @Test("URLs naming the same target URI share one stored response; another query order is another URL")

@@ -135,7 +135,7 @@ struct MessageLogScanBoundTests {
             let upper = piece(start: lower.end + Int(random.next() % 100), count: 5_000)
             let pieces = round % 3 == 0 ? [upper, .init(start: lower.start, bytes: []), lower] : [upper, lower]
             let image = _LogImage(pieces: pieces)
-            var checks = LogScanChecks(image)
+            var checks = _LogScanChecks(image)
             let ends = [lower.end, lower.end - 3, upper.end, upper.end + 50]
 
             for position in 60..<(upper.end + 4) {

@@ -59,16 +59,16 @@ struct _HTTPRequest: Sendable {
         // ASCII letters only: case does not change which characters are valid.
         parts.scheme = parts.scheme.map(asciiLowercased)
         parts.percentEncodedHost = parts.percentEncodedHost.map {
-            HTTPTargetURI.normalizedPercentEncoding($0, lowercasingLetters: true)
+            _HTTPTargetURI.normalizedPercentEncoding($0, lowercasingLetters: true)
         }
         if let port = parts.port, port == defaultPort(scheme: parts.scheme) { parts.port = nil }
-        var path = HTTPTargetURI.normalizedPercentEncoding(parts.percentEncodedPath)
+        var path = _HTTPTargetURI.normalizedPercentEncoding(parts.percentEncodedPath)
         // A path without an authority keeps its dot-segments: removing them could
         // leave one starting with "//", which would read as an authority.
-        if parts.percentEncodedHost != nil { path = HTTPTargetURI.removingDotSegments(path) }
+        if parts.percentEncodedHost != nil { path = _HTTPTargetURI.removingDotSegments(path) }
         if path.isEmpty, defaultPort(scheme: parts.scheme) != nil { path = "/" }
         parts.percentEncodedPath = path
-        parts.percentEncodedQuery = parts.percentEncodedQuery.map { HTTPTargetURI.normalizedPercentEncoding($0) }
+        parts.percentEncodedQuery = parts.percentEncodedQuery.map { _HTTPTargetURI.normalizedPercentEncoding($0) }
         return parts.string ?? url.absoluteString
     }
 
@@ -81,8 +81,8 @@ struct _HTTPRequest: Sendable {
             let theirs = URLComponents(url: other, resolvingAgainstBaseURL: true),
             let scheme = mine.scheme.map(Self.asciiLowercased), let host = mine.percentEncodedHost,
             theirs.scheme.map(Self.asciiLowercased) == scheme, let otherHost = theirs.percentEncodedHost,
-            HTTPTargetURI.normalizedPercentEncoding(host, lowercasingLetters: true)
-                == HTTPTargetURI.normalizedPercentEncoding(otherHost, lowercasingLetters: true)
+            _HTTPTargetURI.normalizedPercentEncoding(host, lowercasingLetters: true)
+                == _HTTPTargetURI.normalizedPercentEncoding(otherHost, lowercasingLetters: true)
         else { return false }
         return (mine.port ?? Self.defaultPort(scheme: scheme)) == (theirs.port ?? Self.defaultPort(scheme: scheme))
     }

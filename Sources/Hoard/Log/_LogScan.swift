@@ -10,7 +10,7 @@
 /// older lap never pass, because their lap differs.
 ///
 /// Trying an offset costs a bounded checksum however long the record it claims (see
-/// ``LogScanChecks``), so a scan is linear in the bytes it covers, damaged or not, and
+/// ``_LogScanChecks``), so a scan is linear in the bytes it covers, damaged or not, and
 /// finds every record a check of each claim in full would.
 struct _LogScan {
     /// The intact records, oldest first.
@@ -35,7 +35,7 @@ struct _LogScan {
     static func scan(_ header: _LogHeader, image: _LogImage) -> _LogScan {
         var scan = _LogScan(lap: header.lap)
         guard header.count > 0 else { return scan }
-        var checks = LogScanChecks(image)
+        var checks = _LogScanChecks(image)
         let end = header.maximumBytes
         let start = _LogHeader.recordsStart
         var position = header.oldest
@@ -88,7 +88,7 @@ struct _LogScan {
     ///
     /// - Complexity: O(bytes tried): each offset costs a bounded checksum through
     ///   `checks`, whatever length it claims.
-    static func resynchronize(_ checks: inout LogScanChecks, from start: Int, segmentEnd: Int, lap: UInt32) -> Int? {
+    static func resynchronize(_ checks: inout _LogScanChecks, from start: Int, segmentEnd: Int, lap: UInt32) -> Int? {
         var position = start
         let end = min(segmentEnd, checks.image.loadedEnd(at: start))
         while position + _LogRecord.prefixSize <= end {
@@ -119,7 +119,7 @@ struct _LogScan {
         let start = _LogHeader.recordsStart
         var candidates = lapHints.map { (lap: $0, corroborate: false) }
         var position = start
-        var checks = LogScanChecks(image)
+        var checks = _LogScanChecks(image)
         chain: for _ in 0..<8 {
             switch image.slot(at: position, segmentEnd: maximumBytes, lap: nil) {
             case .record(let length):

@@ -4,21 +4,21 @@
 ///
 /// ``slot(at:segmentEnd:lap:)`` and ``impliedLap(at:segmentEnd:)`` return exactly what
 /// ``_LogImage/slot(at:segmentEnd:lap:)`` and the check bytes do, bit for bit: the
-/// checksum of a record's payload comes from ``CRC32CRanges`` over the loaded piece
+/// checksum of a record's payload comes from ``_CRC32CRanges`` over the loaded piece
 /// (the same CRC-32C, joined from stored prefixes), not from its bytes one by one. So
 /// a crafted file that claims a record reaching the end of the segment at every offset
 /// costs a bounded checksum per offset, not the whole claim.
-struct LogScanChecks {
+struct _LogScanChecks {
     /// The loaded bytes.
     let image: _LogImage
     /// Ranges of each of `image.pieces`, at the same index.
-    private var ranges: [CRC32CRanges]
+    private var ranges: [_CRC32CRanges]
     /// How many record prefixes (offset and length, 12 bytes) were checksummed.
     private var prefixesChecksummed = 0
 
     init(_ image: _LogImage) {
         self.image = image
-        self.ranges = image.pieces.map { CRC32CRanges($0.bytes) }
+        self.ranges = image.pieces.map { _CRC32CRanges($0.bytes) }
     }
 
     /// How many bytes the checks have fed to CRC-32C: for tests that bound a scan's
@@ -30,7 +30,7 @@ struct LogScanChecks {
     /// What starts at `position`, checked for `lap`: the same as
     /// ``_LogImage/slot(at:segmentEnd:lap:)``.
     ///
-    /// - Complexity: At most 12 + ``CRC32CRanges/maximumBytesPerRange`` bytes
+    /// - Complexity: At most 12 + ``_CRC32CRanges/maximumBytesPerRange`` bytes
     ///   checksummed and one shift, besides prefixes stored once per piece.
     mutating func slot(at position: Int, segmentEnd: Int, lap: UInt32) -> _LogRecord.Slot {
         let (layout, record) = checked(at: position, segmentEnd: segmentEnd)

@@ -7,7 +7,7 @@ import Foundation
 /// Only escapes of unreserved characters are decoded, so a reserved character and
 /// its escape (`/` and `%2F`, `?` and `%3F`, `&` and `%26`) stay distinct; a `%`
 /// that does not start an escape of two hexadecimal digits is kept as it is.
-enum HTTPTargetURI {
+enum _HTTPTargetURI {
     /// `text` with each escape of an unreserved character (RFC 3986, section 2.3:
     /// letters, digits, `-`, `.`, `_`, `~`) decoded and every other escape's
     /// hexadecimal digits in uppercase; with `lowercasingLetters`, ASCII letters

@@ -9,7 +9,7 @@
 /// a range costs at most ``maximumBytesPerRange`` checksummed bytes and one shift,
 /// plus, once over all calls, the bytes up to the furthest range end; the result is
 /// exactly ``_CRC32C/update(_:_:)`` over the range's bytes.
-struct CRC32CRanges {
+struct _CRC32CRanges {
     /// The distance between stored prefixes.
     static let stride = 256
     /// Ranges up to this length are checksummed directly, which costs about what
