@@ -305,10 +305,17 @@ struct CacheFilteredFetchTests {
         }
     }
 
-    @Test("A set made while the fetch runs is not removed when it finds nothing", arguments: [false, true])
-    func setDuringFetchStays(withDisk: Bool) async throws {
+    /// A cache (over a disk, `withDisk`) holding `k` = "old", stored a minute
+    /// before its clock reads, whose fetch is held until its `probe` opens.
+    struct HeldFetch {
+        let disk: DiskStore?
+        let probe: FetchProbe
+        let cache: Cache<String, String>
+    }
+
+    /// Runs `body` with a ``HeldFetch`` in a temporary directory.
+    static func withHeldFetch(withDisk: Bool, _ body: (HeldFetch) async throws -> Void) async throws {
         try await DiskTest.withTemporaryDirectory { directory in
-            // Given a value stored a minute ago, and a fetch held open
             let clock = ManualClock()
             let disk = withDisk ? try DiskStore(directory: directory, clock: clock) : nil
             let probe = FetchProbe(open: false)
@@ -316,13 +323,24 @@ struct CacheFilteredFetchTests {
             try await cache.set("old", for: "k")
             await cache.flush()
             clock.advance(by: 60)
+            try await body(HeldFetch(disk: disk, probe: probe, cache: cache))
+        }
+    }
 
+    @Test("A set made while the fetch runs is not removed when it finds nothing", arguments: [false, true])
+    func setDuringFetchStays(withDisk: Bool) async throws {
+        // Given a value stored a minute ago, and a fetch held open
+        try await Self.withHeldFetch(withDisk: withDisk) { fixture in
+            let (disk, probe, cache) = (fixture.disk, fixture.probe, fixture.cache)
             // When a filtered read skips it and fetches, and the key is set meanwhile
             let read = Task { try await cache.value(for: "k", maxAge: 30) }
             #expect(await CacheTest.eventually { probe.calls == 1 }, "the read is fetching")
             cache["k"] = "new"
             probe.open()
-            #expect(try await read.value == nil, "the fetch found nothing")
+            // (A `try` outside `#expect`, so the closure is known to throw before the
+            // macros expand.)
+            let found = try await read.value
+            #expect(found == nil, "the fetch found nothing")
             #expect(await CacheTest.eventually { cache.writer.isQuiet })
             await cache.flush()
 
@@ -336,15 +354,8 @@ struct CacheFilteredFetchTests {
 
     @Test("A removal and a set made while the fetch runs win over it", arguments: [false, true])
     func removalAndSetDuringFetchStay(withDisk: Bool) async throws {
-        try await DiskTest.withTemporaryDirectory { directory in
-            let clock = ManualClock()
-            let disk = withDisk ? try DiskStore(directory: directory, clock: clock) : nil
-            let probe = FetchProbe(open: false)
-            let cache = try Self.cache(clock: clock, disk: disk, probe: probe)
-            try await cache.set("old", for: "k")
-            await cache.flush()
-            clock.advance(by: 60)
-
+        try await Self.withHeldFetch(withDisk: withDisk) { fixture in
+            let (disk, probe, cache) = (fixture.disk, fixture.probe, fixture.cache)
             let read = Task { try await cache.entry(for: "k", maxAge: 30) }
             #expect(await CacheTest.eventually { probe.calls == 1 })
             try await cache.removeValue(for: "k")
