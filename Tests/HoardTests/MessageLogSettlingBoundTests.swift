@@ -56,7 +56,37 @@ struct MessageLogSettlingBoundTests {
 
         #expect(search.run == nil)
         #expect(search.slotsParsed <= 2 * window, "\(search.slotsParsed) slots parsed for \(window) bytes")
-        #expect(search.bytesChecked <= 2 * window, "\(search.bytesChecked) bytes checksummed for \(window) bytes")
+        // Each claim checked costs at most 12 + 512 bytes (``_LogScanChecks``), one
+        // per 8 bytes: linear, where checking each claim whole costs window² / 32.
+        #expect(search.bytesChecked <= 80 * window, "\(search.bytesChecked) bytes checksummed for \(window) bytes")
+    }
+
+    @Test("Intact records whose payloads claim a record reaching the run's end at every 8th offset are all found")
+    func recordsFullOfClaims() {
+        let low = 64
+        let window = 64 << 10
+        let end = low + window
+        // 64 intact records of 1 KiB fill the window up to the segment's end; at every
+        // 8th offset inside each payload, 8 bytes read as a record that reaches that
+        // end, with a check that does not match. Checking each claim's whole length
+        // costs about window² / 16 bytes.
+        var bytes: [UInt8] = []
+        for recordStart in stride(from: low, to: end, by: 1_024) {
+            var payload: [UInt8] = []
+            for claim in stride(from: recordStart + 8, to: recordStart + 1_024, by: 8) {
+                payload += withUnsafeBytes(of: UInt32(end - claim - 8).littleEndian) { Array($0) }
+                payload += [0xEF, 0xBE, 0xAD, 0xDE]
+            }
+            bytes += Self.record(at: recordStart, payload, lap: 1)
+        }
+        let image = _LogImage(pieces: [.init(start: low, bytes: bytes)])
+
+        let search = _LogHeader.firstRun(
+            in: image, from: low, before: end, segmentEnd: end, lap: 1, endsAtWrap: false)
+
+        #expect(search.run?.start == low, "the run starts at the first record")
+        #expect(search.run?.count == 64)
+        #expect(search.bytesChecked <= 80 * window, "\(search.bytesChecked) bytes checksummed for \(window) bytes")
     }
 
     @Test("The first run found is the one the search without memory found: after damage, and merging into markers")

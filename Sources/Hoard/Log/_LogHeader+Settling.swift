@@ -157,17 +157,9 @@ extension _LogHeader {
         /// How many times an offset was parsed (once for its layout, and again with
         /// its checksum for a record whose end continues a run).
         var slotsParsed = 0
-        /// The payload bytes whose checksum was computed.
+        /// The bytes fed to CRC-32C (``_LogScanChecks/checksummedBytes``).
         var bytesChecked = 0
     }
-
-    /// How many payload bytes ``firstRun(in:from:before:segmentEnd:lap:endsAtWrap:)``
-    /// checksums per byte it searches, at most. The records of a real run hold at
-    /// most the bytes searched; the rest of the budget is for offsets inside them
-    /// that happen to read as a record reaching a run. A crafted window can make
-    /// every offset claim a record that reaches one: past the budget such claims
-    /// count as damage, so their records are not found.
-    static let checkedBytesPerSearchedByte = 2
 
     /// The first offset in `low..<end` (the loaded bytes: a header may claim a budget
     /// far larger than the file) where intact records of `lap` (and skip markers) run
@@ -176,18 +168,20 @@ extension _LogHeader {
     ///
     /// Where a run goes from an offset does not depend on where it started, so the
     /// offsets are settled from the last to the first, each once: what follows an
-    /// offset is known when it is parsed. A record's checksum is computed only when
-    /// its end continues a run, and within ``checkedBytesPerSearchedByte`` bytes per
-    /// byte searched. So the work is linear in `end - low`, even when a crafted file
-    /// chains markers from every offset or claims a long record at every offset
-    /// (walking again from each offset made that quadratic: hours on a 1 MiB window).
+    /// offset is known when it is parsed. A record's check is made only when its end
+    /// continues a run, by ``_LogScanChecks`` in bounded work however long the record
+    /// claims to be. So the work is linear in `end - low`, even when a crafted file
+    /// chains markers from every offset or claims a long record reaching a run at
+    /// every offset (walking again from each offset made that quadratic: hours on a
+    /// 1 MiB window), and every record of the run is checked: no budget runs out
+    /// before the run's first record.
     static func firstRun(
         in image: _LogImage, from low: Int, before end: Int, segmentEnd: Int, lap: UInt32, endsAtWrap: Bool
     ) -> RunSearch {
         var search = RunSearch()
         guard low < end else { return search }
         let deadEnd: Int32 = -1
-        let budget = (end - low) * Self.checkedBytesPerSearchedByte
+        var checks = _LogScanChecks(image)
         // For each offset in low..<end: the records from it to the end of its run, or
         // deadEnd when no run goes on from it.
         var outcomes = [Int32](repeating: deadEnd, count: end - low)
@@ -211,10 +205,9 @@ extension _LogHeader {
                 outcomes[position - low] = 0
             case .record(let length):
                 let next = outcome(at: position + _LogRecord.prefixSize + length)
-                guard next != deadEnd, search.bytesChecked + length <= budget else { continue }
-                search.bytesChecked += length
+                guard next != deadEnd else { continue }
                 search.slotsParsed += 1
-                if case .record = image.slot(at: position, segmentEnd: segmentEnd, lap: lap) {
+                if case .record = checks.slot(at: position, segmentEnd: segmentEnd, lap: lap) {
                     outcomes[position - low] = next + 1
                 }
             default:
@@ -224,6 +217,7 @@ extension _LogHeader {
         if let start = (low..<end).first(where: { outcomes[$0 - low] > 0 }) {
             search.run = (start, Int(outcomes[start - low]))
         }
+        search.bytesChecked = checks.checksummedBytes
         return search
     }
 }
