@@ -57,16 +57,23 @@ struct HTTPResponseCacheKeyTests {
     func unsafeMethodInvalidatesEquivalentURL(stored: String, method: String, target: String, location: String?)
         async throws
     {
-        let clock = ManualClock(start: Self.start)
-        let origin = Self.origin(location: location)
-        let http = try Self.cache(clock, origin)
+        let after = try await Self.responseAfter(storing: stored, method, target, location: location)
+        #expect(after.isFromCache == false, "\(stored) was not invalidated by \(method) \(target)")
+        #expect(after.body == Data("v2".utf8))
+    }
+
+    /// Stores the response of `stored` (checking that it is then served from the
+    /// cache), sends `method` to `target`, whose response names `location`, and
+    /// returns the next response for `stored`.
+    static func responseAfter(
+        storing stored: String, _ method: String, _ target: String, location: String?
+    ) async throws -> HTTPCachedResponse {
+        let http = try Self.cache(ManualClock(start: Self.start), Self.origin(location: location))
         let url = try #require(URL(string: stored))
         _ = try await http.response(for: url)
         #expect(try await http.response(for: url).isFromCache, "stored before the \(method)")
         _ = try await http.response(to: HTTPCacheRequest(method: method, url: try #require(URL(string: target))))
-        let after = try await http.response(for: url)
-        #expect(after.isFromCache == false, "\(stored) was not invalidated by \(method) \(target)")
-        #expect(after.body == Data("v2".utf8))
+        return try await http.response(for: url)
     }
 
     @Test(
@@ -81,13 +88,7 @@ struct HTTPResponseCacheKeyTests {
     func unsafeMethodKeepsDistinctURL(stored: String, method: String, target: String, location: String?)
         async throws
     {
-        let clock = ManualClock(start: Self.start)
-        let origin = Self.origin(location: location)
-        let http = try Self.cache(clock, origin)
-        let url = try #require(URL(string: stored))
-        _ = try await http.response(for: url)
-        _ = try await http.response(to: HTTPCacheRequest(method: method, url: try #require(URL(string: target))))
-        let after = try await http.response(for: url)
+        let after = try await Self.responseAfter(storing: stored, method, target, location: location)
         #expect(after.isFromCache, "\(stored) was invalidated by \(method) \(target)")
         #expect(after.body == Data("v0".utf8))
     }
