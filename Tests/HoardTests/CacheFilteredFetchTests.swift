@@ -258,15 +258,8 @@ struct CacheFilteredFetchTests {
 
     @Test("A value the filter accepts is served; nothing is fetched or removed")
     func acceptedValueStays() async throws {
-        try await DiskTest.withTemporaryDirectory { directory in
-            let clock = ManualClock()
-            let disk = try DiskStore(directory: directory, clock: clock)
-            let probe = FetchProbe()
-            let cache = try Self.cache(clock: clock, disk: disk, probe: probe)
-            try await cache.set("old", for: "k")
-            await cache.flush()
-            clock.advance(by: 60)
-
+        try await Self.withOldValue(withDisk: true, fetchHeld: false) { fixture in
+            let (disk, probe, cache) = (try #require(fixture.disk), fixture.probe, fixture.cache)
             #expect(try await cache.value(for: "k", maxAge: 120) == "old")
             try await cache.clear(memory: true, disk: false, remote: false)
             #expect(try await cache.value(for: "k", maxAge: 120) == "old", "from disk")
@@ -278,15 +271,9 @@ struct CacheFilteredFetchTests {
 
     @Test("The synchronous filtered reads never fetch, so they remove nothing")
     func synchronousReadsRemoveNothing() async throws {
-        try await DiskTest.withTemporaryDirectory { directory in
-            // Given a value stored a minute ago, in memory and on disk
-            let clock = ManualClock()
-            let disk = try DiskStore(directory: directory, clock: clock)
-            let probe = FetchProbe()
-            let cache = try Self.cache(clock: clock, disk: disk, probe: probe)
-            try await cache.set("old", for: "k")
-            await cache.flush()
-            clock.advance(by: 60)
+        // Given a value stored a minute ago, in memory and on disk
+        try await Self.withOldValue(withDisk: true, fetchHeld: false) { fixture in
+            let (disk, probe, cache) = (try #require(fixture.disk), fixture.probe, fixture.cache)
 
             // When the synchronous reads skip it, in memory and on disk
             for tier in ["memory", "disk"] {
@@ -306,31 +293,35 @@ struct CacheFilteredFetchTests {
     }
 
     /// A cache (over a disk, `withDisk`) holding `k` = "old", stored a minute
-    /// before its clock reads, whose fetch is held until its `probe` opens.
-    struct HeldFetch {
+    /// before its clock reads; its fetch waits for `probe` (held until the probe
+    /// opens, unless made open).
+    struct OldValue {
         let disk: DiskStore?
         let probe: FetchProbe
         let cache: Cache<String, String>
     }
 
-    /// Runs `body` with a ``HeldFetch`` in a temporary directory.
-    static func withHeldFetch(withDisk: Bool, _ body: (HeldFetch) async throws -> Void) async throws {
+    /// Runs `body` with an ``OldValue`` in a temporary directory, its fetch held
+    /// (`fetchHeld`) or not.
+    static func withOldValue(
+        withDisk: Bool, fetchHeld: Bool = true, _ body: (OldValue) async throws -> Void
+    ) async throws {
         try await DiskTest.withTemporaryDirectory { directory in
             let clock = ManualClock()
             let disk = withDisk ? try DiskStore(directory: directory, clock: clock) : nil
-            let probe = FetchProbe(open: false)
+            let probe = FetchProbe(open: !fetchHeld)
             let cache = try Self.cache(clock: clock, disk: disk, probe: probe)
             try await cache.set("old", for: "k")
             await cache.flush()
             clock.advance(by: 60)
-            try await body(HeldFetch(disk: disk, probe: probe, cache: cache))
+            try await body(OldValue(disk: disk, probe: probe, cache: cache))
         }
     }
 
     @Test("A set made while the fetch runs is not removed when it finds nothing", arguments: [false, true])
     func setDuringFetchStays(withDisk: Bool) async throws {
         // Given a value stored a minute ago, and a fetch held open
-        try await Self.withHeldFetch(withDisk: withDisk) { fixture in
+        try await Self.withOldValue(withDisk: withDisk) { fixture in
             let (disk, probe, cache) = (fixture.disk, fixture.probe, fixture.cache)
             // When a filtered read skips it and fetches, and the key is set meanwhile
             let read = Task { try await cache.value(for: "k", maxAge: 30) }
@@ -354,7 +345,7 @@ struct CacheFilteredFetchTests {
 
     @Test("A removal and a set made while the fetch runs win over it", arguments: [false, true])
     func removalAndSetDuringFetchStay(withDisk: Bool) async throws {
-        try await Self.withHeldFetch(withDisk: withDisk) { fixture in
+        try await Self.withOldValue(withDisk: withDisk) { fixture in
             let (disk, probe, cache) = (fixture.disk, fixture.probe, fixture.cache)
             let read = Task { try await cache.entry(for: "k", maxAge: 30) }
             #expect(await CacheTest.eventually { probe.calls == 1 })

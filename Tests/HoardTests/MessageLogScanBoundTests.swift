@@ -97,11 +97,7 @@ struct MessageLogScanBoundTests {
 
     /// A record at `offset` with `payload`, checked for `lap`.
     static func record(at offset: Int, _ payload: [UInt8], lap: UInt32) -> [UInt8] {
-        let check = payload.withUnsafeBytes {
-            _LogRecord.check(offset: offset, length: UInt32(payload.count), payload: $0, lap: lap)
-        }
-        return withUnsafeBytes(of: UInt32(payload.count).littleEndian) { Array($0) }
-            + withUnsafeBytes(of: check.littleEndian) { Array($0) } + payload
+        MessageLogSettlingBoundTests.record(at: offset, payload, lap: lap)
     }
 
     @Test("At every offset of random images, the checks give the slot and lap a check of the whole record gives")
