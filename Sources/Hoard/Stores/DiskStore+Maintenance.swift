@@ -451,18 +451,25 @@ extension DiskStore {
         // A writer may replace the value file between the lookup and the read (and
         // delete the one the row named): the row is looked up again then.
         for _ in 0..<8 {
-            guard let row = try readers.lookup(namespace: namespace, key: key) else { return nil }
-            guard row.problem == nil, !row.checksumMismatch else { return nil }
-            if let expiresAt = row.expiresAt, expiresAt <= clock.now().timeIntervalSince1970 { return nil }
-            let storedAt = Date(timeIntervalSince1970: row.storedAt)
-            let expiresAt = row.expiresAt.map { Date(timeIntervalSince1970: $0) }
-            if let value = row.value { return StoredEntry(data: value, storedAt: storedAt, expiresAt: expiresAt) }
-            guard let name = row.blob else { return nil }
-            let read = try blobs.read(name, size: row.size)
-            if read.damage(name: name, size: row.size, crc: row.crc, namespace: namespace, key: key) == nil,
-                case .data(let data) = read
-            {
-                return StoredEntry(data: data, storedAt: storedAt, expiresAt: expiresAt)
+            let row = try readers.lookup(namespace: namespace, key: key)
+            let now = clock.now().timeIntervalSince1970
+            // An expired or damaged row (nil) is a miss left where it is.
+            switch found(row, now: now, epoch: accesses.epoch, recordsAccess: false) ?? .miss {
+            case .miss:
+                return nil
+            case .retry:
+                continue
+            case .inline(let entry):
+                return entry
+            case .file(let name, let size, let storedAt, let expiresAt, let crc):
+                let read = try blobs.read(name, size: size)
+                if read.damage(name: name, size: size, crc: crc, namespace: namespace, key: key) == nil,
+                    case .data(let data) = read
+                {
+                    return StoredEntry(
+                        data: data, storedAt: Date(timeIntervalSince1970: storedAt),
+                        expiresAt: expiresAt.map { Date(timeIntervalSince1970: $0) })
+                }
             }
         }
         return nil

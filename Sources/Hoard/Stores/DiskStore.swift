@@ -371,14 +371,16 @@ public final class DiskStore: CacheStore {
     }
 
     /// What a read connection's `row` answers: a live, well-formed entry is a hit
-    /// and has its access recorded (in memory, with the access log's `epoch`
-    /// loaded before the read began); `nil` for an expired or damaged entry,
+    /// and, with `recordsAccess`, has its access recorded (in memory, with the
+    /// access log's `epoch` loaded before the read began); `nil` for an expired or damaged entry,
     /// which only the write connection may remove.
-    func found(_ row: _DiskIndex.Row?, now: Double, epoch: Int) -> _DiskState.Found? {
+    func found(_ row: _DiskIndex.Row?, now: Double, epoch: Int, recordsAccess: Bool = true) -> _DiskState.Found? {
         guard let row else { return .miss }
         if row.problem != nil || row.checksumMismatch { return nil }
         if let expiresAt = row.expiresAt, expiresAt <= now { return nil }
-        scheduleAccessFlush(accesses.record(id: row.id, now: now, storedAt: row.storedAt, epoch: epoch))
+        if recordsAccess {
+            scheduleAccessFlush(accesses.record(id: row.id, now: now, storedAt: row.storedAt, epoch: epoch))
+        }
         let expiresAt = row.expiresAt.map { Date(timeIntervalSince1970: $0) }
         if let value = row.value {
             return .inline(
